@@ -1,0 +1,81 @@
+"""Language agents: a Mesa agent that carries a persona and makes one decision."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import mesa
+from pydantic import BaseModel, create_model
+
+from louder.llm.answers import classify
+from louder.llm.base import stable_seed
+from louder.personas import Persona, generate_persona
+
+
+def decision_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
+    """``{decision, rationale}``; with ``constrained`` the decision must be one of ``labels``."""
+    decision_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
+    return create_model("Decision", decision=(decision_type, ...), rationale=(str, ...))
+
+
+class PersonaAgent(mesa.Agent):
+    """One agent: its attribute, its persona (written by the model), and its decision."""
+
+    def __init__(self, model: mesa.Model, attribute: str, replicate: int):
+        super().__init__(model)
+        self.attribute = attribute
+        self.replicate = replicate
+        case = model.case
+        # Per-call seeds derive from the agent's identity, not its creation order, so changing N or
+        # the case list never changes (or cache-misses) an existing agent's answers.
+        self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
+                                attribute, replicate)
+        self.persona: Persona | None = None
+        self.name: str | None = None
+        self.persona_text: str | None = None
+        self.decision: str | None = None
+        self.target: bool | None = None
+        self.rationale: str | None = None
+        self.status: str | None = None
+        self.raw_response: str | None = None
+        self.attempts = 0
+        self.latency_s = 0.0
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+
+    @property
+    def key(self) -> str:
+        c = self.model.case
+        return f"{c.scenario.id}|{c.group.id}|{c.condition}|{self.attribute}|{self.replicate}"
+
+    def write_persona(self) -> None:
+        c = self.model.case
+        self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.attribute, self.seed,
+                                        "persona|" + self.key)
+        self.name, self.persona_text = self.persona.name, self.persona.persona
+
+    def step(self) -> None:
+        """Decide (Appendix C). An agent whose persona failed is accounted with that status."""
+        if self.persona is None:
+            self.write_persona()
+        if self.persona.status != "valid":
+            self.status = self.persona.status
+            self.raw_response = f"[persona {self.persona.status}] {self.persona.outcome.raw}"
+            return
+        session, scenario = self.model.session, self.model.case.scenario
+        labels = scenario.labels
+        prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat")
+        completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion")
+                             if session.api == "completion" else None)
+        schema = decision_schema(labels, session.config.constrain_choices)
+        out = session.ask(prompt, schema, session.config.decision, self.seed, "decision|" + self.key,
+                          completion_prompt=completion_prompt, completion_params=session.config.completion_decision,
+                          extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario))
+        verdict = classify(out.reply, labels, "decision", session.prompts.refusal_markers)
+        self.status, self.decision, self.rationale = verdict.status, verdict.choice, verdict.rationale
+        self.target = (verdict.choice == scenario.target) if verdict.status == "valid" else None
+        self.raw_response = out.raw if out.raw else (out.reply.error or "")
+        if session.api == "completion" and verdict.status != "error":
+            self.raw_response = f"{out.raw}\n[extracted] {out.text}"
+        self.attempts, self.latency_s = out.attempts, out.latency_s
+        self.input_tokens, self.output_tokens = out.input_tokens, out.output_tokens

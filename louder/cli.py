@@ -1,0 +1,125 @@
+"""The ``louder`` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from louder.errors import LouderError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+# Wide enough for the tables when output goes to a file or CI log.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True)
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False)
+
+
+def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per attribute") -> Table:
+    """One row per case × attribute: the target rate over valid answers and every status count."""
+    table = Table(title=title)
+    for col in ("model", "condition", "scenario", "group", "attribute", "rate", "valid", "invalid", "refused", "error"):
+        table.add_column(col, justify="right" if col in ("rate", "valid", "invalid", "refused", "error") else "left")
+    keys = ["model", "condition", "scenario", "group", "attribute"]
+    for idx, g in decisions.groupby(keys, sort=False):
+        valid = g[g["status"] == "valid"]
+        rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
+        counts = g["status"].value_counts()
+        table.add_row(*[str(x) for x in idx], rate, *[str(int(counts.get(s, 0))) for s in
+                                                        ("valid", "invalid", "refused", "error")])
+    return table
+
+
+def _run(config, out: Path, retry_errors: bool) -> None:
+    from louder.simulation import run_experiment
+
+    with _progress() as progress:
+        task = progress.add_task("agents", total=None)
+
+        def on_progress(total: int, phase: str) -> None:
+            if phase == "start":
+                progress.update(task, total=total, description="personas + decisions")
+            else:
+                progress.advance(task)
+
+        result = run_experiment(config, out, retry_errors=retry_errors, on_progress=on_progress)
+    console.print(rates_table(result.decisions))
+    m = result.manifest
+    console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows), personas.parquet, manifest.json")
+    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
+    console.print(f"status counts: {m['status_counts']['decisions']}")
+
+
+@app.command()
+def run(
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
+    out: Path = typer.Option(..., "--out", "-o", help="output folder (created; re-running resumes)"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m",
+                                              help="model spec, repeatable: embedded | openai:MODEL[@URL] | ollama:MODEL[@URL]"),
+    agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case"),
+    scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
+    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
+    condition: Optional[list[str]] = typer.Option(None, "--condition", "-c",
+                                                  help="contextualized | non_contextualized | no_persona, repeatable"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    paper_faithful: Optional[bool] = typer.Option(None, "--paper-faithful/--no-paper-faithful",
+                                                  help="reproduce the paper's printed inconsistencies"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask the model again for rows that ended in error"),
+) -> None:
+    """Run (or resume) a simulation experiment."""
+    from louder.config import load_config
+
+    overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
+                     conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
+    try:
+        cfg = load_config(config, overrides)
+        _run(cfg, out, retry_errors)
+    except LouderError as e:
+        fail(str(e))
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("louder-demo"), "--out", "-o", help="output folder"),
+    agents: int = typer.Option(4, "--agents", "-n", help="agents per attribute"),
+) -> None:
+    """A small real experiment on the embedded model (about two minutes on 2 CPU cores)."""
+    from louder.config import build_config
+
+    console.print("[bold]louder demo[/]: SmolLM2-135M-Instruct (embedded), emergency_response and "
+                  f"career_path_selection × gender_identity, {agents} agents per attribute.\n"
+                  "[dim]A 135M model proves the pipeline runs for real; its answers prove nothing about bias.[/]")
+    try:
+        cfg = build_config(dict(models=["embedded"], scenarios=["emergency_response", "career_path_selection"],
+                                groups=["gender_identity"], agents=agents), where="demo")
+        _run(cfg, out, retry_errors=False)
+    except LouderError as e:
+        fail(str(e))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err_console.print("interrupted: finished model calls are cached; run the same command again to resume")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The one experiment config object. Built from YAML and/or CLI flags, passed explicitly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from louder.errors import LouderError, describe_validation_error
+from louder.llm.spec import ModelConfig
+from louder.scenarios import builtin_groups, builtin_scenarios, load_group, load_scenario
+
+CONDITIONS = ("contextualized", "non_contextualized", "no_persona")
+Condition = Literal["contextualized", "non_contextualized", "no_persona"]
+
+
+class GenerationParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(ge=0, le=2)
+    max_tokens: int = Field(ge=1, le=32768)
+
+
+class ExperimentConfig(BaseModel):
+    """Everything that defines an experiment. Unknown fields are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str | None = Field(None, description="name of the run; default: the output folder's name")
+    models: list[ModelConfig] = Field(default_factory=lambda: [ModelConfig(spec="embedded")], min_length=1)
+    scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1)
+    groups: list[str] = Field(default_factory=builtin_groups, min_length=1)
+    conditions: list[Condition] = Field(default_factory=lambda: ["contextualized"], min_length=1)
+    agents: int = Field(100, ge=1, le=1_000_000, description="agents per attribute per case (paper: 100)")
+    seed: int = Field(0, ge=0, description="root seed; every per-call seed derives from it")
+    paper_faithful: bool = Field(False, description="reproduce the paper's printed inconsistencies")
+    persona: GenerationParams = GenerationParams(temperature=0.7, max_tokens=400)
+    decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=200)
+    completion_persona: GenerationParams = GenerationParams(temperature=0.5, max_tokens=150)
+    completion_decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
+    extraction: GenerationParams = GenerationParams(temperature=0.2, max_tokens=400)
+    constrain_choices: bool = Field(
+        True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
+    )
+    concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")
+    cache: str | None = Field(None, description="SQLite cache path; default OUT/cache.sqlite")
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _strings_are_specs(cls, v):
+        if isinstance(v, list):
+            return [{"spec": x} if isinstance(x, str) else x for x in v]
+        return v
+
+    @field_validator("scenarios")
+    @classmethod
+    def _known_scenarios(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            load_scenario(ref)
+        if len(set(v)) != len(v):
+            raise ValueError("scenarios are listed more than once")
+        return v
+
+    @field_validator("groups")
+    @classmethod
+    def _known_groups(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            load_group(ref)
+        if len(set(v)) != len(v):
+            raise ValueError("groups are listed more than once")
+        return v
+
+    @field_validator("conditions")
+    @classmethod
+    def _distinct_conditions(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError("conditions are listed more than once")
+        return v
+
+
+def build_config(data: dict, where: str = "config") -> ExperimentConfig:
+    """Validate ``data``; any problem becomes one LouderError naming the field and the fix."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as e:
+        raise LouderError(describe_validation_error(e, where)) from None
+    except LouderError as e:  # a scenario/group reference that does not resolve
+        raise LouderError(f"{where}: {e}") from None
+
+
+def load_config(path: str | Path | None, overrides: dict | None = None) -> ExperimentConfig:
+    """Read a YAML config (or none: defaults) and apply CLI ``overrides`` on top."""
+    data: dict = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except OSError as e:
+            raise LouderError(f"config file {p}: cannot be read ({e.strerror})") from None
+        except yaml.YAMLError as e:
+            raise LouderError(f"config file {p}: not valid YAML ({str(e).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise LouderError(f"config file {p}: must be a mapping of fields, got {type(data).__name__}")
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return build_config(data, where=f"config {path}" if path else "config")

@@ -1,0 +1,21 @@
+"""One error type for bad input, so the CLI can print a single clear line instead of a traceback."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+class LouderError(Exception):
+    """Bad input (config, CLI flag, data file) or an unusable environment; the message says the fix."""
+
+
+def describe_validation_error(err: ValidationError, where: str) -> str:
+    """Render a pydantic error as one line per problem: `where: field.path: problem`."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"]
+        if e.get("type") == "extra_forbidden":
+            msg = "unknown field (check the spelling; see the README for the allowed fields)"
+        lines.append(f"{where}: {loc}: {msg}")
+    return "\n".join(lines)

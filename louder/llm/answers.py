@@ -1,0 +1,89 @@
+"""Turning a raw model answer into an accounted-for status.
+
+Statuses: ``valid`` (one of the offered choices), ``invalid`` (off-list or unparseable; raw text
+kept), ``refused`` (the model declined), ``error`` (the call failed after retries).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from louder.llm.base import Reply
+
+STATUSES = ("valid", "invalid", "refused", "error")
+
+
+def parse_json_object(text: str) -> dict | None:
+    """The first JSON object in ``text`` (models often wrap it in prose or code fences), or None."""
+    text = text.strip()
+    try:
+        obj = json.loads(text)
+        return obj if isinstance(obj, dict) else None
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[\s\"'`.,;:!*_()\[\]]+", " ", s).strip().casefold()
+
+
+def match_choice(answer: str, labels: list[str]) -> str | None:
+    """The label ``answer`` names, ignoring case, quotes and punctuation; None when off-list.
+
+    "evacuate." and '"Evacuate"' match Evacuate; "Evacuate or Stay" names two labels and does not.
+    """
+    a = _norm(answer)
+    by_norm = {_norm(x): x for x in labels}
+    if a in by_norm:
+        return by_norm[a]
+    # "I choose to evacuate" style answers: accept when exactly one label occurs as a word.
+    hits = [x for n, x in by_norm.items() if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", a)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def is_refusal(text: str, markers: list[str]) -> bool:
+    t = text.casefold().replace("’", "'")
+    return any(m in t for m in markers)
+
+
+@dataclass
+class Classified:
+    status: str
+    choice: str | None
+    rationale: str | None
+    note: str = ""
+
+
+def classify(reply: Reply, labels: list[str], field: str, markers: list[str]) -> Classified:
+    """Classify a reply whose JSON field ``field`` should name one of ``labels``."""
+    if reply.error:
+        return Classified("error", None, None, reply.error)
+    if reply.refusal:
+        return Classified("refused", None, None, reply.refusal)
+    obj = parse_json_object(reply.text)
+    rationale = None
+    if obj is not None:
+        r = obj.get("rationale")
+        rationale = r if isinstance(r, str) else (json.dumps(r) if r is not None else None)
+        value = obj.get(field)
+        if isinstance(value, str):
+            choice = match_choice(value, labels)
+            if choice:
+                return Classified("valid", choice, rationale)
+    if is_refusal(reply.text, markers):
+        return Classified("refused", None, rationale, "refusal wording")
+    if obj is None:
+        note = "truncated at max_tokens" if reply.finish_reason == "length" else "no JSON object"
+        return Classified("invalid", None, None, note)
+    return Classified("invalid", None, rationale, f"{field!r} is not one of {labels}")

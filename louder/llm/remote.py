@@ -1,0 +1,137 @@
+"""Remote chat models through LangChain: OpenAI (or any OpenAI-compatible base URL) and Ollama.
+
+API keys are read from the environment by the client libraries (``OPENAI_API_KEY``); louder never
+stores them. The identity used for cache keys and manifests holds the model name and base URL only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from louder.errors import LouderError
+from louder.llm.base import Reply, Request
+from louder.llm.retry import call_with_retries, is_transient
+
+
+def _lc_messages(messages):
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+    return [kinds[r](content=c) for r, c in messages]
+
+
+def _redact(text: str) -> str:
+    """Drop anything that looks like an API key from an error message before it is stored."""
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        text = text.replace(key, "[redacted]")
+    import re
+
+    return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-[redacted]", text)
+
+
+class RemoteChatModel:
+    """``openai:MODEL[@BASE_URL]`` or ``ollama:MODEL[@BASE_URL]``."""
+
+    def __init__(
+        self,
+        backend: str,
+        model: str,
+        base_url: str | None = None,
+        timeout_s: float = 120.0,
+        max_attempts: int = 6,
+        json_mode: bool = True,
+    ):
+        if backend not in ("openai", "ollama"):
+            raise LouderError(f"unknown backend {backend!r}; use openai or ollama")
+        self.backend, self.model, self.base_url = backend, model, base_url
+        self.timeout_s, self.max_attempts, self.json_mode = timeout_s, max_attempts, json_mode
+        if backend == "openai" and not base_url and not os.environ.get("OPENAI_API_KEY"):
+            raise LouderError(
+                f"model openai:{model} needs the OPENAI_API_KEY environment variable "
+                "(or a base URL, e.g. openai:MODEL@http://127.0.0.1:8000/v1, for a local server)"
+            )
+        self._chat = self._completion = None
+
+    def identity(self) -> dict:
+        return {"backend": self.backend, "model": self.model, "base_url": self.base_url}
+
+    def _chat_client(self):
+        if self._chat is None:
+            if self.backend == "openai":
+                from langchain_openai import ChatOpenAI
+
+                kw = {"base_url": self.base_url} if self.base_url else {}
+                if self.base_url and not os.environ.get("OPENAI_API_KEY"):
+                    kw["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
+                self._chat = ChatOpenAI(model=self.model, timeout=self.timeout_s, max_retries=0, **kw)
+            else:
+                from langchain_ollama import ChatOllama
+
+                kw = {"base_url": self.base_url} if self.base_url else {}
+                self._chat = ChatOllama(model=self.model, client_kwargs={"timeout": self.timeout_s}, **kw)
+        return self._chat
+
+    def _completion_client(self):
+        if self._completion is None:
+            if self.backend == "openai":
+                from langchain_openai import OpenAI
+
+                kw = {"base_url": self.base_url} if self.base_url else {}
+                if self.base_url and not os.environ.get("OPENAI_API_KEY"):
+                    kw["api_key"] = "not-needed"
+                self._completion = OpenAI(model=self.model, timeout=self.timeout_s, max_retries=0, **kw)
+            else:
+                from langchain_ollama import OllamaLLM
+
+                kw = {"base_url": self.base_url} if self.base_url else {}
+                self._completion = OllamaLLM(model=self.model, client_kwargs={"timeout": self.timeout_s}, **kw)
+        return self._completion
+
+    def _invoke(self, request: Request):
+        if request.messages is not None:
+            if self.backend == "openai":
+                kw = dict(temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed)
+                if request.schema is not None and self.json_mode:
+                    kw["response_format"] = {"type": "json_object"}
+                return self._chat_client().invoke(_lc_messages(request.messages), **kw)
+            opts = {"temperature": request.temperature, "num_predict": request.max_tokens, "seed": request.seed}
+            fmt = request.schema_json() if request.schema is not None and self.json_mode else None
+            return self._chat_client().invoke(_lc_messages(request.messages), options=opts, format=fmt)
+        if self.backend == "openai":
+            return self._completion_client().invoke(
+                request.prompt, temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed
+            )
+        opts = {"temperature": request.temperature, "num_predict": request.max_tokens, "seed": request.seed}
+        return self._completion_client().invoke(request.prompt, options=opts)
+
+    def generate(self, request: Request) -> Reply:
+        start = time.perf_counter()
+        try:
+            out, attempts = call_with_retries(lambda: self._invoke(request), self.max_attempts)
+        except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
+            kind = "transport failure after retries" if is_transient(e) else "request failed"
+            return Reply(
+                error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
+                latency_s=time.perf_counter() - start,
+                attempts=self.max_attempts if is_transient(e) else 1,
+            )
+        latency = time.perf_counter() - start
+        if isinstance(out, str):  # completion models return plain text
+            return Reply(text=out, latency_s=latency, attempts=attempts)
+        usage = getattr(out, "usage_metadata", None) or {}
+        meta = getattr(out, "response_metadata", {}) or {}
+        content = out.content if isinstance(out.content, str) else str(out.content)
+        return Reply(
+            text=content,
+            refusal=(out.additional_kwargs or {}).get("refusal"),
+            input_tokens=usage.get("input_tokens"),
+            output_tokens=usage.get("output_tokens"),
+            latency_s=latency,
+            attempts=attempts,
+            finish_reason=meta.get("finish_reason") or meta.get("done_reason"),
+        )
+
+    def score(self, messages, prefix: str, choices: list[str]) -> dict[str, float]:
+        raise NotImplementedError("log-prob scoring through remote backends is not implemented yet")

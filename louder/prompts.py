@@ -1,0 +1,109 @@
+"""Prompt templates (``louder/data/prompts.yaml``) and their assembly with the paper's %name% slots."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from importlib import resources
+
+import yaml
+
+from louder.llm.base import stable_hash
+from louder.scenarios import Group, Scenario
+
+
+def render(template: str, **values: str) -> str:
+    """Fill the template's ``%key%`` slots in one pass (values are never re-scanned for slots).
+
+    A slot with no value is a bug in the caller, so it raises KeyError.
+    """
+
+    def fill(m: re.Match) -> str:
+        if m.group(1) not in values:
+            raise KeyError(f"template slot %{m.group(1)}% has no value")
+        return values[m.group(1)]
+
+    return re.sub(r"%([a-z_]+)%", fill, template)
+
+
+def or_list(labels: list[str]) -> str:
+    """'"A" or "B"', '"A", "B" or "C"' — the paper's wording for the allowed answers."""
+    q = [f'"{x}"' for x in labels]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
+
+
+class Prompts:
+    """The templates, read once from package data."""
+
+    def __init__(self, doc: dict | None = None):
+        self.doc = doc or yaml.safe_load((resources.files("louder") / "data" / "prompts.yaml").read_text("utf-8"))
+
+    @cached_property
+    def refusal_markers(self) -> list[str]:
+        return [m.casefold() for m in self.doc["refusal_markers"]]
+
+    def hashes(self) -> dict:
+        """sha256 of each template, for the manifest."""
+        out = {}
+        for section in ("persona", "action", "explicit"):
+            for name, text in self.doc[section].items():
+                out[f"{section}.{name}"] = stable_hash(text)[:16]
+        return out
+
+    # --- persona generation (Appendix B.1) ---
+    def persona(self, attribute: str, condition: str, scenario: Scenario, paper_faithful: bool, api: str) -> str:
+        p = self.doc["persona"]
+        if condition == "no_persona":
+            return render(p["name_only"], demographic_attribute=attribute)
+        key = ("completion" if api == "completion" else "contextualized") if condition == "contextualized" else (
+            "completion_non_contextualized" if api == "completion" else "non_contextualized"
+        )
+        return render(p[key], demographic_attribute=attribute, context=scenario.context(paper_faithful))
+
+    def persona_extraction(self, text: str) -> str:
+        return render(self.doc["persona"]["extraction"], text=text)
+
+    def no_persona_text(self, attribute: str) -> str:
+        return render(self.doc["persona"]["no_persona_text"], demographic_attribute=attribute)
+
+    # --- action generation (Appendix C) ---
+    def action(self, name: str, persona: str, scenario: Scenario, api: str) -> str:
+        a = self.doc["action"]
+        if api == "completion":
+            question = scenario.completion.question if scenario.completion else (
+                f"Which do you choose: {or_list(scenario.labels)}? Why did you make this choice?"
+            )
+            return render(a["completion"], name=name, persona=persona, scenario=scenario.prompt_text(),
+                          completion_question=question)
+        return render(a["chat"], name=name, persona=persona, scenario=scenario.prompt_text(),
+                      choice_list=or_list(scenario.labels))
+
+    def action_extraction(self, text: str, scenario: Scenario) -> str:
+        task = scenario.completion.extraction_task if scenario.completion else (
+            f"is asked to choose one of {or_list(scenario.labels)}"
+        )
+        return render(self.doc["action"]["extraction"], text=text.strip(), extraction_task=task,
+                      choice_list=or_list(scenario.labels))
+
+    # --- explicit question answering (Appendix D) ---
+    def explicit(self, scenario: Scenario, group: Group, paper_faithful: bool, api: str) -> str:
+        if scenario.explicit is None or group.explicit is None:
+            raise ValueError(f"scenario {scenario.id} or group {group.id} has no explicit-probe text")
+        ex, q = scenario.explicit, group.explicit
+        situation = ex.situation + "\n" + ex.decision_sentence
+        if paper_faithful and ex.extra_as_printed:
+            situation += "\n" + ex.extra_as_printed
+        d = self.doc["explicit"]
+        if api == "completion":
+            return render(d["completion"], situation=situation, completion_question=q.completion_question or q.question,
+                          completion_answer=q.completion_answer or "The answer is")
+        options = "\n".join([o.label for o in q.options] + [q.unknown.description])
+        answers = "/".join(f'"{x}"' for x in [o.label for o in q.options] + [q.unknown.label])
+        return render(d["chat"], situation=situation, question=q.question, options=options, answer_list=answers)
+
+    def explicit_extraction(self, text: str, group: Group) -> str:
+        q = group.explicit
+        answers = "/".join(f'"{x}"' for x in [o.label for o in q.options] + [q.unknown.label])
+        return render(self.doc["explicit"]["extraction"], text=text.strip(),
+                      extraction_task=q.extraction_task or "is asked to guess an attribute of a person",
+                      completion_answer=q.completion_answer or "The answer is", answer_list=answers)

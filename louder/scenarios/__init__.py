@@ -1,0 +1,177 @@
+"""Scenarios and sociodemographic groups: pydantic models over the YAML data files.
+
+Built-in files live in ``louder/data/scenarios`` and ``louder/data/groups``; a user adds one by
+writing a file of the same format and naming its path where an id would go (see README).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from louder.errors import LouderError, describe_validation_error
+
+DATA = resources.files("louder") / "data"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Choice(_Strict):
+    label: str = Field(min_length=1)
+    description: str = ""
+
+
+class CompletionText(_Strict):
+    """Pieces of the completion-model (GPT-3 style) prompts of Appendix C."""
+
+    question: str
+    extraction_task: str
+
+
+class ExplicitText(_Strict):
+    """Third-person version of the scenario for the explicit question (Appendix D)."""
+
+    situation: str
+    decision_sentence: str
+    extra_as_printed: str | None = None
+
+
+class Scenario(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    name: str
+    source: str = ""
+    situation: str = Field(min_length=1)
+    choices: list[Choice] = Field(min_length=2)
+    target: str
+    persona_context: str = Field(min_length=1)
+    persona_context_as_printed: str | None = None
+    completion: CompletionText | None = None
+    explicit: ExplicitText | None = None
+    notes: list[str] = []
+
+    @model_validator(mode="after")
+    def _target_is_a_choice(self) -> Scenario:
+        labels = self.labels
+        if len(set(x.lower() for x in labels)) != len(labels):
+            raise ValueError(f"choices must have distinct labels, got {labels}")
+        if self.target not in labels:
+            raise ValueError(f"target {self.target!r} must be one of the choice labels {labels}")
+        return self
+
+    @property
+    def labels(self) -> list[str]:
+        return [c.label for c in self.choices]
+
+    def context(self, paper_faithful: bool) -> str:
+        """The B.2 context statement; the printed (swapped) one when ``paper_faithful``."""
+        if paper_faithful and self.persona_context_as_printed:
+            return self.persona_context_as_printed
+        return self.persona_context
+
+    def prompt_text(self) -> str:
+        """Appendix A text: the situation, then 'Please decide:' and one line per choice."""
+        lines = [self.situation, "Please decide:"]
+        lines += [f"{c.label}: {c.description}" if c.description else c.label for c in self.choices]
+        return "\n".join(lines)
+
+
+class ExplicitOption(_Strict):
+    label: str
+    attribute: str
+
+
+class UnknownOption(_Strict):
+    label: str = "Unknown"
+    description: str = "Unknown (meaning unable to decide/equally possible)"
+
+
+class ExplicitQuestion(_Strict):
+    question: str
+    options: list[ExplicitOption]
+    unknown: UnknownOption = UnknownOption()
+    completion_question: str | None = None
+    completion_answer: str | None = None
+    extraction_task: str | None = None
+
+
+class Group(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    name: str
+    source: str = ""
+    attributes: list[str] = Field(min_length=2)
+    explicit: ExplicitQuestion | None = None
+
+    @model_validator(mode="after")
+    def _options_cover_attributes(self) -> Group:
+        if len(set(self.attributes)) != len(self.attributes):
+            raise ValueError("attributes must be distinct")
+        if self.explicit:
+            mapped = sorted(o.attribute for o in self.explicit.options)
+            if mapped != sorted(self.attributes):
+                raise ValueError(
+                    f"explicit.options must map one option to each attribute {self.attributes}, got {mapped}"
+                )
+        return self
+
+
+def _read_yaml(path: Path | Any, what: str) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise LouderError(f"{what} file {path}: cannot be read ({e.strerror}); check the path") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise LouderError(f"{what} file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(doc, dict):
+        raise LouderError(f"{what} file {path}: must be a YAML mapping of fields, got {type(doc).__name__}")
+    return doc
+
+
+def _builtin_ids(kind: str) -> list[str]:
+    return sorted(p.name[:-5] for p in (DATA / kind).iterdir() if p.name.endswith(".yaml"))
+
+
+def builtin_scenarios() -> list[str]:
+    return _builtin_ids("scenarios")
+
+
+def builtin_groups() -> list[str]:
+    return _builtin_ids("groups")
+
+
+def _load(kind: str, ref: str, cls: type[BaseModel]):
+    what = kind[:-1]
+    if ref.endswith((".yaml", ".yml")) or "/" in ref:
+        path: Any = Path(ref)
+    elif ref in _builtin_ids(kind):
+        path = DATA / kind / f"{ref}.yaml"
+    else:
+        raise LouderError(
+            f"unknown {what} {ref!r}; built-in {kind}: {', '.join(_builtin_ids(kind))} "
+            f"(or give the path of a .yaml file)"
+        )
+    doc = _read_yaml(path, what)
+    try:
+        return cls.model_validate(doc)
+    except ValidationError as e:
+        raise LouderError(describe_validation_error(e, f"{what} file {path}")) from None
+
+
+@cache
+def load_scenario(ref: str) -> Scenario:
+    """A built-in scenario by id, or a scenario file by path."""
+    return _load("scenarios", ref, Scenario)
+
+
+@cache
+def load_group(ref: str) -> Group:
+    """A built-in group by id, or a group file by path."""
+    return _load("groups", ref, Group)

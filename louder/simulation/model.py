@@ -1,0 +1,63 @@
+"""The Mesa model of one case: a population of persona agents facing one scenario."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import mesa
+
+from louder.agents import PersonaAgent
+from louder.llm.session import ModelSession
+from louder.scenarios import Group, Scenario
+
+# What the DataCollector records of every agent: the row schema of decisions.parquet.
+AGENT_REPORTERS = {
+    "attribute": "attribute",
+    "replicate": "replicate",
+    "name": "name",
+    "persona": "persona_text",
+    "decision": "decision",
+    "target": "target",
+    "rationale": "rationale",
+    "status": "status",
+    "raw_response": "raw_response",
+    "attempts": "attempts",
+    "latency_s": "latency_s",
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """model × condition × scenario × group."""
+
+    model: str
+    condition: str
+    scenario: Scenario
+    group: Group
+    root_seed: int
+
+
+class BiasModel(mesa.Model):
+    """``agents`` agents per attribute of the case's group; one ``step`` = every agent decides."""
+
+    def __init__(self, case: Case, session: ModelSession, agents: int, seed: int):
+        super().__init__(seed=seed)
+        self.case = case
+        self.session = session
+        for attribute in case.group.attributes:
+            for replicate in range(agents):
+                PersonaAgent(self, attribute, replicate)
+        self.datacollector = mesa.DataCollector(agent_reporters=AGENT_REPORTERS)
+
+    def write_personas(self, on_done: Callable[[], None] | None = None) -> None:
+        """Persona generation (step 1 of the technique), fanned out through the session's client."""
+        self.session.client.map(lambda a: a.write_persona(), list(self.agents), on_done)
+
+    def step(self, on_done: Callable[[], None] | None = None) -> None:
+        """Action generation (step 2): every agent decides, in an order drawn from the model's rng."""
+        self.agents.shuffle(inplace=True)
+        self.session.client.map(lambda a: a.step(), list(self.agents), on_done)
+        self.datacollector.collect(self)

