@@ -97,7 +97,7 @@ def run(
 @app.command()
 def demo(
     out: Path = typer.Option(Path("louder-demo"), "--out", "-o", help="output folder"),
-    agents: int = typer.Option(4, "--agents", "-n", help="agents per attribute"),
+    agents: int = typer.Option(8, "--agents", "-n", help="agents per attribute"),
 ) -> None:
     """A small real experiment on the embedded model (about two minutes on 2 CPU cores)."""
     from louder.config import build_config

@@ -68,6 +68,10 @@ class EmbeddedModel:
         with self._lock:
             llm = self._model()
             start = time.perf_counter()
+            # Forget the previous prompt: llama.cpp otherwise reuses its KV prefix, and evaluating a
+            # prompt in different pieces changes the floats enough to change sampled tokens. Resetting
+            # makes every answer a function of (prompt, seed) alone, whatever ran before it.
+            llm.reset()
             try:
                 if request.messages is not None:
                     fmt = None

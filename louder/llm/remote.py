@@ -7,6 +7,8 @@ stores them. The identity used for cache keys and manifests holds the model name
 from __future__ import annotations
 
 import os
+import re
+import threading
 import time
 
 from louder.errors import LouderError
@@ -26,8 +28,6 @@ def _redact(text: str) -> str:
     key = os.environ.get("OPENAI_API_KEY")
     if key:
         text = text.replace(key, "[redacted]")
-    import re
-
     return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-[redacted]", text)
 
 
@@ -41,7 +41,7 @@ class RemoteChatModel:
         base_url: str | None = None,
         timeout_s: float = 120.0,
         max_attempts: int = 6,
-        json_mode: bool = True,
+        json_mode: str = "json_schema",
     ):
         if backend not in ("openai", "ollama"):
             raise LouderError(f"unknown backend {backend!r}; use openai or ollama")
@@ -52,7 +52,11 @@ class RemoteChatModel:
                 f"model openai:{model} needs the OPENAI_API_KEY environment variable "
                 "(or a base URL, e.g. openai:MODEL@http://127.0.0.1:8000/v1, for a local server)"
             )
+        # Build the clients now, in the calling thread: importing httpx/openai lazily from several
+        # worker threads at once fails with "partially initialized module" errors.
+        self._lock = threading.Lock()
         self._chat = self._completion = None
+        self._chat_client()
 
     def identity(self) -> dict:
         return {"backend": self.backend, "model": self.model, "base_url": self.base_url}
@@ -74,6 +78,10 @@ class RemoteChatModel:
         return self._chat
 
     def _completion_client(self):
+        with self._lock:
+            return self._make_completion_client()
+
+    def _make_completion_client(self):
         if self._completion is None:
             if self.backend == "openai":
                 from langchain_openai import OpenAI
@@ -93,11 +101,13 @@ class RemoteChatModel:
         if request.messages is not None:
             if self.backend == "openai":
                 kw = dict(temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed)
-                if request.schema is not None and self.json_mode:
-                    kw["response_format"] = {"type": "json_object"}
+                if request.schema is not None:
+                    kw.update(self._response_format(request))
                 return self._chat_client().invoke(_lc_messages(request.messages), **kw)
             opts = {"temperature": request.temperature, "num_predict": request.max_tokens, "seed": request.seed}
-            fmt = request.schema_json() if request.schema is not None and self.json_mode else None
+            fmt = None
+            if request.schema is not None and self.json_mode != "off":
+                fmt = "json" if self.json_mode == "json_object" else request.schema_json()
             return self._chat_client().invoke(_lc_messages(request.messages), options=opts, format=fmt)
         if self.backend == "openai":
             return self._completion_client().invoke(
@@ -105,6 +115,17 @@ class RemoteChatModel:
             )
         opts = {"temperature": request.temperature, "num_predict": request.max_tokens, "seed": request.seed}
         return self._completion_client().invoke(request.prompt, options=opts)
+
+    def _response_format(self, request: Request) -> dict:
+        schema = request.schema_json()
+        if self.json_mode == "json_schema":
+            return {"response_format": {"type": "json_schema",
+                                         "json_schema": {"name": request.schema.__name__, "schema": schema}}}
+        if self.json_mode == "json_object_schema":
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        if self.json_mode == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        return {}
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()
@@ -115,7 +136,7 @@ class RemoteChatModel:
             return Reply(
                 error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
                 latency_s=time.perf_counter() - start,
-                attempts=self.max_attempts if is_transient(e) else 1,
+                attempts=getattr(e, "louder_attempts", 1),
             )
         latency = time.perf_counter() - start
         if isinstance(out, str):  # completion models return plain text

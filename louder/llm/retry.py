@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+# Imported here, at import time: a first import of httpx from several worker threads at once
+# leaves openai seeing a partially initialised module.
+import httpx
+import openai
+
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 T = TypeVar("T")
@@ -18,9 +23,6 @@ def _status(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     """Worth another try: timeouts, dropped connections, 408/409/429 and 5xx answers."""
-    import httpx
-    import openai
-
     if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError, TimeoutError)):
         return True
     code = _status(exc)
@@ -42,9 +44,10 @@ def retry_after_seconds(exc: BaseException | None) -> float | None:
 def call_with_retries(fn: Callable[[], T], attempts: int, max_wait_s: float = 60.0) -> tuple[T, int]:
     """Run ``fn``; retry transient failures up to ``attempts`` tries in all. Returns (result, tries).
 
-    The last exception propagates when every try failed or the failure is not transient.
+    The last exception propagates when every try failed or the failure is not transient; its
+    ``louder_attempts`` attribute says how many tries were made.
     """
-    backoff = wait_exponential_jitter(initial=0.5, max=max_wait_s)
+    backoff = wait_exponential_jitter(multiplier=0.5, max=max_wait_s, jitter=0.5)
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -57,8 +60,9 @@ def call_with_retries(fn: Callable[[], T], attempts: int, max_wait_s: float = 60
         retry=retry_if_exception(is_transient),
         reraise=True,
     )
-    for attempt in retrying:
-        with attempt:
-            result = fn()
-        return result, attempt.retry_state.attempt_number
-    raise AssertionError("unreachable")
+    try:
+        result = retrying(fn)
+    except Exception as e:
+        e.louder_attempts = retrying.statistics.get("attempt_number", 1)
+        raise
+    return result, retrying.statistics.get("attempt_number", 1)

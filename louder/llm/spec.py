@@ -28,7 +28,11 @@ class ModelConfig(BaseModel):
     n_ctx: int = Field(4096, ge=512, description="embedded: context window")
     timeout_s: float = Field(120.0, gt=0, description="remote: seconds before a request times out")
     max_attempts: int = Field(6, ge=1, le=50, description="remote: tries per call for transport failures")
-    json_mode: bool = Field(True, description="remote: ask the server for JSON output")
+    json_mode: Literal["json_schema", "json_object_schema", "json_object", "off"] = Field(
+        "json_schema",
+        description="remote: how to ask for JSON — json_schema (OpenAI structured outputs, vLLM, Ollama), "
+        "json_object_schema (llama_cpp.server), json_object (plain JSON mode), off (prompt only, as in the paper)",
+    )
 
     @field_validator("spec")
     @classmethod

@@ -1,0 +1,59 @@
+"""Shared fixtures: a deterministic OpenAI-compatible test server on 127.0.0.1 and small configs."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fake_openai import FakeOpenAIServer  # noqa: E402
+
+
+@pytest.fixture
+def fake_server():
+    server = FakeOpenAIServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """A real ``llama_cpp.server`` serving the embedded model on 127.0.0.1."""
+    from louder.llm.embedded import smollm2_path
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2", "--logits_all", "true"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "OPENAI_API_KEY": ""},
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    import httpx
+
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("llama_cpp.server did not start within 120 s")
+    yield url
+    proc.terminate()
+    proc.wait(10)

@@ -1,0 +1,98 @@
+"""A small OpenAI-compatible chat/completions server for tests, on 127.0.0.1 only.
+
+Answers are a deterministic function of the prompt and seed, so two runs give the same rows. A
+``behaviour`` callback can override any answer: return a (status, body, headers) triple, or a
+string to use as the message content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def default_answer(prompt: str, seed: int) -> str:
+    h = int(hashlib.sha256(f"{prompt}|{seed}".encode()).hexdigest(), 16)
+    if "craft a detailed persona" in prompt or "includes a person’s name" in prompt:
+        return json.dumps({"name": f"Agent {h % 1000}", "persona": f"A persona number {h % 97}."})
+    if "create a name" in prompt:
+        return json.dumps({"name": f"Named {h % 1000}"})
+    if '"decision"' in prompt:
+        import re
+
+        labels = re.findall(r'"decision": <a string, (.*?)>', prompt)[0]
+        options = re.findall(r'"([^"]+)"', labels)
+        return json.dumps({"decision": options[h % len(options)], "rationale": f"reason {h % 13}"})
+    if '"answer"' in prompt:
+        import re
+
+        labels = re.findall(r'"answer": <a string, (.*?)>', prompt)[0]
+        options = re.findall(r'"([^"]+)"', labels)
+        return json.dumps({"answer": options[h % len(options)], "rationale": "because"})
+    return f"evacuate, because reason {h % 13}"
+
+
+class FakeOpenAIServer:
+    def __init__(self, behaviour=None):
+        self.behaviour = behaviour
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with outer.lock:
+                    outer.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                    n = len(outer.requests)
+                chat = self.path.endswith("/chat/completions")
+                prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
+                if isinstance(prompt, list):
+                    prompt = prompt[0]
+                content = default_answer(prompt, body.get("seed", 0))
+                if outer.behaviour is not None:
+                    override = outer.behaviour(n, prompt, body)
+                    if isinstance(override, tuple):
+                        status, payload, headers = override
+                        return self._send(status, payload, headers)
+                    if override is not None:
+                        content = override
+                usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()),
+                         "total_tokens": len(prompt.split()) + len(content.split())}
+                if chat:
+                    choice = {"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": content}}
+                    self._send(200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": "fake",
+                                     "choices": [choice], "usage": usage})
+                else:
+                    choice = {"index": 0, "finish_reason": "stop", "text": content, "logprobs": None}
+                    self._send(200, {"id": f"c{n}", "object": "text_completion", "created": 0, "model": "fake",
+                                     "choices": [choice], "usage": usage})
+
+            def _send(self, status, payload, headers=None):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

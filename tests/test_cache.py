@@ -1,0 +1,65 @@
+"""Cache keys and the cache itself."""
+
+import threading
+
+from louder.llm.base import Reply, Request
+from louder.llm.cache import ResponseCache, cache_key
+from louder.llm.client import Client
+
+ID = {"backend": "embedded", "model": "m.gguf", "sha256": "abc"}
+
+
+def req(**kw):
+    base = dict(messages=(("user", "hello"),), temperature=0.2, max_tokens=10, seed=1, replicate="r0")
+    base.update(kw)
+    return Request(**base)
+
+
+def test_key_depends_on_everything_that_shapes_the_answer():
+    k = cache_key(ID, req())
+    assert k == cache_key(ID, req())
+    for change in [dict(replicate="r1"), dict(seed=2), dict(temperature=0.7), dict(max_tokens=11),
+                   dict(messages=(("user", "hello!"),))]:
+        assert cache_key(ID, req(**change)) != k, change
+    assert cache_key({**ID, "sha256": "def"}, req()) != k
+    assert cache_key(ID, Request(prompt="hello", replicate="r0", seed=1, temperature=0.2, max_tokens=10)) != k
+
+
+def test_roundtrip_and_errors(tmp_path):
+    c = ResponseCache(tmp_path / "c.sqlite")
+    c.put("a", Reply(text="x", input_tokens=3))
+    c.put("b", Reply(error="boom"))
+    got = c.get("a")
+    assert got.text == "x" and got.input_tokens == 3 and got.cached
+    assert c.get("b").error == "boom"
+    assert c.get("b", retry_errors=True) is None  # --retry-errors asks again
+    assert c.get("missing") is None and len(c) == 2
+    c.close()
+    assert ResponseCache(tmp_path / "c.sqlite").get("a").text == "x"  # durable
+
+
+class Counting:
+    def __init__(self):
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def identity(self):
+        return ID
+
+    def generate(self, request):
+        with self.lock:
+            self.calls += 1
+        return Reply(text=f"{request.replicate}")
+
+    def score(self, *a):
+        raise AssertionError
+
+
+def test_client_counts_calls_and_hits(tmp_path):
+    backend = Counting()
+    client = Client(backend, ResponseCache(tmp_path / "c.sqlite"), concurrency=4)
+    out = client.map(client.call, [req(replicate=f"r{i}") for i in range(20)])
+    assert [r.text for r in out] == [f"r{i}" for i in range(20)]  # input order kept
+    assert client.model_calls == 20 and client.cache_hits == 0
+    client.map(client.call, [req(replicate=f"r{i}") for i in range(20)])
+    assert backend.calls == 20 and client.cache_hits == 20

@@ -1,0 +1,98 @@
+"""End to end on the real embedded model (SmolLM2-135M via llama.cpp) and a real llama_cpp.server."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from louder.config import build_config
+from louder.simulation import run_experiment
+from louder.simulation.runner import DECISION_COLUMNS
+
+pytestmark = pytest.mark.slow
+
+CMD = [sys.executable, "-m", "louder.cli", "run", "--agents", "2", "--scenario", "emergency_response",
+       "--group", "gender_identity", "--out"]
+
+
+def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
+    out = tmp_path / "run"
+    r = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    d = pd.read_parquet(out / "decisions.parquet")
+    assert list(d.columns) == DECISION_COLUMNS and len(d) == 6
+    assert set(d["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert d.groupby("attribute").size().to_dict() == {"Female": 2, "Male": 2, "Non-binary": 2}
+    valid = d[d.status == "valid"]
+    assert valid["decision"].isin(["Evacuate", "Stay"]).all()
+    assert (valid["target"] == (valid["decision"] == "Evacuate")).all()
+    assert d[d.status != "valid"]["decision"].isna().all()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["models"]["embedded"]["identity"]["sha256"] and len(m["models"]["embedded"]["identity"]["sha256"]) == 64
+    assert sum(m["status_counts"]["decisions"].values()) == 6 and m["model_calls"] > 0
+    p = pd.read_parquet(out / "personas.parquet")
+    assert len(p) == 6 and (p.loc[p.status == "valid", "name"].str.len() > 0).all()
+    r2 = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
+    assert r2.returncode == 0 and "model_calls: 0" in r2.stdout
+    pd.testing.assert_frame_equal(d, pd.read_parquet(out / "decisions.parquet"))
+
+
+def _cached(path) -> int:
+    try:
+        with sqlite3.connect(path) as db:
+            return db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
+    reference = tmp_path / "ref"
+    assert subprocess.run(CMD + [str(reference)], capture_output=True, timeout=600).returncode == 0
+    out = tmp_path / "killed"
+    for kill_after in (3, 7):  # cached answers when the process is killed
+        proc = subprocess.Popen(CMD + [str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while _cached(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert not (out / "decisions.parquet").exists()  # never a half-written output
+        assert not list(out.glob(".*.tmp"))
+    done = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["cache_hits"] >= 7  # finished work was not repeated
+    cols = ["attribute", "replicate", "name", "persona", "decision", "status", "raw_response"]
+    a = pd.read_parquet(reference / "decisions.parquet")[cols]
+    b = pd.read_parquet(out / "decisions.parquet")[cols]
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_openai_path_against_real_llama_cpp_server(llama_server, tmp_path):
+    cfg = build_config(dict(models=[{"spec": f"openai:smollm2@{llama_server}", "json_mode": "json_object_schema"}], scenarios=["career_path_selection"],
+                            groups=["gender_identity"], agents=2, concurrency=2))
+    res = run_experiment(cfg, tmp_path)
+    d = res.decisions
+    assert len(d) == 6 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert (d["status"] != "error").all(), d["raw_response"].tolist()
+    assert (d["status"] == "valid").sum() >= 3  # JSON mode on a real server mostly parses
+    assert res.manifest["model_calls"] > 0
+    assert run_experiment(cfg, tmp_path).manifest["model_calls"] == 0
+
+
+def test_completion_path_against_real_llama_cpp_server(llama_server, tmp_path):
+    cfg = build_config(dict(models=[{"spec": f"completion:openai:smollm2@{llama_server}", "json_mode": "json_object_schema"}], scenarios=["emergency_response"],
+                            groups=["gender_identity"], agents=1))
+    res = run_experiment(cfg, tmp_path)
+    d = res.decisions
+    assert len(d) == 3 and (d["status"] != "error").all(), d["raw_response"].tolist()
+    # completion + extraction for every persona, and again for the decision of each agent whose persona parsed
+    n_valid_personas = int((res.personas["status"] == "valid").sum())
+    assert res.manifest["model_calls"] == 6 + 2 * n_valid_personas
+    assert res.personas["raw_response"].str.len().gt(0).all()  # the completion model's own words are kept
