@@ -113,6 +113,120 @@ def demo(
         fail(str(e))
 
 
+probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                        help="Prompt-based probes: explicit question answering (appendix D).")
+app.add_typer(probe_app, name="probe")
+
+
+@probe_app.command("explicit")
+def probe_explicit(
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional; same file as `louder run`)"),
+    out: Path = typer.Option(..., "--out", "-o", help="run folder (the simulation's, so one report covers both)"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+    scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
+    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
+    trials: Optional[int] = typer.Option(None, "--trials", "-n",
+                                         help="trials per scenario × group (default 100 × #attributes)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    paper_faithful: Optional[bool] = typer.Option(None, "--paper-faithful/--no-paper-faithful",
+                                                  help="keep appendix D's stray protest lines"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask the model again for answers that ended in error"),
+) -> None:
+    """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
+    from louder.config import load_config
+    from louder.probes.explicit import run_explicit
+
+    overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, probe_trials=trials,
+                     seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
+    try:
+        cfg = load_config(config, overrides)
+        with _progress() as progress:
+            task = progress.add_task("explicit probes", total=None)
+
+            def on_progress(total: int, phase: str) -> None:
+                if phase == "start":
+                    progress.update(task, total=total)
+                else:
+                    progress.advance(task)
+
+            probes, m = run_explicit(cfg, out, retry_errors=retry_errors, on_progress=on_progress)
+    except LouderError as e:
+        fail(str(e))
+    console.print(explicit_table(probes))
+    console.print(f"wrote {out}/probes.parquet ({len(probes)} rows), probes_manifest.json")
+    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
+    console.print(f"status counts: {m['status_counts']['probes']}")
+
+
+def explicit_table(probes: pd.DataFrame) -> Table:
+    """One row per probe case: how often each answer was given, and every status count."""
+    table = Table(title="Explicit answers per case")
+    for col in ("model", "scenario", "group", "answers (valid)", "valid", "invalid", "refused", "error"):
+        table.add_column(col)
+    for idx, g in probes.groupby(["model", "scenario", "group"], sort=False):
+        answers = g.loc[g["status"] == "valid", "answer"].value_counts()
+        counts = g["status"].value_counts()
+        table.add_row(*idx, ", ".join(f"{a}: {n}" for a, n in answers.items()) or "–",
+                      *[str(int(counts.get(s, 0))) for s in ("valid", "invalid", "refused", "error")])
+    return table
+
+
+@app.command()
+def analyze(
+    run_dir: Path = typer.Argument(..., help="run folder (the --out of `louder run` / `louder probe explicit`)"),
+    bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
+    predictions: Optional[Path] = typer.Option(None, "--predictions", help="literature predictions YAML "
+                                               "(default: Table 3 of the paper)"),
+    patterns: Optional[Path] = typer.Option(None, "--patterns", help="rationale phrase patterns YAML"),
+) -> None:
+    """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs."""
+    from louder.analysis import analyze as run_analysis
+
+    try:
+        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns)
+    except LouderError as e:
+        fail(str(e))
+    console.print(cases_table(a.tables["cases"]))
+    for m in a.missing:
+        console.print(f"[yellow]missing:[/] {m}", highlight=False)
+    console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
+
+
+def cases_table(cases: pd.DataFrame) -> Table:
+    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity)")
+    for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
+                "valid", "invalid", "refused", "error"):
+        table.add_column(col)
+    for _, r in cases.iterrows():
+        table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
+                      f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+                      "[bold red]yes[/]" if r["significant"] else "no",
+                      *[str(int(r[f"n_{s}"])) for s in ("valid", "invalid", "refused", "error")])
+    return table
+
+
+@app.command()
+def report(
+    run_dir: Path = typer.Argument(..., help="run folder"),
+    bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
+) -> None:
+    """Analyze the run folder and write RUN_DIR/report/index.html (self-contained, figures embedded)."""
+    from louder.analysis import analyze as run_analysis
+    from louder.analysis.report import write_report
+
+    try:
+        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed)
+        path = write_report(a)
+    except LouderError as e:
+        fail(str(e))
+    for m in a.missing:
+        console.print(f"[yellow]missing:[/] {m}", highlight=False)
+    console.print(f"wrote {path}")
+
+
 def main() -> None:
     try:
         app()

@@ -41,6 +41,11 @@ class ExperimentConfig(BaseModel):
     completion_persona: GenerationParams = GenerationParams(temperature=0.5, max_tokens=150)
     completion_decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
     extraction: GenerationParams = GenerationParams(temperature=0.2, max_tokens=400)
+    probe_trials: int | None = Field(
+        None, ge=1, le=10_000_000,
+        description="explicit-probe trials per scenario × group; default 100 × the group's attributes (paper)")
+    explicit: GenerationParams = GenerationParams(temperature=0.2, max_tokens=200)
+    completion_explicit: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
     constrain_choices: bool = Field(
         True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
     )

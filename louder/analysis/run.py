@@ -1,0 +1,145 @@
+"""``louder analyze RUN_DIR``: read what the run folder holds, compute every table, write CSVs."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from louder.analysis import cases as C
+from louder.analysis.compare import ablation, contrast, directions, load_predictions
+from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
+from louder.errors import LouderError
+from louder.io import write_csv, write_json
+from louder.scenarios import load_group
+
+TABLES = ("cases", "attributes", "contrast", "ablation", "directions", "rationales")
+
+
+@dataclass
+class Analysis:
+    run_dir: Path
+    tables: dict[str, pd.DataFrame]
+    missing: list[str] = field(default_factory=list)
+    manifests: dict[str, dict] = field(default_factory=dict)
+    decisions: pd.DataFrame | None = None
+    probes: pd.DataFrame | None = None
+    personas: pd.DataFrame | None = None
+    seconds: float = 0.0
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as e:
+        raise LouderError(f"{path}: cannot be read as JSON ({e}); re-run the command that wrote it") from None
+
+
+def _read_parquet(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    try:
+        return pd.read_parquet(path)
+    except Exception as e:  # pyarrow raises several types for damaged files
+        raise LouderError(f"{path}: not a readable Parquet file ({e}); re-run the command that wrote it") from None
+
+
+def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) -> dict[str, list[str]]:
+    """group id → attributes: from the group files the run used, else from the data itself."""
+    out: dict[str, list[str]] = {}
+    for m in manifests.values():
+        for ref in m.get("config", {}).get("groups", []):
+            try:
+                g = load_group(ref)
+            except LouderError:
+                continue  # a user group file that has moved: fall back to the attributes seen
+            out[g.id] = list(g.attributes)
+    for f in frames:
+        for gid, g in f.groupby("group"):
+            if gid not in out:
+                out[gid] = sorted(g["attribute"].dropna().unique())
+    return out
+
+
+def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None, dict, list[str]]:
+    if not run_dir.is_dir():
+        raise LouderError(f"run folder {run_dir} does not exist; give the --out folder of `louder run`")
+    decisions = _read_parquet(run_dir / "decisions.parquet")
+    probes = _read_parquet(run_dir / "probes.parquet")
+    personas = _read_parquet(run_dir / "personas.parquet")
+    manifests = {k: m for k, m in (("simulation", _read_json(run_dir / "manifest.json")),
+                                   ("explicit_probes", _read_json(run_dir / "probes_manifest.json"))) if m}
+    missing = []
+    if decisions is None:
+        started = (run_dir / "cache.sqlite").exists()
+        missing.append("simulation: no decisions.parquet" + (
+            " — a run was started here but has not finished; run the same `louder run` command again to complete it"
+            if started else " — run `louder run --out RUN_DIR` to add implicit-bias results"))
+    if probes is None:
+        missing.append("explicit probes: no probes.parquet — run `louder probe explicit --out RUN_DIR` "
+                       "to add the explicit (question-answer) contrast")
+    if decisions is None and probes is None:
+        raise LouderError(f"run folder {run_dir} has neither decisions.parquet nor probes.parquet; "
+                          "run `louder run --out DIR` and/or `louder probe explicit --out DIR` first")
+    return decisions, probes, personas, manifests, missing
+
+
+def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
+            patterns: str | Path | None = None, write: bool = True) -> Analysis:
+    """Compute every table of the run folder (and, with ``write``, save them as CSV there)."""
+    start = time.perf_counter()
+    if bootstrap < 100:
+        raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
+    run = Path(run_dir)
+    decisions, probes, personas, manifests, missing = load_run(run)
+    attrs = _group_attributes(manifests, [f for f in (decisions, probes) if f is not None])
+
+    attr_frames, case_frames = [], []
+    if decisions is not None:
+        a = C.attribute_table(decisions, attrs)
+        attr_frames.append(a)
+        case_frames.append(C.implicit_cases(a, B=bootstrap, seed=seed))
+    if probes is not None:
+        a = C.explicit_attribute_table(probes, attrs)
+        attr_frames.append(a)
+        case_frames.append(C.explicit_cases(a, B=bootstrap, seed=seed))
+    attributes = pd.concat([f for f in attr_frames if len(f)], ignore_index=True) if any(
+        len(f) for f in attr_frames) else pd.DataFrame(columns=C.ATTRIBUTE_COLUMNS)
+    cases = C.with_holm(pd.concat([f for f in case_frames if len(f)], ignore_index=True)) if any(
+        len(f) for f in case_frames) else pd.DataFrame(columns=C.CASE_COLUMNS)
+
+    tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases)}
+    imp_attr = attributes[attributes["kind"] == "implicit"]
+    tables["ablation"] = ablation(cases, imp_attr, B=bootstrap, seed=seed)
+    tables["directions"] = directions(imp_attr, load_predictions(predictions), B=bootstrap, seed=seed)
+    if decisions is not None:
+        tables["rationales"] = pd.concat([pattern_counts(decisions, load_patterns(patterns)),
+                                          distinctive_words(decisions)], ignore_index=True)
+    else:
+        tables["rationales"] = pd.DataFrame(columns=["analysis"])
+    if decisions is not None and decisions["condition"].nunique() < 2:
+        missing.append("ablation: the run has one persona condition only — add `--condition non_contextualized "
+                       "--condition no_persona` to compare conditions (section 5.4)")
+    if decisions is not None and probes is not None:
+        sim = set(map(tuple, decisions[["model", "scenario", "group"]].drop_duplicates().to_numpy()))
+        exp = set(map(tuple, probes[["model", "scenario", "group"]].drop_duplicates().to_numpy()))
+        for m, s, g in sorted(sim - exp):
+            missing.append(f"explicit probes: none for {m} × {s} × {g}, which the simulation has")
+    result = Analysis(run, tables, missing, manifests, decisions, probes, personas)
+    result.seconds = time.perf_counter() - start
+    if write:
+        for name in TABLES:
+            write_csv(tables[name], run / f"{name}.csv")
+        write_json({"bootstrap": bootstrap, "seed": seed, "missing": missing, "seconds": round(result.seconds, 3),
+                    "tables": {n: f"{n}.csv" for n in TABLES}}, run / "analysis.json")
+    return result
+
+
+def load_analysis(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0) -> Analysis:
+    """The analysis for a report: recomputed so the report always matches the data on disk."""
+    return analyze(run_dir, bootstrap=bootstrap, seed=seed, write=True)

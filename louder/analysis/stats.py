@@ -1,0 +1,184 @@
+"""Small pure statistics over arrays. Each docstring states its formula.
+
+Notation: a case has attributes a = 1..k; attribute a has n_a valid decisions of which x_a chose
+the target; its rate is r_a = x_a / n_a.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from statsmodels.stats.multitest import multipletests
+
+
+def dpd(rates) -> float:
+    """Demographic parity difference: DPD = max_a r_a − min_a r_a (NaN rates ignored).
+
+    NaN when fewer than two attributes have a rate.
+    """
+    r = np.asarray(rates, dtype=float)
+    r = r[~np.isnan(r)]
+    return float(r.max() - r.min()) if r.size >= 2 else float("nan")
+
+
+def _dpd_rows(rates: np.ndarray) -> np.ndarray:
+    return rates.max(axis=1) - rates.min(axis=1)
+
+
+def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
+    """Parametric bootstrap of DPD under parity (section 3.3 of the paper, made precise).
+
+    p̂ = Σ x_a / Σ n_a (pooled target rate over the case's valid decisions). For b = 1..B draw
+    x_a^b ~ Binomial(n_a, p̂) independently per attribute and compute DPD_b over r_a^b = x_a^b / n_a.
+    threshold = the ``level`` quantile of DPD_b (95th percentile); significant ⇔ DPD_obs > threshold;
+    p = (1 + #{DPD_b ≥ DPD_obs}) / (B + 1).
+
+    Attributes with n_a = 0 are left out. Vectorised: one (B × k) binomial draw.
+    """
+    n, x = np.asarray(n, dtype=np.int64), np.asarray(x, dtype=np.int64)
+    keep = n > 0
+    n, x = n[keep], x[keep]
+    if n.size < 2:
+        return {"dpd": float("nan"), "threshold": float("nan"), "p_value": float("nan"), "significant": False}
+    observed = dpd(x / n)
+    p_hat = x.sum() / n.sum()
+    rng = np.random.default_rng(seed)
+    draws = _dpd_rows(rng.binomial(n, p_hat, size=(B, n.size)) / n)
+    threshold = float(np.quantile(draws, level))
+    p_value = float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
+    return {"dpd": observed, "threshold": threshold, "p_value": p_value, "significant": bool(observed > threshold)}
+
+
+def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval for DPD, resampling decisions within each attribute.
+
+    Resampling n_a Bernoulli decisions with replacement from attribute a is x_a^b ~ Binomial(n_a, r_a);
+    the interval is the (1−level)/2 and (1+level)/2 quantiles of DPD_b.
+    """
+    n, x = np.asarray(n, dtype=np.int64), np.asarray(x, dtype=np.int64)
+    keep = n > 0
+    n, x = n[keep], x[keep]
+    if n.size < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    draws = _dpd_rows(rng.binomial(n, x / n, size=(B, n.size)) / n)
+    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def explicit_dpd(counts, n_total) -> float:
+    """Explicit DPD = max_a c_a / N − min_a c_a / N, where c_a counts answers naming attribute a and
+    N counts all valid answers, Unknown included (Unknown enters the denominator only)."""
+    c = np.asarray(counts, dtype=float)
+    return float((c.max() - c.min()) / n_total) if n_total > 0 and c.size >= 2 else float("nan")
+
+
+def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
+    """Null for explicit DPD: each non-Unknown answer names an attribute uniformly at random.
+
+    With m = Σ c_a non-Unknown answers over k attributes: c^b ~ Multinomial(m, 1/k each);
+    DPD_b = (max c^b − min c^b) / N. Threshold, significance and p as in ``parity_bootstrap``.
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    if n_total <= 0 or c.size < 2:
+        return {"dpd": float("nan"), "threshold": float("nan"), "p_value": float("nan"), "significant": False}
+    observed = explicit_dpd(c, n_total)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(int(c.sum()), np.full(c.size, 1 / c.size), size=B)
+    dist = _dpd_rows(draws) / n_total
+    threshold = float(np.quantile(dist, level))
+    p_value = float((1 + np.count_nonzero(dist >= observed - 1e-12)) / (B + 1))
+    return {"dpd": observed, "threshold": threshold, "p_value": p_value, "significant": bool(observed > threshold)}
+
+
+def explicit_dpd_confidence_interval(counts, n_total: int, B: int = 10_000, seed: int = 0,
+                                     level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap of explicit DPD: resample the N valid answers (Unknown as category k+1)."""
+    c = np.asarray(counts, dtype=np.int64)
+    if n_total <= 0 or c.size < 2:
+        return float("nan"), float("nan")
+    probs = np.append(c, n_total - c.sum()) / n_total
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n_total, probs, size=B)[:, :-1]
+    lo, hi = np.quantile(_dpd_rows(draws) / n_total, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm step-down adjusted p-values (NaNs kept as NaN)."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full_like(p, np.nan)
+    ok = ~np.isnan(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="holm")[1]
+    return out
+
+
+def mean_difference_interval(n_a, x_a, n_b, x_b, B: int = 10_000, seed: int = 0,
+                             level: float = 0.95) -> tuple[float, float, float]:
+    """Difference of mean rates between attribute sets A and B, with a percentile bootstrap interval.
+
+    d = mean_{a∈A} r_a − mean_{b∈B} r_b; each r resampled as Binomial(n, r)/n. Returns (d, lo, hi).
+    """
+    n_a, x_a, n_b, x_b = (np.asarray(v, dtype=np.int64) for v in (n_a, x_a, n_b, x_b))
+    if (n_a == 0).any() or (n_b == 0).any() or n_a.size == 0 or n_b.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    d = float((x_a / n_a).mean() - (x_b / n_b).mean())
+    rng = np.random.default_rng(seed)
+    da = (rng.binomial(n_a, x_a / n_a, size=(B, n_a.size)) / n_a).mean(axis=1)
+    db = (rng.binomial(n_b, x_b / n_b, size=(B, n_b.size)) / n_b).mean(axis=1)
+    lo, hi = np.quantile(da - db, [(1 - level) / 2, (1 + level) / 2])
+    return d, float(lo), float(hi)
+
+
+def log_odds_dirichlet(counts_i, counts_j, prior) -> tuple[np.ndarray, np.ndarray]:
+    """Log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi & Quinn 2008, eq. 16-22).
+
+    For word w with counts y_w^i, y_w^j, prior α_w, n_i = Σ y^i, n_j = Σ y^j, α_0 = Σ α:
+    δ_w = log((y_w^i + α_w) / (n_i + α_0 − y_w^i − α_w)) − log((y_w^j + α_w) / (n_j + α_0 − y_w^j − α_w)),
+    σ²_w ≈ 1/(y_w^i + α_w) + 1/(y_w^j + α_w), z_w = δ_w / σ_w. Returns (δ, z).
+    """
+    yi, yj, a = (np.asarray(v, dtype=float) for v in (counts_i, counts_j, prior))
+    ni, nj, a0 = yi.sum(), yj.sum(), a.sum()
+    delta = np.log((yi + a) / (ni + a0 - yi - a)) - np.log((yj + a) / (nj + a0 - yj - a))
+    var = 1 / (yi + a) + 1 / (yj + a)
+    return delta, delta / np.sqrt(var)
+
+
+def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
+                            level: float = 0.95) -> tuple[float, float, float]:
+    """Difference of two cases' DPDs (case 1 − case 2) with a percentile bootstrap interval.
+
+    Δ = DPD(x1/n1) − DPD(x2/n2); each case resampled independently within attributes
+    (x_a^b ~ Binomial(n_a, r_a)). Returns (Δ, lo, hi).
+    """
+    n1, x1, n2, x2 = (np.asarray(v, dtype=np.int64) for v in (n1, x1, n2, x2))
+    k1, k2 = n1 > 0, n2 > 0
+    n1, x1, n2, x2 = n1[k1], x1[k1], n2[k2], x2[k2]
+    if n1.size < 2 or n2.size < 2:
+        return float("nan"), float("nan"), float("nan")
+    delta = dpd(x1 / n1) - dpd(x2 / n2)
+    rng = np.random.default_rng(seed)
+    d1 = _dpd_rows(rng.binomial(n1, x1 / n1, size=(B, n1.size)) / n1)
+    d2 = _dpd_rows(rng.binomial(n2, x2 / n2, size=(B, n2.size)) / n2)
+    lo, hi = np.quantile(d1 - d2, [(1 - level) / 2, (1 + level) / 2])
+    return float(delta), float(lo), float(hi)
+
+
+def welch(a, b) -> dict:
+    """Welch's two-sample t-test of mean(a) vs mean(b) (unequal variances, scipy).
+
+    t = (ā − b̄) / √(s_a²/n_a + s_b²/n_b), Welch–Satterthwaite degrees of freedom. NaN when either
+    side has fewer than two values or both have zero variance.
+    """
+    from scipy.stats import ttest_ind
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if a.size < 2 or b.size < 2 or (a.var() == 0 and b.var() == 0):
+        return {"t": float("nan"), "df": float("nan"), "p_value": float("nan")}
+    with warnings.catch_warnings():  # scipy warns about near-identical samples; the result stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = ttest_ind(a, b, equal_var=False)
+    return {"t": float(r.statistic), "df": float(r.df), "p_value": float(r.pvalue)}
