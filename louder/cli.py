@@ -14,7 +14,8 @@ from rich.table import Table
 
 from louder.errors import LouderError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="louder: find implicit bias in LLMs by what persona agents do, beside what the model says.")
 # Wide enough for the tables when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
@@ -99,18 +100,28 @@ def demo(
     out: Path = typer.Option(Path("louder-demo"), "--out", "-o", help="output folder"),
     agents: int = typer.Option(8, "--agents", "-n", help="agents per attribute"),
 ) -> None:
-    """A small real experiment on the embedded model (about two minutes on 2 CPU cores)."""
+    """A small real experiment on the embedded model, with explicit probes, analysis and report
+    (about two and a half minutes on 2 CPU cores)."""
+    from louder.analysis import analyze as run_analysis
+    from louder.analysis.report import write_report
     from louder.config import build_config
 
     console.print("[bold]louder demo[/]: SmolLM2-135M-Instruct (embedded), emergency_response and "
-                  f"career_path_selection × gender_identity, {agents} agents per attribute.\n"
+                  f"career_path_selection × gender_identity, {agents} agents per attribute, then "
+                  12 explicit probes per case.\n"
                   "[dim]A 135M model proves the pipeline runs for real; its answers prove nothing about bias.[/]")
     try:
         cfg = build_config(dict(models=["embedded"], scenarios=["emergency_response", "career_path_selection"],
-                                groups=["gender_identity"], agents=agents), where="demo")
+                                groups=["gender_identity"], agents=agents,
+                                probe_trials=12), where="demo")
         _run(cfg, out, retry_errors=False)
+        _probe(cfg, out, retry_errors=False)
+        a = run_analysis(out)
+        console.print(cases_table(a.tables["cases"]))
+        path = write_report(a)
     except LouderError as e:
         fail(str(e))
+    console.print(f"report: {path}  (open it in a browser)")
 
 
 probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -135,24 +146,28 @@ def probe_explicit(
 ) -> None:
     """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
     from louder.config import load_config
-    from louder.probes.explicit import run_explicit
 
     overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, probe_trials=trials,
                      seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
     try:
-        cfg = load_config(config, overrides)
-        with _progress() as progress:
-            task = progress.add_task("explicit probes", total=None)
-
-            def on_progress(total: int, phase: str) -> None:
-                if phase == "start":
-                    progress.update(task, total=total)
-                else:
-                    progress.advance(task)
-
-            probes, m = run_explicit(cfg, out, retry_errors=retry_errors, on_progress=on_progress)
+        _probe(load_config(config, overrides), out, retry_errors)
     except LouderError as e:
         fail(str(e))
+
+
+def _probe(config, out: Path, retry_errors: bool) -> None:
+    from louder.probes.explicit import run_explicit
+
+    with _progress() as progress:
+        task = progress.add_task("explicit probes", total=None)
+
+        def on_progress(total: int, phase: str) -> None:
+            if phase == "start":
+                progress.update(task, total=total)
+            else:
+                progress.advance(task)
+
+        probes, m = run_explicit(config, out, retry_errors=retry_errors, on_progress=on_progress)
     console.print(explicit_table(probes))
     console.print(f"wrote {out}/probes.parquet ({len(probes)} rows), probes_manifest.json")
     console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")

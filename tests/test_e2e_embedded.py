@@ -42,6 +42,25 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     assert r2.returncode == 0 and "model_calls: 0" in r2.stdout
     pd.testing.assert_frame_equal(d, pd.read_parquet(out / "decisions.parquet"))
 
+    # The same folder: explicit probes, analysis and report from a real (small) embedded-model run.
+    cli = [sys.executable, "-m", "louder.cli"]
+    r3 = subprocess.run(cli + ["probe", "explicit", "--trials", "3", "--scenario", "emergency_response",
+                               "--group", "gender_identity", "--out", str(out)], capture_output=True, text=True,
+                        timeout=600)
+    assert r3.returncode == 0, r3.stderr
+    probes = pd.read_parquet(out / "probes.parquet")
+    assert len(probes) == 3 and set(probes["status"]) <= {"valid", "invalid", "refused", "error"}
+    r4 = subprocess.run(cli + ["analyze", str(out), "-B", "2000"], capture_output=True, text=True, timeout=600)
+    assert r4.returncode == 0, r4.stderr
+    cases = pd.read_csv(out / "cases.csv")
+    assert sorted(cases["kind"]) == ["explicit", "implicit"]
+    assert cases["n_valid"].add(cases["n_invalid"]).add(cases["n_refused"]).add(cases["n_error"]).tolist() in (
+        [6, 3], [3, 6])
+    r5 = subprocess.run(cli + ["report", str(out), "-B", "2000"], capture_output=True, text=True, timeout=600)
+    assert r5.returncode == 0, r5.stderr
+    html = (out / "report" / "index.html").read_text()
+    assert "data:image/png;base64," in html and "SmolLM2-135M" in html
+
 
 def _cached(path) -> int:
     try:
