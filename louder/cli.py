@@ -108,7 +108,7 @@ def demo(
 
     console.print("[bold]louder demo[/]: SmolLM2-135M-Instruct (embedded), emergency_response and "
                   f"career_path_selection × gender_identity, {agents} agents per attribute, then "
-                  12 explicit probes per case.\n"
+                  "12 explicit probes per case.\n"
                   "[dim]A 135M model proves the pipeline runs for real; its answers prove nothing about bias.[/]")
     try:
         cfg = build_config(dict(models=["embedded"], scenarios=["emergency_response", "career_path_selection"],
