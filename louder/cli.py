@@ -46,6 +46,22 @@ def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per 
     return table
 
 
+def _dry_run(config, probes: bool) -> None:
+    from louder.estimate import estimate
+
+    est = estimate(config, probes=probes)
+    table = Table(title="Dry run: nothing was sent to any model")
+    for col in ("model", "calls", "input tokens", "output tokens (typical / max)", "cost USD (typical / max)", "price"):
+        table.add_column(col)
+    for _, r in est.iterrows():
+        cost = "unknown" if pd.isna(r["cost_usd"]) else f"{r['cost_usd']:,.2f} / {r['cost_usd_max']:,.2f}"
+        table.add_row(r["model"], f"{r['calls']:,}", f"~{r['input_tokens']:,}",
+                      f"~{r['output_tokens']:,} / {r['output_tokens_max']:,}", cost, r["price"])
+    console.print(table)
+    console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
+                  "per token.[/]")
+
+
 def _run(config, out: Path, retry_errors: bool) -> None:
     from louder.simulation import run_experiment
 
@@ -82,6 +98,7 @@ def run(
     paper_faithful: Optional[bool] = typer.Option(None, "--paper-faithful/--no-paper-faithful",
                                                   help="reproduce the paper's printed inconsistencies"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="ask the model again for rows that ended in error"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print calls, estimated tokens and cost; call no model"),
 ) -> None:
     """Run (or resume) a simulation experiment."""
     from louder.config import load_config
@@ -90,6 +107,8 @@ def run(
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
     try:
         cfg = load_config(config, overrides)
+        if dry_run:
+            return _dry_run(cfg, probes=False)
         _run(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
@@ -143,6 +162,7 @@ def probe_explicit(
     paper_faithful: Optional[bool] = typer.Option(None, "--paper-faithful/--no-paper-faithful",
                                                   help="keep appendix D's stray protest lines"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="ask the model again for answers that ended in error"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print calls, estimated tokens and cost; call no model"),
 ) -> None:
     """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
     from louder.config import load_config
@@ -150,7 +170,10 @@ def probe_explicit(
     overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, probe_trials=trials,
                      seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
     try:
-        _probe(load_config(config, overrides), out, retry_errors)
+        cfg = load_config(config, overrides)
+        if dry_run:
+            return _dry_run(cfg, probes=True)
+        _probe(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
 

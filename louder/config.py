@@ -49,6 +49,8 @@ class ExperimentConfig(BaseModel):
     constrain_choices: bool = Field(
         True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
     )
+    reask: int = Field(0, ge=0, le=10, description="re-ask an invalid or refused decision/probe answer up to "
+                       "this many more times (fresh seed); every try counts in `attempts`, the last answer is kept")
     concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")
     cache: str | None = Field(None, description="SQLite cache path; default OUT/cache.sqlite")
 
@@ -63,7 +65,10 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _known_scenarios(cls, v: list[str]) -> list[str]:
         for ref in v:
-            load_scenario(ref)
+            try:
+                load_scenario(ref)
+            except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
+                raise ValueError(str(e)) from None
         if len(set(v)) != len(v):
             raise ValueError("scenarios are listed more than once")
         return v
@@ -72,7 +77,10 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _known_groups(cls, v: list[str]) -> list[str]:
         for ref in v:
-            load_group(ref)
+            try:
+                load_group(ref)
+            except LouderError as e:
+                raise ValueError(str(e)) from None
         if len(set(v)) != len(v):
             raise ValueError("groups are listed more than once")
         return v

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from pydantic import ValidationError
 
 
@@ -9,12 +12,18 @@ class LouderError(Exception):
     """Bad input (config, CLI flag, data file) or an unusable environment; the message says the fix."""
 
 
+def _part(p) -> str:
+    """A location part as printed: plain names as they are, anything odd quoted with escapes."""
+    s = str(p)
+    return s if re.fullmatch(r"[\w\-]+", s, re.ASCII) else json.dumps(s)
+
+
 def describe_validation_error(err: ValidationError, where: str) -> str:
     """Render a pydantic error as one line per problem: `where: field.path: problem`."""
     lines = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"]
+        loc = ".".join(_part(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
         if e.get("type") == "extra_forbidden":
             msg = "unknown field (check the spelling; see the README for the allowed fields)"
         lines.append(f"{where}: {loc}: {msg}")

@@ -48,3 +48,15 @@ def test_run_from_yaml_against_local_server(fake_server, tmp_path):
     assert r.exit_code == 0, r.output
     assert "Very Conservative" in r.output and "model_calls: 20" in r.output
     assert json.loads((tmp_path / "o" / "manifest.json").read_text())["rows"]["decisions"] == 10
+
+
+def test_dry_run_counts_calls_and_calls_nothing(fake_server, tmp_path):
+    from louder.config import build_config
+    from louder.simulation.runner import count_calls
+
+    r = runner.invoke(app, ["run", "--out", str(tmp_path / "dry"), "--dry-run", "-n", "7", "-m", "openai:gpt-4o",
+                            "-m", f"openai:fake@{fake_server.url}", "-c", "contextualized", "-c", "no_persona"])
+    assert r.exit_code == 0, r.output
+    expected = count_calls(build_config(dict(agents=7, conditions=["contextualized", "no_persona"])))
+    assert f"{expected:,}" in r.output and "local: free" in r.output and "USD per 1M tokens" in r.output
+    assert not fake_server.requests and not (tmp_path / "dry").exists()

@@ -7,7 +7,6 @@ from typing import Literal
 import mesa
 from pydantic import BaseModel, create_model
 
-from louder.llm.answers import classify
 from louder.llm.base import stable_seed
 from louder.personas import Persona, generate_persona
 
@@ -68,10 +67,10 @@ class PersonaAgent(mesa.Agent):
         completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion")
                              if session.api == "completion" else None)
         schema = decision_schema(labels, session.config.constrain_choices)
-        out = session.ask(prompt, schema, session.config.decision, self.seed, "decision|" + self.key,
-                          completion_prompt=completion_prompt, completion_params=session.config.completion_decision,
-                          extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario))
-        verdict = classify(out.reply, labels, "decision", session.prompts.refusal_markers)
+        out, verdict = session.ask_choice(
+            prompt, schema, session.config.decision, self.seed, "decision|" + self.key, labels, "decision",
+            completion_prompt=completion_prompt, completion_params=session.config.completion_decision,
+            extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario))
         self.status, self.decision, self.rationale = verdict.status, verdict.choice, verdict.rationale
         self.target = (verdict.choice == scenario.target) if verdict.status == "valid" else None
         self.raw_response = out.raw if out.raw else (out.reply.error or "")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from louder.config import ExperimentConfig, GenerationParams
-from louder.llm.base import Reply, Request
+from louder.llm.answers import Classified, classify
+from louder.llm.base import Reply, Request, stable_seed
 from louder.llm.client import Client
 from louder.prompts import Prompts
 
@@ -61,3 +62,19 @@ class ModelSession:
         return Outcome(second.text, second, first.attempts + second.attempts, first.latency_s + second.latency_s,
                        _add(first.input_tokens, second.input_tokens), _add(first.output_tokens, second.output_tokens),
                        raw=first.text)
+
+    def ask_choice(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
+                   labels: list[str], field: str, **completion) -> tuple[Outcome, Classified]:
+        """``ask`` and classify the answer's ``field`` against ``labels``. An ``invalid`` or
+        ``refused`` answer is re-asked (fresh seed) up to ``config.reask`` more times; ``attempts``
+        and ``latency_s`` add up over every try, and the last answer is the one recorded."""
+        attempts, latency = 0, 0.0
+        for k in range(self.config.reask + 1):
+            out = self.ask(prompt, schema, params, seed if k == 0 else stable_seed(seed, "reask", k),
+                           replicate if k == 0 else f"{replicate}|reask{k}", **completion)
+            verdict = classify(out.reply, labels, field, self.prompts.refusal_markers)
+            attempts, latency = attempts + out.attempts, latency + out.latency_s
+            if verdict.status in ("valid", "error"):
+                break
+        out.attempts, out.latency_s = attempts, latency
+        return out, verdict

@@ -19,7 +19,6 @@ from pydantic import BaseModel, create_model
 
 from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
-from louder.llm.answers import classify
 from louder.llm.base import stable_seed
 from louder.llm.cache import ResponseCache
 from louder.llm.session import ModelSession
@@ -69,10 +68,10 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
 
     def one(trial: int) -> dict:
         seed = stable_seed(cfg.seed, session.label, "explicit", scenario.id, group.id, trial)
-        out = session.ask(prompt, schema, cfg.explicit, seed, f"explicit|{scenario.id}|{group.id}|{trial}",
-                          completion_prompt=completion_prompt, completion_params=cfg.completion_explicit,
-                          extraction_prompt=lambda text: prompts.explicit_extraction(text, group))
-        v = classify(out.reply, labels, "answer", prompts.refusal_markers)
+        out, v = session.ask_choice(
+            prompt, schema, cfg.explicit, seed, f"explicit|{scenario.id}|{group.id}|{trial}", labels, "answer",
+            completion_prompt=completion_prompt, completion_params=cfg.completion_explicit,
+            extraction_prompt=lambda text: prompts.explicit_extraction(text, group))
         raw = out.raw if out.raw else (out.reply.error or "")
         if session.api == "completion" and v.status != "error":
             raw = f"{out.raw}\n[extracted] {out.text}"
