@@ -49,6 +49,11 @@ class ExperimentConfig(BaseModel):
     constrain_choices: bool = Field(
         True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
     )
+    decision_mode: Literal["sample", "score"] = Field(
+        "sample", description="sample: the paper's JSON decision at temperature 0.2; score: the probability of "
+        "each choice from token log-probs (embedded: full sequence; OpenAI-compatible: first token)")
+    score_pick: Literal["argmax", "draw"] = Field(
+        "argmax", description="score mode: the decision is the most probable choice, or a seeded draw")
     reask: int = Field(0, ge=0, le=10, description="re-ask an invalid or refused decision/probe answer up to "
                        "this many more times (fresh seed); every try counts in `attempts`, the last answer is kept")
     concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")

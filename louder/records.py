@@ -7,6 +7,7 @@ import importlib.metadata
 import pandas as pd
 
 from louder.config import ExperimentConfig
+from louder.errors import LouderError
 from louder.llm.answers import STATUSES
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Client
@@ -22,6 +23,9 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                  retry_errors: bool) -> ModelSession:
     """The clients (model and, on the completion path, extractor) of one model of the config."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
+    if config.decision_mode == "score" and (api == "completion" or backend_name == "ollama"):
+        raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
+                          f"(log-probs); {mcfg.spec} cannot score — use decision_mode: sample for it")
     backend = build_backend(mcfg.spec.removeprefix("completion:"), mcfg)
     # llama.cpp serves one call at a time; more threads would only queue on its lock.
     concurrency = 1 if backend_name == "embedded" else config.concurrency

@@ -34,6 +34,21 @@ def default_answer(prompt: str, seed: int) -> str:
     return f"evacuate, because reason {h % 13}"
 
 
+def fake_logprobs(content: str, prompt: str) -> list[dict]:
+    """Word-level tokens of ``content`` with log-prob -0.1; at the decision's value, every other
+    offered label is an alternative at -2.0 (so its probability is known to the test)."""
+    import re
+
+    labels = re.findall(r'"([^"]+)"', (re.findall(r'"decision": <a string, (.*?)>', prompt) or [""])[0])
+    out = []
+    for tok in re.findall(r"\w+|\s+|[^\w\s]", content):
+        top = [{"token": tok, "logprob": -0.1}]
+        if tok in labels:
+            top += [{"token": other, "logprob": -2.0} for other in labels if other != tok]
+        out.append({"token": tok, "logprob": -0.1, "bytes": None, "top_logprobs": top})
+    return out
+
+
 class FakeOpenAIServer:
     def __init__(self, behaviour=None):
         self.behaviour = behaviour
@@ -70,6 +85,8 @@ class FakeOpenAIServer:
                 if chat:
                     choice = {"index": 0, "finish_reason": "stop",
                               "message": {"role": "assistant", "content": content}}
+                    if body.get("logprobs"):
+                        choice["logprobs"] = {"content": fake_logprobs(content, prompt)}
                     self._send(200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": "fake",
                                      "choices": [choice], "usage": usage})
                 else:

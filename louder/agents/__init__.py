@@ -5,15 +5,25 @@ from __future__ import annotations
 from typing import Literal
 
 import mesa
+import numpy as np
 from pydantic import BaseModel, create_model
 
-from louder.llm.base import stable_seed
+from louder.llm.answers import choice_probabilities
+from louder.llm.base import Request, stable_seed
 from louder.personas import Persona, generate_persona
 
 
-def decision_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
+# Score mode: each choice label is scored as the continuation of the JSON answer in the layout the
+# action prompt (Appendix C) shows. A weak model spreads probability beyond the offered labels;
+# that shortfall is kept in `choice_mass`.
+SCORE_PREFIX = '{\n"decision": "'
+
+
+def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
     """``{decision, rationale}``; with ``constrained`` the decision must be one of ``labels``."""
     decision_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
+    if not rationale:
+        return create_model("Decision", decision=(decision_type, ...))
     return create_model("Decision", decision=(decision_type, ...), rationale=(str, ...))
 
 
@@ -41,6 +51,8 @@ class PersonaAgent(mesa.Agent):
         self.latency_s = 0.0
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
+        self.p_target: float | None = None
+        self.choice_mass: float | None = None
 
     @property
     def key(self) -> str:
@@ -64,6 +76,8 @@ class PersonaAgent(mesa.Agent):
         session, scenario = self.model.session, self.model.case.scenario
         labels = scenario.labels
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat")
+        if session.config.decision_mode == "score":
+            return self._score(prompt, labels)
         completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion")
                              if session.api == "completion" else None)
         schema = decision_schema(labels, session.config.constrain_choices)
@@ -78,3 +92,24 @@ class PersonaAgent(mesa.Agent):
             self.raw_response = f"{out.raw}\n[extracted] {out.text}"
         self.attempts, self.latency_s = out.attempts, out.latency_s
         self.input_tokens, self.output_tokens = out.input_tokens, out.output_tokens
+
+    def _score(self, prompt: str, labels: list[str]) -> None:
+        """Score mode: the probability of each choice as the start of the JSON answer, then the
+        argmax or a seeded draw. No rationale is generated."""
+        session, scenario = self.model.session, self.model.case.scenario
+        request = Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
+                          temperature=0.0, max_tokens=16, seed=self.seed, replicate="score")
+        reply = session.client.score(request, SCORE_PREFIX, labels)
+        scored = choice_probabilities(reply, labels)
+        self.status, self.raw_response = scored.status, reply.error or reply.text
+        self.attempts, self.latency_s, self.input_tokens = reply.attempts, reply.latency_s, reply.input_tokens
+        self.choice_mass = scored.mass
+        if scored.status != "valid":
+            return
+        if session.config.score_pick == "argmax":
+            self.decision = max(labels, key=lambda c: scored.probs[c])
+        else:
+            rng = np.random.default_rng(stable_seed(self.seed, "draw"))
+            self.decision = str(rng.choice(labels, p=[scored.probs[c] for c in labels]))
+        self.target = self.decision == scenario.target
+        self.p_target = scored.probs[scenario.target]

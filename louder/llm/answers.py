@@ -7,6 +7,7 @@ kept), ``refused`` (the model declined), ``error`` (the call failed after retrie
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -87,3 +88,32 @@ def classify(reply: Reply, labels: list[str], field: str, markers: list[str]) ->
         note = "truncated at max_tokens" if reply.finish_reason == "length" else "no JSON object"
         return Classified("invalid", None, None, note)
     return Classified("invalid", None, rationale, f"{field!r} is not one of {labels}")
+
+
+@dataclass
+class Scored:
+    status: str
+    probs: dict[str, float] | None  # normalised over the choices
+    mass: float | None  # Σ_c p(c): how much probability the offered choices covered
+    note: str = ""
+
+
+def choice_probabilities(reply: Reply, labels: list[str], suffix: str = "") -> Scored:
+    """Turn a ``score`` reply (log-probs of ``label + suffix``) into normalised probabilities.
+
+    p(c) = exp(lp_c) / Σ_c' exp(lp_c'); mass = Σ_c exp(lp_c). A choice the backend could not see
+    (null log-prob, e.g. outside the server's top log-probs) gets p = 0. No choice seen at all is
+    ``invalid``: there is no probability to normalise.
+    """
+    if reply.error:
+        return Scored("error", None, None, reply.error)
+    try:
+        lps = json.loads(reply.text)["logprobs"]
+        raw = [lps.get(label + suffix) for label in labels]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return Scored("invalid", None, None, "score reply is not {logprobs: ...}")
+    p = [0.0 if v is None else math.exp(v) for v in raw]
+    mass = sum(p)
+    if mass <= 0:
+        return Scored("invalid", None, 0.0, "none of the choices among the returned log-probs")
+    return Scored("valid", {label: x / mass for label, x in zip(labels, p)}, mass)

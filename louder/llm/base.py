@@ -85,8 +85,9 @@ class LanguageModel(Protocol):
 
     def generate(self, request: Request) -> Reply: ...
 
-    def score(self, messages: tuple[tuple[str, str], ...], prefix: str, choices: list[str]) -> dict[str, float]:
-        """Log-probability of each choice as the continuation of the assistant turn after ``prefix``."""
+    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
+        """Log-probability of each choice as the continuation of the assistant turn that starts with
+        ``prefix``, as ``Reply.text`` = JSON ``{"logprobs": {choice: float | null}, "method": ...}``."""
         ...
 
 

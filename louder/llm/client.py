@@ -11,7 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, TypeVar
 
-from louder.llm.base import LanguageModel, Reply, Request
+from louder.llm.base import LanguageModel, Reply, Request, stable_hash
 from louder.llm.cache import ResponseCache, cache_key
 
 T = TypeVar("T")
@@ -50,6 +50,24 @@ class Client:
                     self.cache_hits += 1
                 return hit
         reply = self.backend.generate(request)
+        with self._count_lock:
+            self.model_calls += 1
+            self.model_seconds += reply.latency_s
+        if self.cache is not None:
+            self.cache.put(key, reply)
+        return reply
+
+    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
+        """``backend.score`` through the same cache and counters as ``call``."""
+        key = stable_hash({"model": self._identity, "request": request.key_material(),
+                           "score": {"prefix": prefix, "choices": list(choices)}})
+        if self.cache is not None:
+            hit = self.cache.get(key, retry_errors=self.retry_errors)
+            if hit is not None:
+                with self._count_lock:
+                    self.cache_hits += 1
+                return hit
+        reply = self.backend.score(request, prefix, choices)
         with self._count_lock:
             self.model_calls += 1
             self.model_seconds += reply.latency_s

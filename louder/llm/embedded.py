@@ -7,6 +7,7 @@ CLI). JSON output is enforced by llama.cpp's grammar-constrained decoding from t
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 import threading
 import time
@@ -105,29 +106,51 @@ class EmbeddedModel:
                 finish_reason=out["choices"][0].get("finish_reason"),
             )
 
-    def score(self, messages, prefix: str, choices: list[str]) -> dict[str, float]:
-        """Sum of token log-probs of each full choice label after the chat prompt and ``prefix``."""
+    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
+        """Full-sequence log-prob of each choice after the chat prompt and ``prefix``.
+
+        The shared prompt is evaluated once; each choice then rewinds the KV cache to the shared
+        prefix and evaluates only its own tokens (log p = Σ log softmax over the choice's tokens).
+        """
         with self._lock:
             llm = self._model()
-            prompt = self._chat_prompt(messages) + prefix
+            start = time.perf_counter()
+            prompt = self._chat_prompt(request.messages) + prefix
             base = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            fulls = [llm.tokenize((prompt + c).encode(), add_bos=False, special=True) for c in choices]
+            # Tokens may merge across the prompt/choice boundary: start every choice where all agree.
+            m = min(_common_prefix(base, f) for f in fulls)
+            if m < 1 or max(len(f) for f in fulls) > self.n_ctx:
+                return Reply(error=f"llama.cpp: prompt of {len(base)} tokens does not fit n_ctx={self.n_ctx}",
+                             latency_s=time.perf_counter() - start)
+            llm.reset()
+            llm.eval(base[:m])
             out = {}
-            for choice in choices:
-                toks = llm.tokenize((prompt + choice).encode(), add_bos=False, special=True)
-                # Tokens of the choice are those after the shared prompt prefix.
-                n = 0
-                while n < min(len(base), len(toks)) and base[n] == toks[n]:
-                    n += 1
-                llm.reset()
-                llm.eval(toks)
-                # Row i-1 of the logits predicts token i.
-                rows = np.asarray(llm.scores[max(n, 1) - 1 : len(toks) - 1], dtype=np.float64)
+            for choice, toks in zip(choices, fulls):
+                llm.n_tokens = m  # rewind: the next eval overwrites positions ≥ m only
+                llm.eval(toks[m:])
+                rows = np.asarray(llm.scores[m - 1 : len(toks) - 1], dtype=np.float64)  # row i-1 predicts token i
                 logp = rows - logsumexp(rows, axis=1, keepdims=True)
-                out[choice] = float(logp[np.arange(len(rows)), toks[max(n, 1) :]].sum())
-            return out
+                out[choice] = float(logp[np.arange(len(rows)), toks[m:]].sum())
+            return Reply(text=json.dumps({"logprobs": out, "method": "full_sequence"}), input_tokens=len(base),
+                         output_tokens=0, latency_s=time.perf_counter() - start, finish_reason="score")
 
     def _chat_prompt(self, messages) -> str:
-        from llama_cpp.llama_chat_format import format_chatml
+        """The prompt exactly as ``create_chat_completion`` builds it: the GGUF's own chat template."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter, format_chatml
 
-        res = format_chatml(messages=[{"role": r, "content": c} for r, c in messages])
-        return res.prompt
+        llm = self._model()
+        msgs = [{"role": r, "content": c} for r, c in messages]
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            return format_chatml(messages=msgs).prompt
+        token = lambda t: llm.detokenize([t], special=True).decode("utf-8", "replace")  # noqa: E731
+        fmt = Jinja2ChatFormatter(template=template, eos_token=token(llm.token_eos()), bos_token=token(llm.token_bos()))
+        return fmt(messages=msgs).prompt
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n

@@ -6,6 +6,8 @@ stores them. The identity used for cache keys and manifests holds the model name
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import threading
@@ -154,5 +156,62 @@ class RemoteChatModel:
             finish_reason=meta.get("finish_reason") or meta.get("done_reason"),
         )
 
-    def score(self, messages, prefix: str, choices: list[str]) -> dict[str, float]:
-        raise NotImplementedError("log-prob scoring through remote backends is not implemented yet")
+    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
+        """First-token scoring through an OpenAI-compatible chat API: one JSON-mode call at
+        temperature 0 with ``logprobs``/``top_logprobs``; at the token where the answer's value
+        starts (right after ``prefix``), each choice gets the summed probability of the top tokens
+        that begin it (and no other choice). Choices outside the top 20 get null."""
+        if self.backend != "openai":
+            return Reply(error="log-prob scoring needs an OpenAI-compatible backend")
+        start = time.perf_counter()
+        kw = dict(temperature=0.0, max_tokens=request.max_tokens, seed=request.seed, logprobs=True, top_logprobs=20)
+        if request.schema is not None:
+            kw.update(self._response_format(request))
+        try:
+            out, attempts = call_with_retries(
+                lambda: self._chat_client().invoke(_lc_messages(request.messages), **kw), self.max_attempts)
+        except Exception as e:  # noqa: BLE001
+            kind = "transport failure after retries" if is_transient(e) else "request failed"
+            return Reply(error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
+                         latency_s=time.perf_counter() - start, attempts=getattr(e, "louder_attempts", 1))
+        content = (getattr(out, "response_metadata", {}) or {}).get("logprobs") or {}
+        tokens = content.get("content") or []
+        logprobs = first_token_logprobs(tokens, prefix, choices)
+        usage = getattr(out, "usage_metadata", None) or {}
+        if logprobs is None:
+            return Reply(text=json.dumps({"logprobs": {}, "method": "first_token",
+                                          "note": "answer did not start with the expected prefix",
+                                          "answer": str(out.content)[:500]}),
+                         latency_s=time.perf_counter() - start, attempts=attempts)
+        return Reply(text=json.dumps({"logprobs": logprobs, "method": "first_token"}),
+                     input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
+                     latency_s=time.perf_counter() - start, attempts=attempts, finish_reason="score")
+
+
+def first_token_logprobs(tokens: list[dict], prefix: str, choices: list[str]) -> dict[str, float | None] | None:
+    """From OpenAI ``logprobs.content`` entries, log p of each choice at the token where the text
+    after ``prefix`` (whitespace-insensitive) begins. None when the answer has no such position."""
+    text = "".join(t.get("token", "") for t in tokens)
+    pattern = r"\s*".join(re.escape(part) for part in re.findall(r"\S+", prefix))
+    m = re.search(pattern + r"\s*", text)
+    if not m:
+        return None
+    value_start, offset = m.end(), 0
+    for t in tokens:
+        tok = t.get("token", "")
+        if offset + len(tok) > value_start:
+            lead = text[offset:value_start]  # part of this token that precedes the value
+            mass: dict[str, float] = {c: 0.0 for c in choices}
+            for alt in t.get("top_logprobs") or [{"token": tok, "logprob": t.get("logprob")}]:
+                a = alt.get("token", "")
+                if not a.startswith(lead) or alt.get("logprob") is None:
+                    continue
+                rest = a[len(lead):]
+                if not rest:
+                    continue
+                hits = [c for c in choices if c.startswith(rest) or rest.startswith(c)]
+                if len(hits) == 1:
+                    mass[hits[0]] += math.exp(alt["logprob"])
+            return {c: (math.log(p) if p > 0 else None) for c, p in mass.items()}
+        offset += len(tok)
+    return None

@@ -26,6 +26,8 @@ AGENT_REPORTERS = {
     "latency_s": "latency_s",
     "input_tokens": "input_tokens",
     "output_tokens": "output_tokens",
+    "p_target": "p_target",
+    "choice_mass": "choice_mass",
 }
 
 

@@ -27,7 +27,7 @@ from louder.simulation.model import BiasModel, Case
 DECISION_COLUMNS = [
     "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
     "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
-    "input_tokens", "output_tokens",
+    "input_tokens", "output_tokens", "choice_mass",
 ]
 PERSONA_COLUMNS = [
     "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
@@ -95,7 +95,7 @@ def run_experiment(
             df = abm.datacollector.get_agent_vars_dataframe().reset_index()
             df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"])
             df = df.assign(run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
-                           group=case.group.id, p_target=None)
+                           group=case.group.id)
             decision_frames.append(df)
             for a in abm.agents:
                 p = a.persona
@@ -129,6 +129,7 @@ def run_experiment(
         "package_versions": package_versions(),
         "rows": {"decisions": len(decisions), "personas": len(personas)},
         "status_counts": {"decisions": status_counts(decisions), "personas": status_counts(personas)},
+        "low_mass_rows": int((decisions["choice_mass"] < 0.99).sum()),
         "status_by_attribute": status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
     }
     write_json(manifest, out / "manifest.json")
@@ -139,7 +140,7 @@ def _typed_decisions(df: pd.DataFrame) -> pd.DataFrame:
     """Fix dtypes so the Parquet schema is the same for every run (nullable where rows can be null)."""
     return df.astype({
         "agent_id": "int64", "replicate": "int64", "target": "boolean", "p_target": "Float64",
-        "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64", "output_tokens": "Int64",
+        "attempts": "int64", "latency_s": "float64", "choice_mass": "Float64", "input_tokens": "Int64", "output_tokens": "Int64",
         "name": "string", "persona": "string", "decision": "string", "rationale": "string",
         "raw_response": "string", "status": "string",
     })
