@@ -70,7 +70,7 @@ def _run(config, out: Path, retry_errors: bool) -> None:
 
         def on_progress(total: int, phase: str) -> None:
             if phase == "start":
-                progress.update(task, total=total, description="personas + decisions")
+                progress.update(task, total=total, description="agents (persona + decision)")
             else:
                 progress.advance(task)
 

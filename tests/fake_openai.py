@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -54,6 +55,8 @@ class FakeOpenAIServer:
         self.behaviour = behaviour
         self.requests: list[dict] = []
         self.lock = threading.Lock()
+        self.delay_s = 0.0  # answer every request after this long (benchmarks, concurrency tests)
+        self.active = self.max_active = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,6 +71,17 @@ class FakeOpenAIServer:
                 with outer.lock:
                     outer.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
                     n = len(outer.requests)
+                    outer.active += 1
+                    outer.max_active = max(outer.max_active, outer.active)
+                try:
+                    if outer.delay_s:
+                        time.sleep(outer.delay_s)
+                    self._answer(body, n)
+                finally:
+                    with outer.lock:
+                        outer.active -= 1
+
+            def _answer(self, body, n):
                 chat = self.path.endswith("/chat/completions")
                 prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
                 if isinstance(prompt, list):

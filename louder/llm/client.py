@@ -13,6 +13,7 @@ from typing import Callable, Iterable, TypeVar
 
 from louder.llm.base import LanguageModel, Reply, Request, stable_hash
 from louder.llm.cache import ResponseCache, cache_key
+from louder.llm.limits import RateLimiter, estimated_tokens
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -26,6 +27,8 @@ class Client:
         concurrency: int = 1,
         retry_errors: bool = False,
         on_call: Callable[[], None] | None = None,
+        slots: threading.Semaphore | None = None,
+        limiter: RateLimiter | None = None,
     ):
         self.backend = backend
         self.cache = cache
@@ -37,6 +40,10 @@ class Client:
         self.model_seconds = 0.0
         self._count_lock = threading.Lock()
         self._identity = backend.identity()
+        # One semaphore shared by every client of a run caps the calls in flight globally.
+        self.slots = slots or threading.BoundedSemaphore(self.concurrency)
+        self.limiter = limiter
+        self.waited_s = 0.0
 
     def identity(self) -> dict:
         return self._identity
@@ -49,13 +56,21 @@ class Client:
                 with self._count_lock:
                     self.cache_hits += 1
                 return hit
-        reply = self.backend.generate(request)
+        reply = self._limited(lambda: self.backend.generate(request), request)
         with self._count_lock:
             self.model_calls += 1
             self.model_seconds += reply.latency_s
         if self.cache is not None:
             self.cache.put(key, reply)
         return reply
+
+    def _limited(self, fn: Callable[[], Reply], request: Request) -> Reply:
+        if self.limiter is not None:
+            waited = self.limiter.acquire(estimated_tokens(request))
+            with self._count_lock:
+                self.waited_s += waited
+        with self.slots:
+            return fn()
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         """``backend.score`` through the same cache and counters as ``call``."""
@@ -67,7 +82,7 @@ class Client:
                 with self._count_lock:
                     self.cache_hits += 1
                 return hit
-        reply = self.backend.score(request, prefix, choices)
+        reply = self._limited(lambda: self.backend.score(request, prefix, choices), request)
         with self._count_lock:
             self.model_calls += 1
             self.model_seconds += reply.latency_s
@@ -89,3 +104,12 @@ class Client:
             return [run(x) for x in items]
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(pool.map(run, items))
+
+
+def run_all(tasks: list[Callable[[], R]], workers: int) -> list[R]:
+    """Run independent tasks (e.g. the cases of an experiment) ``workers`` at a time, in order.
+    The calls inside them still pass the clients' global in-flight limit."""
+    if workers <= 1 or len(tasks) <= 1:
+        return [t() for t in tasks]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda t: t(), tasks))

@@ -28,6 +28,9 @@ class ModelConfig(BaseModel):
     n_ctx: int = Field(4096, ge=512, description="embedded: context window")
     timeout_s: float = Field(120.0, gt=0, description="remote: seconds before a request times out")
     max_attempts: int = Field(6, ge=1, le=50, description="remote: tries per call for transport failures")
+    requests_per_minute: float | None = Field(None, gt=0, description="remote: request budget per minute")
+    tokens_per_minute: float | None = Field(
+        None, gt=0, description="remote: token budget per minute (prompt ≈ chars/4 plus max_tokens, as providers count)")
     json_mode: Literal["json_schema", "json_object_schema", "json_object", "off"] = Field(
         "json_schema",
         description="remote: how to ask for JSON — json_schema (OpenAI structured outputs, vLLM, Ollama), "

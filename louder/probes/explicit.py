@@ -23,7 +23,9 @@ from louder.llm.base import stable_seed
 from louder.llm.cache import ResponseCache
 from louder.llm.session import ModelSession
 from louder.prompts import Prompts
-from louder.records import call_counts, model_identities, open_session, package_versions, status_by, status_counts
+from louder.llm.client import run_all
+from louder.simulation.runner import case_workers
+from louder.records import call_counts, model_identities, open_sessions, package_versions, status_by, status_counts
 from louder.scenarios import Group, Scenario, load_group, load_scenario
 
 PROBE_COLUMNS = [
@@ -99,13 +101,13 @@ def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bo
     if on_progress:
         on_progress(sum(trials_for(config, g) for _, _, g in plan), "start")
     tick = (lambda: on_progress(0, "")) if on_progress else None
-    sessions = {m.label: open_session(config, m, cache, prompts, retry_errors) for m in config.models}
-    rows: list[dict] = []
+    sessions = open_sessions(config, cache, prompts, retry_errors)
     try:
-        for label, scenario, group in plan:
-            rows += probe_case(sessions[label], scenario, group, trials_for(config, group), run_id, tick)
+        results = run_all([lambda p=p: probe_case(sessions[p[0]], p[1], p[2], trials_for(config, p[2]), run_id, tick)
+                           for p in plan], case_workers(config, sum(trials_for(config, g) for _, _, g in plan), len(plan)))
     finally:
         cache.close()
+    rows = [r for case_rows in results for r in case_rows]
     probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
         "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
         "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",

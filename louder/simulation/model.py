@@ -54,12 +54,10 @@ class BiasModel(mesa.Model):
                 PersonaAgent(self, attribute, replicate)
         self.datacollector = mesa.DataCollector(agent_reporters=AGENT_REPORTERS)
 
-    def write_personas(self, on_done: Callable[[], None] | None = None) -> None:
-        """Persona generation (step 1 of the technique), fanned out through the session's client."""
-        self.session.client.map(lambda a: a.write_persona(), list(self.agents), on_done)
-
     def step(self, on_done: Callable[[], None] | None = None) -> None:
-        """Action generation (step 2): every agent decides, in an order drawn from the model's rng."""
+        """Every agent writes its persona (step 1 of the technique) and then decides (step 2), in an
+        order drawn from the model's rng; agents run concurrently through the session's client,
+        each going on to its decision as soon as its own persona is written."""
         self.agents.shuffle(inplace=True)
         self.session.client.map(lambda a: a.step(), list(self.agents), on_done)
         self.datacollector.collect(self)

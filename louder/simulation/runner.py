@@ -20,7 +20,8 @@ from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
 from louder.llm.cache import ResponseCache
 from louder.prompts import Prompts
-from louder.records import call_counts, model_identities, open_session, package_versions, status_by, status_counts
+from louder.llm.client import run_all
+from louder.records import call_counts, model_identities, open_sessions, package_versions, status_by, status_counts
 from louder.scenarios import load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
 
@@ -61,6 +62,12 @@ def count_calls(config: ExperimentConfig) -> int:
     return total
 
 
+def case_workers(config: ExperimentConfig, n_agents: int, n_cases: int) -> int:
+    """How many cases to run at once: enough that their agents can fill every call slot."""
+    per_case = max(1, n_agents // max(1, n_cases))
+    return max(1, min(n_cases, 1 + -(-config.concurrency // per_case)))
+
+
 def run_experiment(
     config: ExperimentConfig,
     out_dir: str | Path,
@@ -68,7 +75,7 @@ def run_experiment(
     on_progress: Callable[[int, str], None] | None = None,
 ) -> RunResult:
     """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
-    once with the total number of agent steps, then with ``(0, phase)`` after each finished step."""
+    once with the total number of agents, then with ``(0, "")`` after each agent has decided."""
     start = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat()
     out = Path(out_dir)
@@ -80,33 +87,37 @@ def run_experiment(
     n_agents = sum(config.agents * len(load_group(g).attributes) for _, _, _, g in cases)
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if on_progress:
-        on_progress(2 * n_agents, "start")
+        on_progress(n_agents, "start")
+    sessions = open_sessions(config, cache, prompts, retry_errors)
 
-    sessions = {m.label: open_session(config, m, cache, prompts, retry_errors) for m in config.models}
-    decision_frames, persona_rows = [], []
+    def run_case(model_label: str, condition: str, scenario_id: str, group_id: str):
+        case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
+        abm = BiasModel(case, sessions[model_label], config.agents,
+                        seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
+        abm.step(tick)
+        df = abm.datacollector.get_agent_vars_dataframe().reset_index()
+        df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"])
+        df = df.assign(run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
+                       group=case.group.id)
+        rows = []
+        for a in abm.agents:
+            p = a.persona
+            rows.append(dict(
+                run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
+                group=case.group.id, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
+                name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
+                attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+                input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
+        return df, rows
+
     try:
-        for model_label, condition, scenario_id, group_id in cases:
-            session = sessions[model_label]
-            case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
-            abm = BiasModel(case, session, config.agents,
-                            seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
-            abm.write_personas(tick)
-            abm.step(tick)
-            df = abm.datacollector.get_agent_vars_dataframe().reset_index()
-            df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"])
-            df = df.assign(run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
-                           group=case.group.id)
-            decision_frames.append(df)
-            for a in abm.agents:
-                p = a.persona
-                persona_rows.append(dict(
-                    run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
-                    group=case.group.id, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
-                    name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-                    attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
-                    input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
+        # Cases run side by side so small cases never leave call slots idle; the global in-flight cap
+        # still holds, since every call passes the shared semaphore of the clients.
+        results = run_all([lambda c=c: run_case(*c) for c in cases], case_workers(config, n_agents, len(cases)))
     finally:
         cache.close()
+    decision_frames = [df for df, _ in results]
+    persona_rows = [r for _, rows in results for r in rows]
 
     decisions = _typed_decisions(pd.concat(decision_frames, ignore_index=True)[DECISION_COLUMNS])
     personas = pd.DataFrame(persona_rows, columns=PERSONA_COLUMNS)
