@@ -47,7 +47,7 @@ def synthetic_run(out: Path, agents: int = 595, seed: int = 0) -> int:
                         "target": pd.array(np.where(valid, target, None), dtype="boolean"), "p_target": None,
                         "rationale": np.where(valid, [" ".join(w) for w in words], None),
                         "status": status, "raw_response": "{}", "attempts": 1, "latency_s": 0.1,
-                        "input_tokens": 100, "output_tokens": 30}))
+                        "input_tokens": 100, "output_tokens": 30, "choice_mass": None}))
     df = pd.concat(frames, ignore_index=True)[DECISION_COLUMNS]
     df.to_parquet(out / "decisions.parquet", index=False)
     return len(df)

@@ -60,6 +60,10 @@ class FakeOpenAIServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, like real servers
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls between header and body
+            wbufsize = 1 << 16  # one write per response (flushed after each request)
+
             def log_message(self, *a):
                 pass
 
@@ -127,3 +131,27 @@ class FakeOpenAIServer:
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def main() -> None:
+    """Serve from a process of its own (benchmarks): ``python fake_openai.py --decision-delay 0.2``.
+    Prints the base URL on its first line of output."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--decision-delay", type=float, default=0.0, help="seconds before answering a decision")
+    args = ap.parse_args()
+
+    def behaviour(n, prompt, body):
+        if args.decision_delay and '"decision"' in prompt:
+            time.sleep(args.decision_delay)
+        return None
+
+    server = FakeOpenAIServer(behaviour=behaviour)
+    server.httpd.request_queue_size = 256
+    print(server.url, flush=True)
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

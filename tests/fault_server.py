@@ -104,6 +104,7 @@ def install_connection_faults(server: FaultServer) -> None:
             self.send_header("Content-Length", str(len(data) + 50))
             self.end_headers()
             self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
             self.close_connection = True
             try:
                 self.connection.shutdown(socket.SHUT_RDWR)

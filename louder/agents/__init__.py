@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
 
 import mesa
@@ -21,6 +22,11 @@ SCORE_PREFIX = '{\n"decision": "'
 
 def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
     """``{decision, rationale}``; with ``constrained`` the decision must be one of ``labels``."""
+    return _decision_schema(tuple(labels), constrained, rationale)
+
+
+@cache  # building a pydantic model costs ~0.5 ms: once per label set, not once per agent
+def _decision_schema(labels: tuple[str, ...], constrained: bool, rationale: bool) -> type[BaseModel]:
     decision_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
     if not rationale:
         return create_model("Decision", decision=(decision_type, ...))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -37,7 +38,7 @@ class Request:
             raise ValueError("a Request needs exactly one of messages or prompt")
 
     def schema_json(self) -> dict | None:
-        return self.schema.model_json_schema() if self.schema else None
+        return _schema_json(self.schema) if self.schema else None
 
     def key_material(self) -> dict:
         """Everything that determines the answer, for the cache key."""
@@ -89,6 +90,12 @@ class LanguageModel(Protocol):
         """Log-probability of each choice as the continuation of the assistant turn that starts with
         ``prefix``, as ``Reply.text`` = JSON ``{"logprobs": {choice: float | null}, "method": ...}``."""
         ...
+
+
+@cache
+def _schema_json(schema: type[BaseModel]) -> dict:
+    # Computed once per schema class (pydantic takes ~0.3 ms); callers must not mutate the result.
+    return schema.model_json_schema()
 
 
 def stable_hash(obj) -> str:

@@ -28,6 +28,9 @@ class ModelConfig(BaseModel):
     n_ctx: int = Field(4096, ge=512, description="embedded: context window")
     timeout_s: float = Field(120.0, gt=0, description="remote: seconds before a request times out")
     max_attempts: int = Field(6, ge=1, le=50, description="remote: tries per call for transport failures")
+    client: Literal["langchain", "http"] = Field(
+        "langchain", description="openai specs: LangChain's ChatOpenAI (default) or louder's lean httpx client "
+        "(~1 ms per call instead of ~5 ms; for high concurrency against vLLM or llama_cpp.server)")
     requests_per_minute: float | None = Field(None, gt=0, description="remote: request budget per minute")
     tokens_per_minute: float | None = Field(
         None, gt=0, description="remote: token budget per minute (prompt ≈ chars/4 plus max_tokens, as providers count)")
@@ -83,6 +86,14 @@ def build_backend(spec: str, cfg: ModelConfig | None = None):
         from louder.llm.embedded import EmbeddedModel
 
         return EmbeddedModel(model or None, n_ctx=cfg.n_ctx)
+    if cfg.client == "http":
+        if backend != "openai":
+            raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "
+                              "(Ollama's OpenAI-compatible endpoint) or client: langchain")
+        from louder.llm.http import HTTPChatModel
+
+        return HTTPChatModel(model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                             json_mode=cfg.json_mode)
     from louder.llm.remote import RemoteChatModel
 
     return RemoteChatModel(

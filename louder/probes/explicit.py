@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from functools import cache
 from typing import Callable, Literal
 
 import pandas as pd
@@ -36,6 +37,11 @@ PROBE_COLUMNS = [
 
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
     """``{answer, rationale}``; with ``constrained`` the answer must be one of ``labels``."""
+    return _answer_schema(tuple(labels), constrained)
+
+
+@cache
+def _answer_schema(labels: tuple[str, ...], constrained: bool) -> type[BaseModel]:
     answer_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
     return create_model("ExplicitAnswer", answer=(answer_type, ...), rationale=(str, ...))
 

@@ -1,0 +1,137 @@
+"""louder's benchmark suite: `python benchmarks/run.py [--quick] [--only P1,P2]`.
+
+Each benchmark prints one line starting with its id and containing ``ratio=<number>`` (P6:
+``seconds=<number>``). Ratios are measured within one run, so they compare like with like on
+whatever machine runs them; record results in docs/benchmarks.md.
+
+- P1 overhead: wall time of a small embedded-model experiment ÷ the sum of its raw model-call
+  times (goal ≤ 1.10).
+- P2 concurrency: 1,008 decisions at concurrency 64 against a local OpenAI-compatible server that
+  answers decisions after 200 ms (personas instantly): measured ÷ ideal (1,008 × 0.2 s / 64)
+  (goal ≤ 1.25); the sequential time is measured on a slice and scaled.
+- P3 cache: identical re-run time ÷ cold time of the P2 experiment, and its model calls (goal ≤ 0.05, 0).
+- P4 scoring: decisions per second in `score` mode ÷ in `sample` mode on the embedded model, from
+  the raw call times of the same agents' decisions (goal ≥ 1.3).
+- P6 analysis: `louder analyze` on 100,000 synthetic decisions with B = 10,000, in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the local OpenAI-compatible test server
+sys.path.insert(0, str(HERE))
+
+from louder.config import build_config  # noqa: E402
+from louder.simulation import run_experiment  # noqa: E402
+
+
+def p1_overhead(tmp: Path, quick: bool) -> str:
+    cfg = build_config(dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=2 if quick else 5))
+    start = time.perf_counter()
+    res = run_experiment(cfg, tmp / "p1")
+    wall = time.perf_counter() - start
+    model_s = res.manifest["model_seconds"]
+    return (f"P1 overhead ratio={wall / model_s:.3f} wall_s={wall:.1f} model_call_s={model_s:.1f} "
+            f"calls={res.manifest['model_calls']} (embedded; wall includes loading the model)")
+
+
+class _ServerProcess:
+    """The tests' OpenAI-compatible server in a process of its own (so it never competes with the
+    client for Python's GIL), on 127.0.0.1; decisions are answered after ``delay`` seconds."""
+
+    def __init__(self, delay: float):
+        self.proc = subprocess.Popen([sys.executable, str(HERE.parent / "tests" / "fake_openai.py"),
+                                      "--decision-delay", str(delay)], stdout=subprocess.PIPE, text=True)
+        self.url = self.proc.stdout.readline().strip()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def p2_p3_concurrency_and_cache(tmp: Path, quick: bool, client: str = "http") -> list[str]:
+    delay, conc = 0.2, 64
+    server = _ServerProcess(delay)
+    try:
+        base = dict(models=[{"spec": f"openai:fake@{server.url}", "timeout_s": 30, "client": client}],
+                    groups=["gender_identity"], concurrency=conc)
+        cfg = build_config(dict(base, agents=84))  # 4 scenarios × 3 attributes × 84 = 1,008 decisions
+        start = time.perf_counter()
+        cold = run_experiment(cfg, tmp / "p2")
+        cold_s = time.perf_counter() - start
+        n = len(cold.decisions)
+        ideal = n * delay / conc
+        start = time.perf_counter()
+        warm = run_experiment(cfg, tmp / "p2")
+        warm_s = time.perf_counter() - start
+        # Sequential: a slice at concurrency 1, scaled to the same number of decisions.
+        k = 10 if quick else 30
+        seq_cfg = build_config(dict(base, agents=1, concurrency=1, seed=1, scenarios=["emergency_response"]))
+        start = time.perf_counter()
+        seq_n = 0
+        for i in range(k // 3):
+            seq_n += len(run_experiment(seq_cfg.model_copy(update={"seed": 100 + i}), tmp / f"seq{i}").decisions)
+        seq_s = (time.perf_counter() - start) / seq_n * n
+    finally:
+        server.stop()
+    return [f"P2 concurrency ratio={cold_s / ideal:.3f} measured_s={cold_s:.2f} ideal_s={ideal:.2f} "
+            f"sequential_s≈{seq_s:.0f} decisions={n} concurrency={conc} client={client}",
+            f"P3 cache ratio={warm_s / cold_s:.4f} rerun_s={warm_s:.2f} cold_s={cold_s:.2f} "
+            f"rerun_model_calls={warm.manifest['model_calls']}"]
+
+
+def p4_scoring(tmp: Path, quick: bool) -> str:
+    agents = 2 if quick else 5
+    base = dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=agents)
+    sample = run_experiment(build_config(base), tmp / "p4s")
+    # The same agents (personas come from the copied cache), decided by scoring instead.
+    (tmp / "p4c").mkdir()
+    shutil.copy(tmp / "p4s" / "cache.sqlite", tmp / "p4c" / "cache.sqlite")
+    scored = run_experiment(build_config(dict(base, decision_mode="score")), tmp / "p4c")
+    s_t = sample.decisions.loc[sample.decisions["status"] != "error", "latency_s"]
+    c_t = scored.decisions.loc[scored.decisions["attempts"] > 0, "latency_s"]
+    ratio = (len(c_t) / c_t.sum()) / (len(s_t) / s_t.sum())
+    return (f"P4 scoring ratio={ratio:.2f} score_decisions_per_s={len(c_t) / c_t.sum():.2f} "
+            f"sample_decisions_per_s={len(s_t) / s_t.sum():.2f} decisions={len(c_t)} (embedded)")
+
+
+def p6_analysis(tmp: Path, quick: bool) -> str:
+    from analyze_100k import synthetic_run
+
+    from louder.analysis import analyze
+
+    n = synthetic_run(tmp)
+    start = time.perf_counter()
+    a = analyze(tmp, bootstrap=10_000)
+    secs = time.perf_counter() - start
+    return f"P6 analysis seconds={secs:.2f} decisions={n} cases={len(a.tables['cases'])} B=10000"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="reduced sizes (under 10 minutes here)")
+    ap.add_argument("--only", default="", help="comma-separated ids, e.g. P2,P3")
+    args = ap.parse_args()
+    only = {x.strip().upper() for x in args.only.split(",") if x.strip()}
+    benches = [("P1", p1_overhead), ("P2", p2_p3_concurrency_and_cache),
+               ("P2", lambda tmp, quick: p2_p3_concurrency_and_cache(tmp, quick, "langchain")[:1]),
+               ("P4", p4_scoring), ("P6", p6_analysis)]
+    for bid, fn in benches:
+        if only and bid not in only and not (bid == "P2" and "P3" in only):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            out = fn(Path(tmp), args.quick)
+        for line in [out] if isinstance(out, str) else out:
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
