@@ -7,10 +7,12 @@ CLI). JSON output is enforced by llama.cpp's grammar-constrained decoding from t
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import importlib.util
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +48,9 @@ class EmbeddedModel:
         if not self.path.is_file():
             raise LouderError(f"model file {self.path} does not exist; give the path of a .gguf file")
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        # llama-cpp-python defaults to half the cores; one model serving one call at a time should
+        # use them all (prompt evaluation is compute-bound).
+        self.n_threads = n_threads or os.cpu_count() or 1
         self._llm = None
         self._sha256: str | None = None
         self._lock = threading.Lock()
@@ -74,27 +78,8 @@ class EmbeddedModel:
             # makes every answer a function of (prompt, seed) alone, whatever ran before it.
             llm.reset()
             try:
-                if request.messages is not None:
-                    fmt = None
-                    if request.schema is not None:
-                        fmt = {"type": "json_object", "schema": request.schema_json()}
-                    out = llm.create_chat_completion(
-                        messages=[{"role": r, "content": c} for r, c in request.messages],
-                        temperature=request.temperature,
-                        max_tokens=request.max_tokens,
-                        seed=request.seed,
-                        response_format=fmt,
-                    )
-                    text = out["choices"][0]["message"]["content"] or ""
-                else:
-                    llm.set_seed(request.seed)
-                    out = llm.create_completion(
-                        prompt=request.prompt,
-                        temperature=request.temperature,
-                        max_tokens=request.max_tokens,
-                        seed=request.seed,
-                    )
-                    text = out["choices"][0]["text"]
+                with _logits(llm, every_token=False):
+                    out, text = self._complete(llm, request)
             except ValueError as e:  # prompt longer than the context window
                 return Reply(error=f"llama.cpp: {e}", latency_s=time.perf_counter() - start)
             usage = out.get("usage", {})
@@ -105,6 +90,25 @@ class EmbeddedModel:
                 latency_s=time.perf_counter() - start,
                 finish_reason=out["choices"][0].get("finish_reason"),
             )
+
+    @staticmethod
+    def _complete(llm, request: Request) -> tuple[dict, str]:
+        if request.messages is not None:
+            fmt = None
+            if request.schema is not None:
+                fmt = {"type": "json_object", "schema": request.schema_json()}
+            out = llm.create_chat_completion(
+                messages=[{"role": r, "content": c} for r, c in request.messages],
+                temperature=request.temperature,
+                max_tokens=request.max_tokens,
+                seed=request.seed,
+                response_format=fmt,
+            )
+            return out, out["choices"][0]["message"]["content"] or ""
+        llm.set_seed(request.seed)
+        out = llm.create_completion(prompt=request.prompt, temperature=request.temperature,
+                                    max_tokens=request.max_tokens, seed=request.seed)
+        return out, out["choices"][0]["text"]
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         """Full-sequence log-prob of each choice after the chat prompt and ``prefix``.
@@ -124,7 +128,9 @@ class EmbeddedModel:
                 return Reply(error=f"llama.cpp: prompt of {len(base)} tokens does not fit n_ctx={self.n_ctx}",
                              latency_s=time.perf_counter() - start)
             llm.reset()
-            llm.eval(base[:m])
+            with _logits(llm, every_token=False):  # the shared prefix needs no logits ...
+                llm.eval(base[: m - 1])
+            llm.eval(base[m - 1 : m])  # ... but its last token's (row m-1) predicts each choice
             out = {}
             for choice, toks in zip(choices, fulls):
                 llm.n_tokens = m  # rewind: the next eval overwrites positions ≥ m only
@@ -147,6 +153,26 @@ class EmbeddedModel:
         token = lambda t: llm.detokenize([t], special=True).decode("utf-8", "replace")  # noqa: E731
         fmt = Jinja2ChatFormatter(template=template, eos_token=token(llm.token_eos()), bos_token=token(llm.token_bos()))
         return fmt(messages=msgs).prompt
+
+
+@contextmanager
+def _logits(llm, every_token: bool):
+    """Whether llama.cpp computes logits for every evaluated token (scoring) or only the last one.
+
+    The model is loaded with ``logits_all=True`` so ``score`` can read per-token log-probs; computing
+    them for every prompt token of a generation or of the shared scoring prefix would cost a
+    vocabulary-sized product per token for nothing. llama-cpp-python reads ``_logits_all`` at each
+    ``eval``; when the attribute is absent (another version) everything is computed, just slower.
+    """
+    if not hasattr(llm, "_logits_all"):
+        yield
+        return
+    before = llm._logits_all
+    llm._logits_all = every_token
+    try:
+        yield
+    finally:
+        llm._logits_all = before
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

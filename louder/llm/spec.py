@@ -26,6 +26,7 @@ class ModelConfig(BaseModel):
     spec: str = Field(description="embedded | openai:MODEL[@URL] | ollama:MODEL[@URL], optional completion: prefix")
     extractor: str | None = Field(None, description="chat model spec extracting JSON from completion output")
     n_ctx: int = Field(4096, ge=512, description="embedded: context window")
+    n_threads: int | None = Field(None, ge=1, le=512, description="embedded: CPU threads (default: all cores)")
     timeout_s: float = Field(120.0, gt=0, description="remote: seconds before a request times out")
     max_attempts: int = Field(6, ge=1, le=50, description="remote: tries per call for transport failures")
     client: Literal["langchain", "http"] = Field(
@@ -85,7 +86,7 @@ def build_backend(spec: str, cfg: ModelConfig | None = None):
     if backend == "embedded":
         from louder.llm.embedded import EmbeddedModel
 
-        return EmbeddedModel(model or None, n_ctx=cfg.n_ctx)
+        return EmbeddedModel(model or None, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
     if cfg.client == "http":
         if backend != "openai":
             raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "
