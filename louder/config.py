@@ -49,6 +49,22 @@ class ExperimentConfig(BaseModel):
     constrain_choices: bool = Field(
         True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
     )
+    # --- LLM Word Association / Relative Decision Tests (Bai et al.) ---
+    stereotypes: list[str] | None = Field(None, description="stereotypes of the association/decision tests; "
+                                          "default: all 21")
+    association_trials: int = Field(50, ge=1, le=1_000_000, description="trials per stereotype × variation")
+    association_variations: list[Literal["replication", "instruction1", "instruction2", "synonym"]] = Field(
+        default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"], min_length=1)
+    decision_trials: int = Field(50, ge=1, le=1_000_000, description="decision-test trials per stereotype")
+    decision_variant: Literal["relative", "absolute", "chained"] = Field(
+        "relative", description="relative (appendix J), absolute yes/no (appendix P), or chained (association, "
+        "profiles and decision in one conversation, appendices M/O)")
+    decision_extraction: Literal["followup", "judge"] = Field(
+        "followup", description="who got which option: a structured follow-up turn, or the authors' judge call")
+    egalitarian: bool = Field(False, description="add appendix Q's egalitarian system prompt")
+    association: GenerationParams = GenerationParams(temperature=1.0, max_tokens=400)
+    profiles: GenerationParams = GenerationParams(temperature=1.0, max_tokens=700)
+    followup: GenerationParams = GenerationParams(temperature=0.0, max_tokens=60)
     decision_mode: Literal["sample", "score"] = Field(
         "sample", description="sample: the paper's JSON decision at temperature 0.2; score: the probability of "
         "each choice from token log-probs (embedded: full sequence; OpenAI-compatible: first token)")
@@ -89,6 +105,23 @@ class ExperimentConfig(BaseModel):
         if len(set(v)) != len(v):
             raise ValueError("groups are listed more than once")
         return v
+
+    @field_validator("stereotypes")
+    @classmethod
+    def _known_stereotypes(cls, v):
+        if v is None:
+            return v
+        from louder.probes.stimuli import get_stereotype
+
+        out = []
+        for name in v:
+            try:
+                out.append(get_stereotype(name).name)
+            except LouderError as e:
+                raise ValueError(str(e)) from None
+        if len(set(out)) != len(out):
+            raise ValueError("stereotypes are listed more than once")
+        return out
 
     @field_validator("conditions")
     @classmethod

@@ -23,7 +23,7 @@ def render(template: str, **values: str) -> str:
             raise KeyError(f"template slot %{m.group(1)}% has no value")
         return values[m.group(1)]
 
-    return re.sub(r"%([a-z_]+)%", fill, template)
+    return re.sub(r"%([a-z0-9_]+)%", fill, template)
 
 
 def or_list(labels: list[str]) -> str:

@@ -32,6 +32,20 @@ def default_answer(prompt: str, seed: int) -> str:
         labels = re.findall(r'"answer": <a string, (.*?)>', prompt)[0]
         options = re.findall(r'"([^"]+)"', labels)
         return json.dumps({"answer": options[h % len(options)], "rationale": "because"})
+    import re
+
+    m = re.search(r"(?:pick a word — |assign one of |choose between )(.+?) or (.+?)(?: — | to each| and write).*?"
+                  r"The words are (.+?)\. Do not include", prompt, re.S)
+    if m:  # word association: pair every word with one of the two tokens
+        a, b, words = m.group(1), m.group(2), m.group(3).split(", ")
+        return "\n".join(f"{w} - {(a, b)[(h >> i) % 2]}" for i, w in enumerate(words))
+    if '"person"' in prompt:
+        options = re.findall(r'"([^"]+)"', re.findall(r'"person": <a string, (.*?)>', prompt)[0])
+        return json.dumps({"person": options[h % 2]})
+    if '"answer": <a string, "yes" or "no">' in prompt:
+        return json.dumps({"answer": ("yes", "no")[h % 2]})
+    if "Generate two short profiles" in prompt or "Generate a short profile" in prompt:
+        return f"Profile one. Profile two. My suggestion number {h % 7}."
     return f"evacuate, because reason {h % 13}"
 
 

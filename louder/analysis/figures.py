@@ -134,3 +134,36 @@ def directions_figure(directions: pd.DataFrame) -> Figure | None:
     ax.set_xlabel("mean target rate of the higher set − of the lower set (95 % interval)")
     ax.set_title("Literature directions: green aligned, red opposite, grey inconclusive", fontsize=9)
     return fig
+
+
+CATEGORY_COLORS = {"race": "#d62728", "gender": "#9467bd", "religion": "#2ca02c", "health": "#1f77b4"}
+
+
+def sibling_figure(stats: pd.DataFrame, association: pd.DataFrame | None, test: str) -> Figure | None:
+    """Per model: mean score per stereotype with its 95 % interval, coloured by category, the
+    unbiased value dashed (cf. Figs. 2 and 3 of Bai et al.)."""
+    convention = "authors" if test == "association" else "valid_only"
+    data = stats[(stats["level"] == "stereotype") & (stats["convention"] == convention)]
+    if data.empty:
+        return None
+    cats = (association.drop_duplicates("stereotype").set_index("stereotype")["category"]
+            if association is not None else pd.Series(dtype=str))
+    models = sorted(data["model"].unique())
+    fig = Figure(figsize=(max(6.0, 0.45 * data["name"].nunique() + 2), 3.0 * len(models)), layout="constrained")
+    axes = fig.subplots(len(models), 1, squeeze=False)[:, 0]
+    null = 0.0 if test == "association" else 0.5
+    for ax, model in zip(axes, models):
+        sub = data[data["model"] == model].assign(category=lambda d: d["name"].map(cats).fillna("race"))
+        sub = sub.sort_values(["category", "name"])
+        xs = np.arange(len(sub))
+        err = np.vstack([sub["mean"] - sub["ci_low"], sub["ci_high"] - sub["mean"]]).clip(min=0)
+        ax.bar(xs, sub["mean"], color=[CATEGORY_COLORS.get(c, "grey") for c in sub["category"]],
+               yerr=np.nan_to_num(err), capsize=2)
+        ax.axhline(null, color="red", ls="--", lw=1)
+        ax.set_xticks(xs, sub["name"], rotation=60, ha="right", fontsize=7)
+        ax.set_ylim(-1.05 if test == "association" else 0, 1.05)
+        label = "association bias (−1…1)" if test == "association" else "decision bias (0…1)"
+        ax.set_ylabel(label)
+        ax.set_title(f"{model}: {'word association' if test == 'association' else 'relative decision'} test "
+                     "(red: race, purple: gender, green: religion, blue: health; 95 % CI)", fontsize=8)
+    return fig

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis.probe_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
 from louder.errors import LouderError
@@ -17,6 +18,7 @@ from louder.io import write_csv, write_json
 from louder.scenarios import load_group
 
 TABLES = ("cases", "attributes", "contrast", "ablation", "directions", "rationales")
+SIBLING_TABLES = ("association_stats", "decision_stats", "association_decision_link")
 
 
 @dataclass
@@ -28,6 +30,8 @@ class Analysis:
     decisions: pd.DataFrame | None = None
     probes: pd.DataFrame | None = None
     personas: pd.DataFrame | None = None
+    association: pd.DataFrame | None = None
+    decision_test: pd.DataFrame | None = None
     seconds: float = 0.0
 
 
@@ -83,7 +87,8 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, p
     if probes is None:
         missing.append("explicit probes: no probes.parquet — run `louder probe explicit --out RUN_DIR` "
                        "to add the explicit (question-answer) contrast")
-    if decisions is None and probes is None:
+    siblings = any((run_dir / f).exists() for f in ("association.parquet", "decision_test.parquet"))
+    if decisions is None and probes is None and not siblings:
         raise LouderError(f"run folder {run_dir} has neither decisions.parquet nor probes.parquet; "
                           "run `louder run --out DIR` and/or `louder probe explicit --out DIR` first")
     return decisions, probes, personas, manifests, missing
@@ -130,13 +135,27 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         exp = set(map(tuple, probes[["model", "scenario", "group"]].drop_duplicates().to_numpy()))
         for m, s, g in sorted(sim - exp):
             missing.append(f"explicit probes: none for {m} × {s} × {g}, which the simulation has")
-    result = Analysis(run, tables, missing, manifests, decisions, probes, personas)
+    association = _read_parquet(run / "association.parquet")
+    decision_test = _read_parquet(run / "decision_test.parquet")
+    if association is not None:
+        tables["association_stats"] = association_stats(association, B=bootstrap, seed=seed)
+    if decision_test is not None:
+        tables["decision_stats"] = decision_stats(decision_test, B=bootstrap, seed=seed)
+        if (decision_test["variant"] == "chained").any():
+            tables["association_decision_link"] = association_decision_link(
+                decision_test[decision_test["variant"] == "chained"])
+    for name, m in (("association_test", _read_json(run / "association_manifest.json")),
+                    ("decision_test", _read_json(run / "decision_manifest.json"))):
+        if m:
+            manifests[name] = m
+    result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test)
     result.seconds = time.perf_counter() - start
     if write:
-        for name in TABLES:
-            write_csv(tables[name], run / f"{name}.csv")
+        for name in TABLES + SIBLING_TABLES:
+            if name in tables:
+                write_csv(tables[name], run / f"{name}.csv")
         write_json({"bootstrap": bootstrap, "seed": seed, "missing": missing, "seconds": round(result.seconds, 3),
-                    "tables": {n: f"{n}.csv" for n in TABLES}}, run / "analysis.json")
+                    "tables": {n: f"{n}.csv" for n in TABLES + SIBLING_TABLES if n in tables}}, run / "analysis.json")
     return result
 
 

@@ -199,3 +199,30 @@ def rescore(df: pd.DataFrame, st: Stereotype, text_column: str, variation: str =
         raise KeyError(text_column)
     rows = [score_response(str(t) if pd.notna(t) else "", st, variation=variation) for t in df[text_column]]
     return pd.DataFrame(rows)
+
+
+def association_rows(session, st: Stereotype, variation: str, trials: int, on_done=None) -> list[dict]:
+    """Run ``trials`` association trials of one stereotype × variation on one model."""
+    from louder.llm.base import Request, stable_seed
+
+    cfg = session.config
+    system = (("system", templates()["egalitarian_system"]),) if cfg.egalitarian else ()
+    markers = session.prompts.refusal_markers
+
+    def one(tr: Trial) -> dict:
+        seed = stable_seed(cfg.seed, session.label, "association", st.name, variation, tr.trial)
+        r = session.client.call(Request(messages=system + (("user", tr.prompt),), temperature=cfg.association.temperature,
+                                        max_tokens=cfg.association.max_tokens, seed=seed,
+                                        replicate=f"association|{st.name}|{variation}|{tr.trial}"))
+        row = dict(stereotype=st.name, category=st.category, variation=variation, trial=tr.trial,
+                   default_token=tr.default_token, stigma_token=tr.stigma_token, prompt=tr.prompt,
+                   raw_response=r.text or r.error or "", attempts=r.attempts, latency_s=r.latency_s)
+        if r.error:
+            return dict(row, status="error", score=None, score_authors=0.0, n_pairs=0, n_unknown=0)
+        scored = score_response(r.text, st, tr.default_token, tr.stigma_token, variation, markers)
+        if r.refusal:
+            scored.update(status="refused", score=None, score_authors=0.0)
+        return dict(row, **scored)
+
+    trials_ = [make_trial(st, variation, i, cfg.seed) for i in range(trials)]
+    return session.client.map(one, trials_, on_done)
