@@ -197,6 +197,117 @@ def _probe(config, out: Path, retry_errors: bool) -> None:
     console.print(f"status counts: {m['status_counts']['probes']}")
 
 
+def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool) -> None:
+    from louder.config import load_config
+    from louder.probes.runner import FILES, count_test_calls, run_test
+
+    cfg = load_config(config, overrides)
+    if dry_run:
+        console.print(f"{count_test_calls(cfg, test):,} model calls at most (cached answers are not counted); "
+                      "nothing was sent to any model")
+        return
+    if out is None:
+        fail("--out is required (the run folder to write to)")
+    with _progress() as progress:
+        task = progress.add_task(f"{test} test", total=None)
+
+        def on_progress(total: int, phase: str) -> None:
+            if phase == "start":
+                progress.update(task, total=total)
+            else:
+                progress.advance(task)
+
+        df, m = run_test(cfg, test, out, retry_errors=retry_errors, on_progress=on_progress)
+    keys = ["model", "stereotype"]
+    table = Table(title=f"{test} test: mean score over valid answers, and every status")
+    for col in ("model", "stereotype", "mean", "valid", "invalid", "refused", "error"):
+        table.add_column(col)
+    for idx, g in df.groupby(keys, sort=False):
+        counts = g["status"].value_counts()
+        mean = g.loc[g["status"] == "valid", "score"].astype(float).mean()
+        table.add_row(*idx, "–" if pd.isna(mean) else f"{mean:.3f}",
+                      *[str(int(counts.get(s_, 0))) for s_ in ("valid", "invalid", "refused", "error")])
+    console.print(table)
+    console.print(f"wrote {out}/{FILES[test]} ({len(df)} rows), {test}_manifest.json; "
+                  f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}")
+
+
+@probe_app.command("association")
+def probe_association(
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run folder"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+    stereotype: Optional[list[str]] = typer.Option(None, "--stereotype", help="stereotype, repeatable (default: all 21)"),
+    trials: Optional[int] = typer.Option(None, "--trials", "-n", help="trials per stereotype × variation (default 50)"),
+    variation: Optional[list[str]] = typer.Option(None, "--variation",
+                                                  help="replication | instruction1 | instruction2 | synonym, repeatable"),
+    egalitarian: Optional[bool] = typer.Option(None, "--egalitarian/--no-egalitarian",
+                                               help="add appendix Q's egalitarian system prompt"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    rescore: Optional[Path] = typer.Option(None, "--rescore", help="score saved answers (CSV/Parquet) instead"),
+    text_column: str = typer.Option("0", "--text-column", help="with --rescore: the column holding the answers"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+) -> None:
+    """LLM Word Association Test (Bai et al.): writes association.parquet; or --rescore saved answers."""
+    try:
+        if rescore is not None:
+            return _rescore(rescore, stereotype, text_column, variation)
+        _sibling("association", config, out, dict(
+            models=model or None, stereotypes=stereotype or None, association_trials=trials,
+            association_variations=variation or None, egalitarian=egalitarian, seed=seed, concurrency=concurrency),
+            retry_errors, dry_run)
+    except LouderError as e:
+        fail(str(e))
+
+
+def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, variation: Optional[list[str]]) -> None:
+    from louder.probes.association import rescore as score_table
+    from louder.probes.stimuli import get_stereotype
+
+    if not stereotype or len(stereotype) != 1:
+        fail("--rescore needs exactly one --stereotype NAME (the stereotype the answers are about)")
+    st = get_stereotype(stereotype[0])
+    try:
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        fail(f"--rescore {path}: cannot be read as CSV or Parquet ({e})")
+    if text_column not in df.columns:
+        fail(f"--text-column {text_column!r} is not a column of {path}; columns: {', '.join(map(str, df.columns))}")
+    r = score_table(df, st, text_column, (variation or ["replication"])[0])
+    valid = r["status"] == "valid"
+    console.print(f"{st.name}: mean score {r['score_authors'].mean():.4f} (authors' convention, n={len(r)}), "
+                  f"{r.loc[valid, 'score'].mean():.4f} (strict, n={int(valid.sum())}); "
+                  f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}")
+
+
+@probe_app.command("decision")
+def probe_decision(
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run folder"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+    stereotype: Optional[list[str]] = typer.Option(None, "--stereotype", help="stereotype, repeatable (default: all 21)"),
+    trials: Optional[int] = typer.Option(None, "--trials", "-n", help="trials per stereotype (default 50)"),
+    variation: Optional[str] = typer.Option(None, "--variation", help="relative | absolute | chained"),
+    extraction: Optional[str] = typer.Option(None, "--extraction", help="followup (default) | judge"),
+    egalitarian: Optional[bool] = typer.Option(None, "--egalitarian/--no-egalitarian",
+                                               help="add appendix Q's egalitarian system prompt"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+) -> None:
+    """LLM Relative Decision Test (Bai et al.): writes decision_test.parquet."""
+    try:
+        _sibling("decision", config, out, dict(
+            models=model or None, stereotypes=stereotype or None, decision_trials=trials, decision_variant=variation,
+            decision_extraction=extraction, egalitarian=egalitarian, seed=seed, concurrency=concurrency),
+            retry_errors, dry_run)
+    except LouderError as e:
+        fail(str(e))
+
+
 def explicit_table(probes: pd.DataFrame) -> Table:
     """One row per probe case: how often each answer was given, and every status count."""
     table = Table(title="Explicit answers per case")

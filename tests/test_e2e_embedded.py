@@ -147,3 +147,24 @@ def test_score_mode_against_real_llama_cpp_server(llama_server, tmp_path):
     ok = d[d["status"] == "valid"]
     assert len(ok) >= 1, d["raw_response"].tolist()
     assert ok["p_target"].between(0, 1).all() and ok["raw_response"].str.contains("first_token").all()
+
+
+def test_association_and_decision_tests_on_embedded_model(tmp_path):
+    cli = [sys.executable, "-m", "louder.cli", "probe"]
+    common = ["--stereotype", "racism", "--stereotype", "career", "--trials", "2", "--out", str(tmp_path)]
+    r = subprocess.run(cli + ["association", "--variation", "replication"] + common, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(cli + ["decision"] + common, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assoc = pd.read_parquet(tmp_path / "association.parquet")
+    dec = pd.read_parquet(tmp_path / "decision_test.parquet")
+    assert len(assoc) == 4 and len(dec) == 4
+    for df in (assoc, dec):
+        assert df["status"].isin(["valid", "invalid", "refused", "error"]).all()
+        assert (df["status"] != "error").all(), df["raw_response" if "raw_response" in df else "response"].tolist()
+    r = subprocess.run([sys.executable, "-m", "louder.cli", "report", str(tmp_path), "-B", "500"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "LLM Word Association Test" in html and "LLM Relative Decision Test" in html
