@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 
@@ -88,3 +91,45 @@ def status_by(df: pd.DataFrame, keys: list[str]) -> list[dict]:
         row.update({s: int(r.get(s, 0)) for s in STATUSES})
         rows.append(row)
     return rows
+
+
+class RunContext:
+    """What every kind of run opens and records: output folder, run id, cache, prompts, one session
+    per model, and the manifest fields they all share."""
+
+    def __init__(self, config: ExperimentConfig, out_dir, retry_errors: bool = False):
+        self.start = time.perf_counter()
+        self.started_at = datetime.now(timezone.utc).isoformat()
+        self.config = config
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.run_id = config.run_id or self.out.resolve().name
+        self.cache = ResponseCache(config.cache or self.out / "cache.sqlite")
+        self.prompts = Prompts()
+        try:
+            self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors)
+        except BaseException:
+            self.cache.close()
+            raise
+
+    def __enter__(self) -> RunContext:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cache.close()
+
+    def manifest(self, kind: str, **fields) -> dict:
+        return {
+            "run_id": self.run_id,
+            "louder_kind": kind,
+            "started_at": self.started_at,
+            "finished_at": datetime.now(timezone.utc).isoformat(),
+            "wall_time_s": round(time.perf_counter() - self.start, 3),
+            **call_counts(self.sessions),
+            "seed": self.config.seed,
+            "config": self.config.model_dump(mode="json"),
+            "models": model_identities(self.sessions),
+            "prompt_template_sha256": self.prompts.hashes(),
+            "package_versions": package_versions(),
+            **fields,
+        }

@@ -89,14 +89,16 @@ def install_connection_faults(server: FaultServer) -> None:
     handler = server.httpd.RequestHandlerClass
     original = handler._send
 
+    def _drop(self):
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     def _send(self, status, payload, headers=None):
         if status == "close":
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            return
+            return _drop(self)
         if status == "truncated_body":
             data = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0}]}).encode()
             self.send_response(200)
@@ -105,12 +107,7 @@ def install_connection_faults(server: FaultServer) -> None:
             self.end_headers()
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            return
+            return _drop(self)
         return original(self, status, payload, headers)
 
     handler._send = _send

@@ -3,7 +3,6 @@
 import json
 
 import pandas as pd
-import pytest
 
 from louder.config import build_config
 from louder.simulation import run_experiment
@@ -19,7 +18,7 @@ def cfg(url, **kw):
 
 
 def test_run_writes_the_contract(fake_server, tmp_path):
-    res = run_experiment(cfg(fake_server.url), tmp_path)
+    run_experiment(cfg(fake_server.url), tmp_path)
     d = pd.read_parquet(tmp_path / "decisions.parquet")
     assert list(d.columns) == DECISION_COLUMNS
     assert len(d) == 2 * 3 * 3 and (d["status"] == "valid").all()

@@ -49,40 +49,27 @@ class Client:
         return self._identity
 
     def call(self, request: Request) -> Reply:
-        key = cache_key(self._identity, request)
+        return self._cached(cache_key(self._identity, request), request, lambda: self.backend.generate(request))
+
+    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
+        """``backend.score`` through the same cache, limits and counters as ``call``."""
+        key = stable_hash({"model": self._identity, "request": request.key_material(),
+                           "score": {"prefix": prefix, "choices": list(choices)}})
+        return self._cached(key, request, lambda: self.backend.score(request, prefix, choices))
+
+    def _cached(self, key: str, request: Request, compute: Callable[[], Reply]) -> Reply:
         if self.cache is not None:
             hit = self.cache.get(key, retry_errors=self.retry_errors)
             if hit is not None:
                 with self._count_lock:
                     self.cache_hits += 1
                 return hit
-        reply = self._limited(lambda: self.backend.generate(request), request)
-        with self._count_lock:
-            self.model_calls += 1
-            self.model_seconds += reply.latency_s
-        if self.cache is not None:
-            self.cache.put(key, reply)
-        return reply
-
-    def _limited(self, fn: Callable[[], Reply], request: Request) -> Reply:
         if self.limiter is not None:
             waited = self.limiter.acquire(estimated_tokens(request))
             with self._count_lock:
                 self.waited_s += waited
         with self.slots:
-            return fn()
-
-    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
-        """``backend.score`` through the same cache and counters as ``call``."""
-        key = stable_hash({"model": self._identity, "request": request.key_material(),
-                           "score": {"prefix": prefix, "choices": list(choices)}})
-        if self.cache is not None:
-            hit = self.cache.get(key, retry_errors=self.retry_errors)
-            if hit is not None:
-                with self._count_lock:
-                    self.cache_hits += 1
-                return hit
-        reply = self._limited(lambda: self.backend.score(request, prefix, choices), request)
+            reply = compute()
         with self._count_lock:
             self.model_calls += 1
             self.model_seconds += reply.latency_s

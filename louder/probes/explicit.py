@@ -9,8 +9,6 @@ them all, with raw text and rationale.
 
 from __future__ import annotations
 
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 from functools import cache
 from typing import Callable, Literal
@@ -21,12 +19,10 @@ from pydantic import BaseModel, create_model
 from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
-from louder.llm.cache import ResponseCache
 from louder.llm.session import ModelSession
-from louder.prompts import Prompts
 from louder.llm.client import run_all
 from louder.simulation.runner import case_workers
-from louder.records import call_counts, model_identities, open_sessions, package_versions, status_by, status_counts
+from louder.records import RunContext, status_by, status_counts
 from louder.scenarios import Group, Scenario, load_group, load_scenario
 
 PROBE_COLUMNS = [
@@ -95,45 +91,23 @@ def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bo
                  on_progress: Callable[[int, str], None] | None = None) -> tuple[pd.DataFrame, dict]:
     """Run (or resume, through the cache) the explicit probes; write ``probes.parquet`` and
     ``probes_manifest.json`` into ``out_dir`` (the simulation's folder, so one report covers both)."""
-    start = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    run_id = config.run_id or out.resolve().name
-    cache = ResponseCache(config.cache or out / "cache.sqlite")
-    prompts = Prompts()
     plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
             for g in config.groups]
     if on_progress:
         on_progress(sum(trials_for(config, g) for _, _, g in plan), "start")
     tick = (lambda: on_progress(0, "")) if on_progress else None
-    sessions = open_sessions(config, cache, prompts, retry_errors)
-    try:
-        results = run_all([lambda p=p: probe_case(sessions[p[0]], p[1], p[2], trials_for(config, p[2]), run_id, tick)
-                           for p in plan], case_workers(config, sum(trials_for(config, g) for _, _, g in plan), len(plan)))
-    finally:
-        cache.close()
+    with RunContext(config, out_dir, retry_errors) as ctx:
+        total = sum(trials_for(config, g) for _, _, g in plan)
+        results = run_all([lambda p=p: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]), ctx.run_id,
+                                                  tick) for p in plan], case_workers(config, total, len(plan)))
     rows = [r for case_rows in results for r in case_rows]
     probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
         "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
         "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",
         "output_tokens": "Int64"})
-    write_parquet(probes, out / "probes.parquet")
-    manifest = {
-        "run_id": run_id,
-        "louder_kind": "explicit_probes",
-        "started_at": started_at,
-        "finished_at": datetime.now(timezone.utc).isoformat(),
-        "wall_time_s": round(time.perf_counter() - start, 3),
-        **call_counts(sessions),
-        "seed": config.seed,
-        "config": config.model_dump(mode="json"),
-        "models": model_identities(sessions),
-        "prompt_template_sha256": prompts.hashes(),
-        "package_versions": package_versions(),
-        "rows": {"probes": len(probes)},
-        "status_counts": {"probes": status_counts(probes)},
-        "status_by_case": status_by(probes, ["model", "scenario", "group"]),
-    }
-    write_json(manifest, out / "probes_manifest.json")
+    write_parquet(probes, ctx.out / "probes.parquet")
+    manifest = ctx.manifest("explicit_probes", rows={"probes": len(probes)},
+                            status_counts={"probes": status_counts(probes)},
+                            status_by_case=status_by(probes, ["model", "scenario", "group"]))
+    write_json(manifest, ctx.out / "probes_manifest.json")
     return probes, manifest

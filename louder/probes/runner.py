@@ -3,8 +3,6 @@ write ``association.parquet`` / ``decision_test.parquet`` (+ a manifest) into th
 
 from __future__ import annotations
 
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -12,13 +10,11 @@ import pandas as pd
 
 from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
-from louder.llm.cache import ResponseCache
 from louder.llm.client import run_all
 from louder.probes.association import association_rows
 from louder.probes.decision import decision_rows
 from louder.probes.stimuli import get_stereotype, stereotypes
-from louder.prompts import Prompts
-from louder.records import call_counts, model_identities, open_sessions, package_versions, status_by, status_counts
+from louder.records import RunContext, status_by, status_counts
 
 FILES = {"association": "association.parquet", "decision": "decision_test.parquet"}
 
@@ -36,14 +32,8 @@ def count_test_calls(config: ExperimentConfig, test: str) -> int:
 
 def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_errors: bool = False,
              on_progress: Callable[[int, str], None] | None = None) -> tuple[pd.DataFrame, dict]:
-    start = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    run_id = config.run_id or out.resolve().name
-    cache = ResponseCache(config.cache or out / "cache.sqlite")
-    prompts = Prompts()
-    sessions = open_sessions(config, cache, prompts, retry_errors)
+    ctx = RunContext(config, out_dir, retry_errors)
+    sessions = ctx.sessions
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if test == "association":
         plan = [(m.label, st, v) for m in config.models for st in selected(config) for v in config.association_variations]
@@ -58,22 +48,16 @@ def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_err
                                                                            tick)] for p in plan]
     if on_progress:
         on_progress(total, "start")
-    try:
+    with ctx:
         results = run_all(tasks, max(1, min(len(tasks), 1 + config.concurrency // 50)))
-    finally:
-        cache.close()
     df = pd.DataFrame([r for rows in results for r in rows])
-    df.insert(0, "run_id", run_id)
+    df.insert(0, "run_id", ctx.run_id)
     df["egalitarian"] = config.egalitarian
-    write_parquet(df, out / FILES[test])
+    write_parquet(df, ctx.out / FILES[test])
     keys = ["model", "stereotype"] + (["variation"] if test == "association" else ["variant"])
-    manifest = {
-        "run_id": run_id, "louder_kind": f"{test}_test", "started_at": started_at,
-        "finished_at": datetime.now(timezone.utc).isoformat(), "wall_time_s": round(time.perf_counter() - start, 3),
-        **call_counts(sessions), "seed": config.seed, "config": config.model_dump(mode="json"),
-        "models": model_identities(sessions), "package_versions": package_versions(), "rows": len(df),
-        "status_counts": status_counts(df), "status_by_case": status_by(df, keys),
-        "source": "Bai, Wang, Sucholutsky & Griffiths, arXiv 2402.04105; stimuli MIT (louder/data/bai/LICENSE)",
-    }
-    write_json(manifest, out / f"{test}_manifest.json")
+    manifest = ctx.manifest(f"{test}_test", rows=len(df), status_counts=status_counts(df),
+                            status_by_case=status_by(df, keys),
+                            source="Bai, Wang, Sucholutsky & Griffiths, arXiv 2402.04105; stimuli MIT "
+                                   "(louder/data/bai/LICENSE)")
+    write_json(manifest, ctx.out / f"{test}_manifest.json")
     return df, manifest

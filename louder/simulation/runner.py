@@ -7,9 +7,7 @@ arrives, so a run stopped at any point resumes where it stopped when started aga
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -18,10 +16,8 @@ import pandas as pd
 from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
-from louder.llm.cache import ResponseCache
-from louder.prompts import Prompts
 from louder.llm.client import run_all
-from louder.records import call_counts, model_identities, open_sessions, package_versions, status_by, status_counts
+from louder.records import RunContext, status_by, status_counts
 from louder.scenarios import load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
 
@@ -76,19 +72,13 @@ def run_experiment(
 ) -> RunResult:
     """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
     once with the total number of agents, then with ``(0, "")`` after each agent has decided."""
-    start = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    run_id = config.run_id or out.resolve().name
-    cache = ResponseCache(config.cache or out / "cache.sqlite")
-    prompts = Prompts()
     cases = plan_cases(config)
     n_agents = sum(config.agents * len(load_group(g).attributes) for _, _, _, g in cases)
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if on_progress:
         on_progress(n_agents, "start")
-    sessions = open_sessions(config, cache, prompts, retry_errors)
+    ctx = RunContext(config, out_dir, retry_errors)
+    run_id, sessions, out = ctx.run_id, ctx.sessions, ctx.out
 
     def run_case(model_label: str, condition: str, scenario_id: str, group_id: str):
         case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
@@ -110,12 +100,10 @@ def run_experiment(
                 input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
         return df, rows
 
-    try:
+    with ctx:
         # Cases run side by side so small cases never leave call slots idle; the global in-flight cap
         # still holds, since every call passes the shared semaphore of the clients.
         results = run_all([lambda c=c: run_case(*c) for c in cases], case_workers(config, n_agents, len(cases)))
-    finally:
-        cache.close()
     decision_frames = [df for df, _ in results]
     persona_rows = [r for _, rows in results for r in rows]
 
@@ -126,23 +114,13 @@ def run_experiment(
     write_parquet(decisions, out / "decisions.parquet")
     write_parquet(personas, out / "personas.parquet")
 
-    manifest = {
-        "run_id": run_id,
-        "louder_kind": "simulation",
-        "started_at": started_at,
-        "finished_at": datetime.now(timezone.utc).isoformat(),
-        "wall_time_s": round(time.perf_counter() - start, 3),
-        **call_counts(sessions),
-        "seed": config.seed,
-        "config": config.model_dump(mode="json"),
-        "models": model_identities(sessions),
-        "prompt_template_sha256": prompts.hashes(),
-        "package_versions": package_versions(),
-        "rows": {"decisions": len(decisions), "personas": len(personas)},
-        "status_counts": {"decisions": status_counts(decisions), "personas": status_counts(personas)},
-        "low_mass_rows": int((decisions["choice_mass"] < 0.99).sum()),
-        "status_by_attribute": status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
-    }
+    manifest = ctx.manifest(
+        "simulation",
+        rows={"decisions": len(decisions), "personas": len(personas)},
+        status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas)},
+        low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
+        status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
+    )
     write_json(manifest, out / "manifest.json")
     return RunResult(out, decisions, personas, manifest)
 
