@@ -47,7 +47,8 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter)
     extractor = client
     if mcfg.extractor:
-        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors, slots=slots)
+        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors, slots=slots,
+                           local=client._local)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config)
 
 

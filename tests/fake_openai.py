@@ -65,7 +65,7 @@ def fake_logprobs(content: str, prompt: str) -> list[dict]:
 
 
 class FakeOpenAIServer:
-    def __init__(self, behaviour=None):
+    def __init__(self, behaviour=None, port: int = 0):
         self.behaviour = behaviour
         self.requests: list[dict] = []
         self.lock = threading.Lock()
@@ -136,7 +136,7 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def start(self):
@@ -154,14 +154,19 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--decision-delay", type=float, default=0.0, help="seconds before answering a decision")
+    ap.add_argument("--fail-decisions", action="store_true", help="answer decisions with HTTP 500")
+    ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
 
     def behaviour(n, prompt, body):
-        if args.decision_delay and '"decision"' in prompt:
-            time.sleep(args.decision_delay)
+        if '"decision"' in prompt:
+            if args.fail_decisions:
+                return 500, {"error": {"message": "down", "type": "server_error"}}, {}
+            if args.decision_delay:
+                time.sleep(args.decision_delay)
         return None
 
-    server = FakeOpenAIServer(behaviour=behaviour)
+    server = FakeOpenAIServer(behaviour=behaviour, port=args.port)
     server.httpd.request_queue_size = 256
     print(server.url, flush=True)
     server.httpd.serve_forever()

@@ -19,6 +19,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+class CacheMiss(Exception):
+    """Raised inside ``Client.map``'s cache-only first pass when a call would reach the model."""
+
+
 class Client:
     def __init__(
         self,
@@ -29,6 +33,7 @@ class Client:
         on_call: Callable[[], None] | None = None,
         slots: threading.Semaphore | None = None,
         limiter: RateLimiter | None = None,
+        local: threading.local | None = None,
     ):
         self.backend = backend
         self.cache = cache
@@ -44,6 +49,9 @@ class Client:
         self.slots = slots or threading.BoundedSemaphore(self.concurrency)
         self.limiter = limiter
         self.waited_s = 0.0
+        # Per thread: answer from the cache only (map's first pass). Shared with the session's
+        # extractor client, so a two-call answer obeys the same pass.
+        self._local = local or threading.local()
 
     def identity(self) -> dict:
         return self._identity
@@ -64,6 +72,8 @@ class Client:
                 with self._count_lock:
                     self.cache_hits += 1
                 return hit
+        if getattr(self._local, "cache_only", False):
+            raise CacheMiss(key)
         if self.limiter is not None:
             waited = self.limiter.acquire(estimated_tokens(request))
             with self._count_lock:
@@ -78,19 +88,43 @@ class Client:
         return reply
 
     def map(self, fn: Callable[[T], R], items: Iterable[T], on_done: Callable[[], None] | None = None) -> list[R]:
-        """``[fn(x) for x in items]`` run ``concurrency`` at a time, in input order."""
-        items = list(items)
+        """``[fn(x) for x in items]`` run ``concurrency`` at a time, in input order.
 
-        def run(x: T) -> R:
-            r = fn(x)
+        A first pass in the calling thread serves every item whose calls are all cached (a re-run or
+        the finished part of a resumed run) without thread overhead; an item that needs the model
+        stops at its first uncached call (its finished calls stay cached) and goes to the pool.
+        ``fn`` must therefore be safe to run again after a ``CacheMiss``.
+        """
+        items = list(items)
+        results: list = [None] * len(items)
+        pending = []
+        self._local.cache_only = True
+        try:
+            for i, x in enumerate(items):
+                try:
+                    results[i] = fn(x)
+                except CacheMiss:
+                    pending.append(i)
+                    continue
+                if on_done:
+                    on_done()
+        finally:
+            self._local.cache_only = False
+
+        def run(i: int):
+            r = fn(items[i])
             if on_done:
                 on_done()
             return r
 
-        if self.concurrency == 1 or len(items) <= 1:
-            return [run(x) for x in items]
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(pool.map(run, items))
+        if self.concurrency == 1 or len(pending) <= 1:
+            for i in pending:
+                results[i] = run(i)
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(pending))) as pool:
+                for i, r in zip(pending, pool.map(run, pending)):
+                    results[i] = r
+        return results
 
 
 def run_all(tasks: list[Callable[[], R]], workers: int) -> list[R]:
