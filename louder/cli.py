@@ -117,22 +117,22 @@ def run(
 @app.command()
 def demo(
     out: Path = typer.Option(Path("louder-demo"), "--out", "-o", help="output folder"),
-    agents: int = typer.Option(8, "--agents", "-n", help="agents per attribute"),
+    agents: int = typer.Option(4, "--agents", "-n", help="agents per attribute"),
 ) -> None:
     """A small real experiment on the embedded model, with explicit probes, analysis and report
-    (about two and a half minutes on 2 CPU cores)."""
+    (about two minutes on 2 CPU cores)."""
     from louder.analysis import analyze as run_analysis
     from louder.analysis.report import write_report
     from louder.config import build_config
 
     console.print("[bold]louder demo[/]: SmolLM2-135M-Instruct (embedded), emergency_response and "
                   f"career_path_selection × gender_identity, {agents} agents per attribute, then "
-                  "12 explicit probes per case.\n"
+                  "6 explicit probes per case.\n"
                   "[dim]A 135M model proves the pipeline runs for real; its answers prove nothing about bias.[/]")
     try:
         cfg = build_config(dict(models=["embedded"], scenarios=["emergency_response", "career_path_selection"],
                                 groups=["gender_identity"], agents=agents,
-                                probe_trials=12), where="demo")
+                                probe_trials=6), where="demo")
         _run(cfg, out, retry_errors=False)
         _probe(cfg, out, retry_errors=False)
         a = run_analysis(out)

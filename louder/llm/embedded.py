@@ -52,6 +52,7 @@ class EmbeddedModel:
         # use them all (prompt evaluation is compute-bound).
         self.n_threads = n_threads or os.cpu_count() or 1
         self._llm = None
+        self._scoring_llm = None
         self._sha256: str | None = None
         self._lock = threading.Lock()
 
@@ -61,13 +62,22 @@ class EmbeddedModel:
         return {"backend": "embedded", "model": self.path.name, "sha256": self._sha256}
 
     def _model(self):
+        """The generation context (logits for the last token only: ~20 % faster decoding)."""
         if self._llm is None:
-            from llama_cpp import Llama
-
-            self._llm = Llama(
-                model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads, logits_all=True, verbose=False
-            )
+            self._llm = self._load(logits_all=False)
         return self._llm
+
+    def _scorer(self):
+        """A second context, made on first use, that keeps per-token logits for ``score``."""
+        if self._scoring_llm is None:
+            self._scoring_llm = self._load(logits_all=True)
+        return self._scoring_llm
+
+    def _load(self, logits_all: bool):
+        from llama_cpp import Llama
+
+        return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads, logits_all=logits_all,
+                     verbose=False)
 
     def generate(self, request: Request) -> Reply:
         with self._lock:
@@ -78,8 +88,7 @@ class EmbeddedModel:
             # makes every answer a function of (prompt, seed) alone, whatever ran before it.
             llm.reset()
             try:
-                with _logits(llm, every_token=False):
-                    out, text = self._complete(llm, request)
+                out, text = self._complete(llm, request)
             except ValueError as e:  # prompt longer than the context window
                 return Reply(error=f"llama.cpp: {e}", latency_s=time.perf_counter() - start)
             usage = out.get("usage", {})
@@ -117,7 +126,7 @@ class EmbeddedModel:
         prefix and evaluates only its own tokens (log p = Σ log softmax over the choice's tokens).
         """
         with self._lock:
-            llm = self._model()
+            llm = self._scorer()
             start = time.perf_counter()
             prompt = self._chat_prompt(request.messages) + prefix
             base = llm.tokenize(prompt.encode(), add_bos=False, special=True)
@@ -159,8 +168,8 @@ class EmbeddedModel:
 def _logits(llm, every_token: bool):
     """Whether llama.cpp computes logits for every evaluated token (scoring) or only the last one.
 
-    The model is loaded with ``logits_all=True`` so ``score`` can read per-token log-probs; computing
-    them for every prompt token of a generation or of the shared scoring prefix would cost a
+    The scoring context is loaded with ``logits_all=True`` so ``score`` can read per-token
+    log-probs; computing them for every token of the shared scoring prefix would cost a
     vocabulary-sized product per token for nothing. llama-cpp-python reads ``_logits_all`` at each
     ``eval``; when the attribute is absent (another version) everything is computed, just slower.
     """
