@@ -44,7 +44,8 @@ def dpd_figure(cases: pd.DataFrame, implicit_condition: str = "contextualized") 
                 if row["significant"]:
                     ax.text(x, min(row["dpd"] + 0.03, 1.07), "✱", ha="center", fontsize=9)
         handles = [ax.bar(0, 0, 0, color=c) for c in KIND_COLORS.values()]
-        ax.legend(handles, [f"implicit ({implicit_condition})", "explicit"], loc="upper right", fontsize=8)
+        ax.legend(handles, [f"implicit ({implicit_condition})", "explicit"], loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                  fontsize=8)
         ax.set_xticks(np.arange(len(keys)), [_case_label(*k) for k in keys], fontsize=7)
         ax.set_ylim(0, 1.12)
         ax.set_ylabel("DPD")
@@ -111,7 +112,7 @@ def ablation_figure(ablation: pd.DataFrame) -> Figure | None:
         ax.set_xticks(np.arange(len(keys)), [_case_label(*k) for k in keys], fontsize=7)
         ax.set_ylim(0, 1.12)
         ax.set_ylabel("DPD")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.set_title(f"{model}: persona-condition ablation (✱ = significant)", fontsize=9)
     return fig
 
