@@ -7,11 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from louder.analysis import stats
-from louder.errors import LouderError, describe_validation_error
+from louder.datafiles import load_yaml_model
 
 CONTRAST_COLUMNS = ["model", "implicit_condition", "n_implicit", "mean_implicit", "sd_implicit",
                     "significant_implicit", "n_explicit", "mean_explicit", "sd_explicit", "significant_explicit",
@@ -95,19 +94,8 @@ class Predictions(BaseModel):
 
 def load_predictions(path: str | Path | None = None) -> list[Prediction]:
     """The Table 3 predictions shipped with louder, or a user's file of the same format."""
-    where = str(path) if path else "louder/data/analysis/directions.yaml"
-    try:
-        text = Path(path).read_text("utf-8") if path else (
-            resources.files("louder") / "data" / "analysis" / "directions.yaml").read_text("utf-8")
-        doc = yaml.safe_load(text)
-    except OSError as e:
-        raise LouderError(f"predictions file {where}: cannot be read ({e.strerror}); check the path") from None
-    except yaml.YAMLError as e:
-        raise LouderError(f"predictions file {where}: not valid YAML ({str(e).splitlines()[0]})") from None
-    try:
-        return Predictions.model_validate(doc).predictions
-    except ValidationError as e:
-        raise LouderError(describe_validation_error(e, f"predictions file {where}")) from None
+    source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "directions.yaml"
+    return load_yaml_model(Predictions, source, "predictions").predictions
 
 
 def verdict(difference: float, lo: float, hi: float) -> str:

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from louder.analysis import stats
-from louder.errors import LouderError, describe_validation_error
+from louder.datafiles import load_yaml_model
 
 KEYS = ["model", "condition", "scenario", "group"]
 RATIONALE_COLUMNS = ["analysis", *KEYS, "attribute", "pattern", "paper", "n_rationales", "n_match", "share",
@@ -52,16 +51,9 @@ def _data_text(name: str) -> str:
 
 
 def load_patterns(path: str | Path | None = None) -> list[Pattern]:
-    where = str(path) if path else "louder/data/analysis/rationale_patterns.yaml"
-    try:
-        doc = yaml.safe_load(Path(path).read_text("utf-8") if path else _data_text("rationale_patterns.yaml"))
-        return Patterns.model_validate(doc).patterns
-    except OSError as e:
-        raise LouderError(f"patterns file {where}: cannot be read ({e.strerror}); check the path") from None
-    except yaml.YAMLError as e:
-        raise LouderError(f"patterns file {where}: not valid YAML ({str(e).splitlines()[0]})") from None
-    except ValidationError as e:
-        raise LouderError(describe_validation_error(e, f"patterns file {where}")) from None
+    """The paper's phrase patterns shipped with louder, or a user's file of the same format."""
+    source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "rationale_patterns.yaml"
+    return load_yaml_model(Patterns, source, "patterns").patterns
 
 
 def stopwords() -> frozenset[str]:

@@ -11,10 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from louder.errors import LouderError, describe_validation_error
+from louder.datafiles import load_yaml_model
+from louder.errors import LouderError
 
 DATA = resources.files("louder") / "data"
 
@@ -121,20 +121,6 @@ class Group(_Strict):
         return self
 
 
-def _read_yaml(path: Path | Any, what: str) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise LouderError(f"{what} file {path}: cannot be read ({e.strerror}); check the path") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise LouderError(f"{what} file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
-    if not isinstance(doc, dict):
-        raise LouderError(f"{what} file {path}: must be a YAML mapping of fields, got {type(doc).__name__}")
-    return doc
-
-
 def _builtin_ids(kind: str) -> list[str]:
     return sorted(p.name[:-5] for p in (DATA / kind).iterdir() if p.name.endswith(".yaml"))
 
@@ -158,11 +144,7 @@ def _load(kind: str, ref: str, cls: type[BaseModel]):
             f"unknown {what} {ref!r}; built-in {kind}: {', '.join(_builtin_ids(kind))} "
             f"(or give the path of a .yaml file)"
         )
-    doc = _read_yaml(path, what)
-    try:
-        return cls.model_validate(doc)
-    except ValidationError as e:
-        raise LouderError(describe_validation_error(e, f"{what} file {path}")) from None
+    return load_yaml_model(cls, path, what)
 
 
 @cache

@@ -1,0 +1,37 @@
+"""Reading louder's YAML data files (built-in or a user's): any problem becomes one LouderError
+naming the file and, for a wrong field, the field."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from louder.errors import LouderError, describe_validation_error
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_yaml(path: Any, what: str) -> dict:
+    """The mapping in the YAML file at ``path`` (a Path or a package resource)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise LouderError(f"{what} file {path}: cannot be read ({e.strerror}); check the path") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise LouderError(f"{what} file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(doc, dict):
+        raise LouderError(f"{what} file {path}: must be a YAML mapping of fields, got {type(doc).__name__}")
+    return doc
+
+
+def load_yaml_model(cls: type[M], path: Any, what: str) -> M:
+    """``read_yaml`` validated as ``cls``."""
+    doc = read_yaml(path, what)
+    try:
+        return cls.model_validate(doc)
+    except ValidationError as e:
+        raise LouderError(describe_validation_error(e, f"{what} file {path}")) from None
