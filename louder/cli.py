@@ -26,9 +26,20 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=False)
+def _with_progress(label: str, work):
+    """Run ``work(on_progress)`` under a progress bar: the runners call ``on_progress(total, "start")``
+    once, then ``on_progress(0, "")`` per finished item."""
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err_console, transient=False) as progress:
+        task = progress.add_task(label, total=None)
+
+        def on_progress(total: int, phase: str) -> None:
+            if phase == "start":
+                progress.update(task, total=total)
+            else:
+                progress.advance(task)
+
+        return work(on_progress)
 
 
 def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per attribute") -> Table:
@@ -65,16 +76,8 @@ def _dry_run(config, probes: bool) -> None:
 def _run(config, out: Path, retry_errors: bool) -> None:
     from louder.simulation import run_experiment
 
-    with _progress() as progress:
-        task = progress.add_task("agents", total=None)
-
-        def on_progress(total: int, phase: str) -> None:
-            if phase == "start":
-                progress.update(task, total=total, description="agents (persona + decision)")
-            else:
-                progress.advance(task)
-
-        result = run_experiment(config, out, retry_errors=retry_errors, on_progress=on_progress)
+    result = _with_progress("agents (persona + decision)", lambda on_progress: run_experiment(
+        config, out, retry_errors=retry_errors, on_progress=on_progress))
     console.print(rates_table(result.decisions))
     m = result.manifest
     console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows), personas.parquet, manifest.json")
@@ -181,16 +184,8 @@ def probe_explicit(
 def _probe(config, out: Path, retry_errors: bool) -> None:
     from louder.probes.explicit import run_explicit
 
-    with _progress() as progress:
-        task = progress.add_task("explicit probes", total=None)
-
-        def on_progress(total: int, phase: str) -> None:
-            if phase == "start":
-                progress.update(task, total=total)
-            else:
-                progress.advance(task)
-
-        probes, m = run_explicit(config, out, retry_errors=retry_errors, on_progress=on_progress)
+    probes, m = _with_progress("explicit probes", lambda on_progress: run_explicit(
+        config, out, retry_errors=retry_errors, on_progress=on_progress))
     console.print(explicit_table(probes))
     console.print(f"wrote {out}/probes.parquet ({len(probes)} rows), probes_manifest.json")
     console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
@@ -208,16 +203,8 @@ def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_erro
         return
     if out is None:
         fail("--out is required (the run folder to write to)")
-    with _progress() as progress:
-        task = progress.add_task(f"{test} test", total=None)
-
-        def on_progress(total: int, phase: str) -> None:
-            if phase == "start":
-                progress.update(task, total=total)
-            else:
-                progress.advance(task)
-
-        df, m = run_test(cfg, test, out, retry_errors=retry_errors, on_progress=on_progress)
+    df, m = _with_progress(f"{test} test", lambda on_progress: run_test(
+        cfg, test, out, retry_errors=retry_errors, on_progress=on_progress))
     keys = ["model", "stereotype"]
     table = Table(title=f"{test} test: mean score over valid answers, and every status")
     for col in ("model", "stereotype", "mean", "valid", "invalid", "refused", "error"):
