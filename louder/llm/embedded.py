@@ -7,9 +7,9 @@ CLI). JSON output is enforced by llama.cpp's grammar-constrained decoding from t
 from __future__ import annotations
 
 import hashlib
-import os
-import json
 import importlib.util
+import json
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -128,7 +128,7 @@ class EmbeddedModel:
         with self._lock:
             llm = self._scorer()
             start = time.perf_counter()
-            prompt = self._chat_prompt(request.messages) + prefix
+            prompt = _chat_prompt(llm, request.messages) + prefix
             base = llm.tokenize(prompt.encode(), add_bos=False, special=True)
             fulls = [llm.tokenize((prompt + c).encode(), add_bos=False, special=True) for c in choices]
             # Tokens may merge across the prompt/choice boundary: start every choice where all agree.
@@ -150,18 +150,19 @@ class EmbeddedModel:
             return Reply(text=json.dumps({"logprobs": out, "method": "full_sequence"}), input_tokens=len(base),
                          output_tokens=0, latency_s=time.perf_counter() - start, finish_reason="score")
 
-    def _chat_prompt(self, messages) -> str:
-        """The prompt exactly as ``create_chat_completion`` builds it: the GGUF's own chat template."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter, format_chatml
 
-        llm = self._model()
-        msgs = [{"role": r, "content": c} for r, c in messages]
-        template = llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            return format_chatml(messages=msgs).prompt
-        token = lambda t: llm.detokenize([t], special=True).decode("utf-8", "replace")  # noqa: E731
-        fmt = Jinja2ChatFormatter(template=template, eos_token=token(llm.token_eos()), bos_token=token(llm.token_bos()))
-        return fmt(messages=msgs).prompt
+def _chat_prompt(llm, messages) -> str:
+    """The prompt exactly as ``create_chat_completion`` builds it: the GGUF's own chat template
+    (read from the context in hand, so scoring never loads the generation context)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter, format_chatml
+
+    msgs = [{"role": r, "content": c} for r, c in messages]
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return format_chatml(messages=msgs).prompt
+    token = lambda t: llm.detokenize([t], special=True).decode("utf-8", "replace")  # noqa: E731
+    fmt = Jinja2ChatFormatter(template=template, eos_token=token(llm.token_eos()), bos_token=token(llm.token_bos()))
+    return fmt(messages=msgs).prompt
 
 
 @contextmanager
