@@ -5,6 +5,6 @@ tables (CSV) the report draws from. The statistics themselves are small pure fun
 ``louder.analysis.stats``.
 """
 
-from louder.analysis.run import Analysis, analyze, load_analysis
+from louder.analysis.run import Analysis, analyze
 
-__all__ = ["Analysis", "analyze", "load_analysis"]
+__all__ = ["Analysis", "analyze"]

@@ -157,8 +157,3 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         write_json({"bootstrap": bootstrap, "seed": seed, "missing": missing, "seconds": round(result.seconds, 3),
                     "tables": {n: f"{n}.csv" for n in TABLES + SIBLING_TABLES if n in tables}}, run / "analysis.json")
     return result
-
-
-def load_analysis(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0) -> Analysis:
-    """The analysis for a report: recomputed so the report always matches the data on disk."""
-    return analyze(run_dir, bootstrap=bootstrap, seed=seed, write=True)

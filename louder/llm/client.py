@@ -30,7 +30,6 @@ class Client:
         cache: ResponseCache | None,
         concurrency: int = 1,
         retry_errors: bool = False,
-        on_call: Callable[[], None] | None = None,
         slots: threading.Semaphore | None = None,
         limiter: RateLimiter | None = None,
         local: threading.local | None = None,
@@ -39,7 +38,6 @@ class Client:
         self.cache = cache
         self.concurrency = max(1, concurrency)
         self.retry_errors = retry_errors
-        self.on_call = on_call
         self.model_calls = 0
         self.cache_hits = 0
         self.model_seconds = 0.0
@@ -127,9 +125,12 @@ class Client:
         return results
 
 
-def run_all(tasks: list[Callable[[], R]], workers: int) -> list[R]:
-    """Run independent tasks (e.g. the cases of an experiment) ``workers`` at a time, in order.
-    The calls inside them still pass the clients' global in-flight limit."""
+def run_all(tasks: list[Callable[[], R]], concurrency: int, n_items: int) -> list[R]:
+    """Run independent tasks (the cases of an experiment, each with its share of ``n_items`` model
+    calls) side by side, in order: enough at once that their items can fill ``concurrency`` call
+    slots. The calls inside them still pass the clients' global in-flight limit."""
+    per_task = max(1, n_items // max(1, len(tasks)))
+    workers = min(len(tasks), 1 + -(-concurrency // per_task))
     if workers <= 1 or len(tasks) <= 1:
         return [t() for t in tasks]
     with ThreadPoolExecutor(workers) as pool:

@@ -21,7 +21,6 @@ from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
 from louder.llm.session import ModelSession
 from louder.llm.client import run_all
-from louder.simulation.runner import case_workers
 from louder.records import RunContext, status_by, status_counts
 from louder.scenarios import Group, Scenario, load_group, load_scenario
 
@@ -99,7 +98,7 @@ def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bo
     with RunContext(config, out_dir, retry_errors) as ctx:
         total = sum(trials_for(config, g) for _, _, g in plan)
         results = run_all([lambda p=p: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]), ctx.run_id,
-                                                  tick) for p in plan], case_workers(config, total, len(plan)))
+                                                  tick) for p in plan], config.concurrency, total)
     rows = [r for case_rows in results for r in case_rows]
     probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
         "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",

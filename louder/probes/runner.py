@@ -49,7 +49,7 @@ def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_err
     if on_progress:
         on_progress(total, "start")
     with ctx:
-        results = run_all(tasks, max(1, min(len(tasks), 1 + config.concurrency // 50)))
+        results = run_all(tasks, config.concurrency, total)
     df = pd.DataFrame([r for rows in results for r in rows])
     df.insert(0, "run_id", ctx.run_id)
     df["egalitarian"] = config.egalitarian

@@ -58,12 +58,6 @@ def count_calls(config: ExperimentConfig) -> int:
     return total
 
 
-def case_workers(config: ExperimentConfig, n_agents: int, n_cases: int) -> int:
-    """How many cases to run at once: enough that their agents can fill every call slot."""
-    per_case = max(1, n_agents // max(1, n_cases))
-    return max(1, min(n_cases, 1 + -(-config.concurrency // per_case)))
-
-
 def run_experiment(
     config: ExperimentConfig,
     out_dir: str | Path,
@@ -103,7 +97,7 @@ def run_experiment(
     with ctx:
         # Cases run side by side so small cases never leave call slots idle; the global in-flight cap
         # still holds, since every call passes the shared semaphore of the clients.
-        results = run_all([lambda c=c: run_case(*c) for c in cases], case_workers(config, n_agents, len(cases)))
+        results = run_all([lambda c=c: run_case(*c) for c in cases], config.concurrency, n_agents)
     decision_frames = [df for df, _ in results]
     persona_rows = [r for _, rows in results for r in rows]
 
