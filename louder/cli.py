@@ -146,6 +146,10 @@ def demo(
     console.print(f"report: {path}  (open it in a browser)")
 
 
+from louder.cli_batch import batch_app  # noqa: E402
+
+app.add_typer(batch_app, name="batch")
+
 probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Prompt-based probes: explicit question answering (appendix D).")
 app.add_typer(probe_app, name="probe")

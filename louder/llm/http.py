@@ -7,16 +7,15 @@ LangChain's ChatOpenAI costs ~5 ms of Python per call; this client ~1 ms, which 
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import replace
 
 import httpx
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
-from louder.llm.remote import RemoteChatModel, _redact, first_token_logprobs
+from louder.llm.openai_wire import generation_reply, request_body, score_reply
+from louder.llm.remote import RemoteChatModel, _redact
 from louder.llm.retry import call_with_retries, is_transient
 
 
@@ -43,17 +42,8 @@ class HTTPChatModel(RemoteChatModel):
         r.raise_for_status()
         return r.json()
 
-    def _call(self, request: Request, extra: dict | None = None) -> tuple[dict | None, int, Reply | None]:
-        body: dict = {"model": self.model, "temperature": request.temperature, "max_tokens": request.max_tokens,
-                      "seed": request.seed, **(extra or {})}
-        if request.messages is not None:
-            body["messages"] = [{"role": r, "content": c} for r, c in request.messages]
-            if request.schema is not None:
-                body.update(self._response_format(request))
-            path = "chat/completions"
-        else:
-            body["prompt"] = request.prompt
-            path = "completions"
+    def _call(self, request: Request, score: bool = False) -> tuple[dict | None, int, Reply | None]:
+        path, body = request_body(self.model, request, self.json_mode, score=score)
         start = time.perf_counter()
         try:
             out, attempts = call_with_retries(lambda: self._post(path, body), self.max_attempts)
@@ -68,29 +58,11 @@ class HTTPChatModel(RemoteChatModel):
         out, attempts, failed = self._call(request)
         if failed:
             return failed
-        try:
-            choice = out["choices"][0]
-            message = choice.get("message") or {}
-            text = message.get("content") if request.messages is not None else choice.get("text")
-        except (KeyError, IndexError, TypeError):
-            return Reply(error=f"request failed: unexpected response shape {str(out)[:300]}",
-                         latency_s=time.perf_counter() - start, attempts=attempts)
-        usage = out.get("usage") or {}
-        return Reply(text=text or "", refusal=message.get("refusal"), input_tokens=usage.get("prompt_tokens"),
-                     output_tokens=usage.get("completion_tokens"), latency_s=time.perf_counter() - start,
-                     attempts=attempts, finish_reason=choice.get("finish_reason"))
+        return generation_reply(out, request.messages is not None, time.perf_counter() - start, attempts)
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         start = time.perf_counter()
-        out, attempts, failed = self._call(replace(request, temperature=0.0), {"logprobs": True, "top_logprobs": 20})
+        out, attempts, failed = self._call(request, score=True)
         if failed:
             return failed
-        try:
-            tokens = out["choices"][0]["logprobs"]["content"] or []
-        except (KeyError, IndexError, TypeError):
-            tokens = []
-        logprobs = first_token_logprobs(tokens, prefix, choices)
-        usage = out.get("usage") or {}
-        return Reply(text=json.dumps({"logprobs": logprobs or {}, "method": "first_token"}),
-                     input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                     latency_s=time.perf_counter() - start, attempts=attempts, finish_reason="score")
+        return score_reply(out, prefix, choices, time.perf_counter() - start, attempts)

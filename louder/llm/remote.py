@@ -119,15 +119,9 @@ class RemoteChatModel:
         return self._completion_client().invoke(request.prompt, options=opts)
 
     def _response_format(self, request: Request) -> dict:
-        schema = request.schema_json()
-        if self.json_mode == "json_schema":
-            return {"response_format": {"type": "json_schema",
-                                         "json_schema": {"name": request.schema.__name__, "schema": schema}}}
-        if self.json_mode == "json_object_schema":
-            return {"response_format": {"type": "json_object", "schema": schema}}
-        if self.json_mode == "json_object":
-            return {"response_format": {"type": "json_object"}}
-        return {}
+        from louder.llm.openai_wire import response_format
+
+        return response_format(request, self.json_mode)
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()

@@ -71,8 +71,9 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
             "openai:MODEL@BASE_URL, ollama:MODEL, ollama:MODEL@BASE_URL (optionally prefixed completion:)"
         )
     model, _, url = tail.partition("@")
-    if url and not url.startswith(("http://", "https://")):
-        raise ValueError(f"model spec {spec!r}: the base URL after @ must start with http:// or https://")
+    if url and not all(u.startswith(("http://", "https://")) for u in url.split(",")):
+        raise ValueError(f"model spec {spec!r}: each base URL after @ (comma-separated for replicas) must start "
+                         "with http:// or https://")
     return api, backend, model, url or None
 
 
@@ -87,6 +88,15 @@ def build_backend(spec: str, cfg: ModelConfig | None = None):
         from louder.llm.embedded import EmbeddedModel
 
         return EmbeddedModel(model or None, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
+    if url and "," in url:
+        if backend != "openai":
+            raise LouderError(f"model spec {spec!r}: several endpoints work for openai: specs only")
+        from louder.llm.http import HTTPChatModel
+        from louder.llm.pool import EndpointPool
+
+        # Each replica tries once; the pool retries on the least busy replica that is not resting.
+        return EndpointPool([HTTPChatModel(model, u, timeout_s=cfg.timeout_s, max_attempts=1, json_mode=cfg.json_mode)
+                             for u in url.split(",")], max_attempts=cfg.max_attempts)
     if cfg.client == "http":
         if backend != "openai":
             raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "

@@ -87,7 +87,8 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
 
 
 def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,
-                 on_progress: Callable[[int, str], None] | None = None) -> tuple[pd.DataFrame, dict]:
+                 on_progress: Callable[[int, str], None] | None = None,
+                 recorder=None) -> tuple[pd.DataFrame, dict] | None:
     """Run (or resume, through the cache) the explicit probes; write ``probes.parquet`` and
     ``probes_manifest.json`` into ``out_dir`` (the simulation's folder, so one report covers both)."""
     plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
@@ -95,10 +96,12 @@ def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bo
     if on_progress:
         on_progress(sum(trials_for(config, g) for _, _, g in plan), "start")
     tick = (lambda: on_progress(0, "")) if on_progress else None
-    with RunContext(config, out_dir, retry_errors) as ctx:
+    with RunContext(config, out_dir, retry_errors, recorder) as ctx:
         total = sum(trials_for(config, g) for _, _, g in plan)
         results = run_all([lambda p=p: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]), ctx.run_id,
                                                   tick) for p in plan], config.concurrency, total)
+    if ctx.deferred:
+        return None
     rows = [r for case_rows in results for r in case_rows]
     probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
         "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",

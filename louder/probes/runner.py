@@ -31,8 +31,9 @@ def count_test_calls(config: ExperimentConfig, test: str) -> int:
 
 
 def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_errors: bool = False,
-             on_progress: Callable[[int, str], None] | None = None) -> tuple[pd.DataFrame, dict]:
-    ctx = RunContext(config, out_dir, retry_errors)
+             on_progress: Callable[[int, str], None] | None = None,
+             recorder=None) -> tuple[pd.DataFrame, dict] | None:
+    ctx = RunContext(config, out_dir, retry_errors, recorder)
     sessions = ctx.sessions
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if test == "association":
@@ -50,6 +51,8 @@ def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_err
         on_progress(total, "start")
     with ctx:
         results = run_all(tasks, config.concurrency, total)
+    if ctx.deferred:
+        return None
     df = pd.DataFrame([r for rows in results for r in rows])
     df.insert(0, "run_id", ctx.run_id)
     df["egalitarian"] = config.egalitarian

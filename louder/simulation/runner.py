@@ -63,7 +63,8 @@ def run_experiment(
     out_dir: str | Path,
     retry_errors: bool = False,
     on_progress: Callable[[int, str], None] | None = None,
-) -> RunResult:
+    recorder=None,
+) -> RunResult | None:
     """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
     once with the total number of agents, then with ``(0, "")`` after each agent has decided."""
     cases = plan_cases(config)
@@ -71,7 +72,7 @@ def run_experiment(
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if on_progress:
         on_progress(n_agents, "start")
-    ctx = RunContext(config, out_dir, retry_errors)
+    ctx = RunContext(config, out_dir, retry_errors, recorder)
     run_id, sessions, out = ctx.run_id, ctx.sessions, ctx.out
 
     def run_case(model_label: str, condition: str, scenario_id: str, group_id: str):
@@ -98,6 +99,8 @@ def run_experiment(
         # Cases run side by side so small cases never leave call slots idle; the global in-flight cap
         # still holds, since every call passes the shared semaphore of the clients.
         results = run_all([lambda c=c: run_case(*c) for c in cases], config.concurrency, n_agents)
+    if ctx.deferred:  # batch export: the recorder holds the next stage's requests
+        return None
     decision_frames = [df for df, _ in results]
     persona_rows = [r for _, rows in results for r in rows]
 

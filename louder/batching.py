@@ -1,0 +1,181 @@
+"""Experiments through batch engines: ``louder batch export | import | status | submit | poll``.
+
+An experiment's calls depend on each other (a decision needs its agent's persona), so a batch
+experiment takes stages: each export runs the experiment with recording clients and writes the
+requests that can be asked *now* (cache misses only); each import fills the cache; once nothing
+is missing, ``louder run`` with the same config completes from the cache with ``model_calls: 0``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from louder.config import ExperimentConfig
+from louder.errors import LouderError
+from louder.llm.batch import ImportSummary, Recorder, batch_dir, export_stage, import_results, read_index
+from louder.llm.cache import ResponseCache
+from louder.llm.spec import parse_spec
+
+KINDS = ("simulation", "explicit", "association", "decision")
+
+
+def _check_models(config: ExperimentConfig) -> None:
+    for m in config.models:
+        _, backend, _, url = parse_spec(m.spec)
+        if backend != "openai" or (url and "," in url):
+            raise LouderError(f"models: {m.spec} cannot be batched; batch files are for openai:MODEL (OpenAI Batch "
+                              "API) or openai:MODEL@URL (vLLM run_batch) specs with one URL")
+
+
+def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
+    """Run ``kinds`` with recording clients: every answer the run still needs is written down, no
+    model is called, and no result file is written while anything is missing."""
+    from louder.probes.explicit import run_explicit
+    from louder.probes.runner import run_test
+    from louder.simulation import run_experiment
+
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise LouderError(f"--kind {unknown[0]!r} is not one of {', '.join(KINDS)}")
+    _check_models(config)
+    recorder = Recorder()
+    for kind in kinds:
+        if kind == "simulation":
+            run_experiment(config, out, recorder=recorder)
+        elif kind == "explicit":
+            run_explicit(config, out, recorder=recorder)
+        else:
+            run_test(config, kind, out, recorder=recorder)
+    return recorder
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    needed: int  # answers the experiment still needs right now (this stage)
+    exported: int  # of those, already in an exported file waiting for its results
+    stage: int  # the last stage exported (0: none)
+    stages: dict[int, int]  # stage → requests exported in it
+
+    @property
+    def next_step(self) -> str:
+        if self.needed == 0:
+            return "complete: `louder run` with this config makes 0 model calls"
+        if self.exported == self.needed:
+            return f"import the results of stage {self.stage} (`louder batch import FILE --out RUN_DIR`)"
+        return f"export stage {self.stage + 1} (`louder batch export`): {self.needed - self.exported} new requests"
+
+
+def status(config: ExperimentConfig, out: Path, kinds: list[str]) -> BatchStatus:
+    recorder = record(config, out, kinds)
+    index = read_index(out)
+    pending = recorder.pending
+    stages: dict[int, int] = {}
+    for e in index.values():
+        stages[e["stage"]] = stages.get(e["stage"], 0) + 1
+    return BatchStatus(len(pending), sum(p.key in index for p in pending), max(stages, default=0), stages)
+
+
+def export(config: ExperimentConfig, out: Path, kinds: list[str]) -> tuple[int, list[Path], int]:
+    """Write the next stage; returns (stage, files, requests written)."""
+    recorder = record(config, out, kinds)
+    before = len(read_index(out))
+    stage, files = export_stage(out, recorder.pending)
+    return stage, files, len(read_index(out)) - before
+
+
+def import_file(path: Path, out: Path, config: ExperimentConfig) -> ImportSummary:
+    if not path.exists():
+        raise LouderError(f"batch result file {path} does not exist")
+    if not read_index(out):
+        raise LouderError(f"{out} has no exported batch (batch/index.jsonl); run `louder batch export` first")
+    cache = ResponseCache(config.cache or out / "cache.sqlite")
+    try:
+        return import_results(path, out, cache)
+    finally:
+        cache.close()
+
+
+# --- OpenAI Batch API: upload, create, poll, download (openai SDK) ---
+
+def _openai_client(config: ExperimentConfig):
+    import openai
+
+    _check_models(config)
+    _, _, _, url = parse_spec(config.models[0].spec)
+    if not url and not os.environ.get("OPENAI_API_KEY"):
+        raise LouderError("batch submit needs the OPENAI_API_KEY environment variable")
+    return openai.OpenAI(base_url=url, api_key=os.environ.get("OPENAI_API_KEY") or "not-needed", max_retries=3)
+
+
+def _submitted(out: Path) -> dict:
+    path = batch_dir(out) / "submitted.json"
+    return json.loads(path.read_text("utf-8")) if path.exists() else {}
+
+
+def _save_submitted(out: Path, data: dict) -> None:
+    from louder.io import write_json
+
+    write_json(data, batch_dir(out) / "submitted.json")
+
+
+def submit(config: ExperimentConfig, out: Path) -> list[tuple[str, str]]:
+    """Upload every exported request file not yet submitted and create its batch; returns
+    (file name, batch id) pairs. Batch ids are kept in ``batch/submitted.json`` (no key)."""
+    client = _openai_client(config)
+    done = _submitted(out)
+    made = []
+    for path in sorted(batch_dir(out).glob("requests-*.jsonl")):
+        if path.name in done:
+            continue
+        first = json.loads(path.read_text("utf-8").splitlines()[0])
+        with open(path, "rb") as f:
+            uploaded = client.files.create(file=f, purpose="batch")
+        batch = client.batches.create(input_file_id=uploaded.id, endpoint=first["url"], completion_window="24h")
+        done[path.name] = {"batch_id": batch.id, "input_file_id": uploaded.id, "status": batch.status}
+        _save_submitted(out, done)
+        made.append((path.name, batch.id))
+    return made
+
+
+def poll(config: ExperimentConfig, out: Path) -> list[tuple[str, str, ImportSummary | None]]:
+    """Check every submitted batch; download and import the results of those that ended.
+
+    A batch that ended partially (expired, cancelled, some requests failed) is imported for what it
+    has: its error file's lines become ``error`` answers, and requests with no line at all stay
+    missing, so the next ``louder batch export`` asks for exactly those again.
+    """
+    client = _openai_client(config)
+    done = _submitted(out)
+    report = []
+    for name, entry in done.items():
+        if entry.get("imported"):
+            report.append((name, "imported", None))
+            continue
+        batch = client.batches.retrieve(entry["batch_id"])
+        entry["status"] = batch.status
+        if batch.status not in ("completed", "expired", "cancelled", "failed"):
+            report.append((name, batch.status, None))
+            continue
+        summaries = []
+        for kind in ("output_file_id", "error_file_id"):
+            fid = getattr(batch, kind, None)
+            if not fid:
+                continue
+            target = batch_dir(out) / f"results-{name.removeprefix('requests-').removesuffix('.jsonl')}-{kind[:-8]}.jsonl"
+            target.write_bytes(client.files.content(fid).content)
+            summaries.append(import_file(target, out, config))
+        entry["imported"] = True
+        _save_submitted(out, done)
+        report.append((name, batch.status, _merge(summaries)))
+    _save_submitted(out, done)
+    return report
+
+
+def _merge(summaries: list[ImportSummary]) -> ImportSummary | None:
+    if not summaries:
+        return None
+    fields = ("lines", "stored", "errors", "duplicates", "already_cached", "unknown", "malformed")
+    return ImportSummary(**{f: sum(getattr(s, f) for s in summaries) for f in fields})

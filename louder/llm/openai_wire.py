@@ -1,0 +1,81 @@
+"""The OpenAI chat/completions wire format, in one place: the request body louder sends for a
+``Request`` and the ``Reply`` it makes of a response body.
+
+The lean HTTP client sends these bodies live; batch files (OpenAI Batch API, vLLM ``run_batch``)
+carry the very same bodies, so a batched answer and a live one are interchangeable in the cache.
+"""
+
+from __future__ import annotations
+
+import json
+
+from louder.llm.base import Reply, Request
+
+# Score mode asks for the top log-probs at each generated token (20 is the OpenAI maximum).
+TOP_LOGPROBS = 20
+
+
+def response_format(request: Request, json_mode: str) -> dict:
+    """The ``response_format`` field for ``json_mode`` (``{}`` for ``off`` or no schema)."""
+    if request.schema is None:
+        return {}
+    schema = request.schema_json()
+    if json_mode == "json_schema":
+        return {"response_format": {"type": "json_schema",
+                                     "json_schema": {"name": request.schema.__name__, "schema": schema}}}
+    if json_mode == "json_object_schema":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if json_mode == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    return {}
+
+
+def request_body(model: str, request: Request, json_mode: str, score: bool = False) -> tuple[str, dict]:
+    """(path relative to the API root, JSON body) for one request.
+
+    Chat requests go to ``chat/completions`` (with ``response_format`` for a schema), completion
+    prompts to ``completions``. ``score`` sets temperature 0 and asks for ``logprobs``.
+    """
+    body: dict = {"model": model, "temperature": 0.0 if score else request.temperature,
+                  "max_tokens": request.max_tokens, "seed": request.seed}
+    if score:
+        body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    if request.messages is None:
+        return "completions", {**body, "prompt": request.prompt}
+    body["messages"] = [{"role": r, "content": c} for r, c in request.messages]
+    body.update(response_format(request, json_mode))
+    return "chat/completions", body
+
+
+def _usage(out: dict) -> tuple[int | None, int | None]:
+    usage = out.get("usage") or {}
+    return usage.get("prompt_tokens"), usage.get("completion_tokens")
+
+
+def generation_reply(out: dict, chat: bool, latency_s: float = 0.0, attempts: int = 1) -> Reply:
+    """The ``Reply`` of a chat.completion (``chat``) or text_completion response body."""
+    try:
+        choice = out["choices"][0]
+        message = choice.get("message") or {}
+        text = message.get("content") if chat else choice.get("text")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return Reply(error=f"request failed: unexpected response shape {str(out)[:300]}",
+                     latency_s=latency_s, attempts=attempts)
+    tin, tout = _usage(out)
+    return Reply(text=text or "", refusal=message.get("refusal"), input_tokens=tin, output_tokens=tout,
+                 latency_s=latency_s, attempts=attempts, finish_reason=choice.get("finish_reason"))
+
+
+def score_reply(out: dict, prefix: str, choices: list[str], latency_s: float = 0.0, attempts: int = 1) -> Reply:
+    """The score ``Reply`` (``{"logprobs": {choice: lp | null}, "method": "first_token"}``) of a
+    chat.completion body requested with ``logprobs``; see ``first_token_logprobs``."""
+    from louder.llm.remote import first_token_logprobs
+
+    try:
+        tokens = out["choices"][0]["logprobs"]["content"] or []
+    except (KeyError, IndexError, TypeError):
+        tokens = []
+    logprobs = first_token_logprobs(tokens, prefix, choices)
+    tin, tout = _usage(out)
+    return Reply(text=json.dumps({"logprobs": logprobs or {}, "method": "first_token"}), input_tokens=tin,
+                 output_tokens=tout, latency_s=latency_s, attempts=attempts, finish_reason="score")
