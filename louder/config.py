@@ -74,6 +74,10 @@ class ExperimentConfig(BaseModel):
                        "this many more times (fresh seed); every try counts in `attempts`, the last answer is kept")
     concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")
     cache: str | None = Field(None, description="SQLite cache path; default OUT/cache.sqlite")
+    executor: Literal["local", "ray"] = Field(
+        "local", description="local: cases run in this process; ray: cases run as Ray tasks (pip install louder[ray])")
+    ray_address: str | None = Field(None, description="executor ray: ray.init(address=…) of an existing cluster; "
+                                    "default: start a local Ray")
 
     @field_validator("models", mode="before")
     @classmethod

@@ -113,11 +113,22 @@ class RunContext:
         self.prompts = Prompts()
         # Batch export: calls are recorded, not made; a run that still waits for answers writes nothing.
         self.recorder = recorder
+        self._remote_counts: dict[str, float] = {}  # calls made by workers of other processes (Ray)
         try:
             self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors, recorder)
         except BaseException:
             self.cache.close()
             raise
+
+    def add_counts(self, counts: dict) -> None:
+        for k, v in counts.items():
+            self._remote_counts[k] = self._remote_counts.get(k, 0) + v
+
+    def counts(self) -> dict:
+        counts = call_counts(self.sessions)
+        for k, v in self._remote_counts.items():
+            counts[k] = round(counts[k] + v, 3)
+        return counts
 
     @property
     def deferred(self) -> bool:
@@ -136,7 +147,7 @@ class RunContext:
             "started_at": self.started_at,
             "finished_at": datetime.now(timezone.utc).isoformat(),
             "wall_time_s": round(time.perf_counter() - self.start, 3),
-            **call_counts(self.sessions),
+            **self.counts(),
             "seed": self.config.seed,
             "config": self.config.model_dump(mode="json"),
             "models": model_identities(self.sessions),

@@ -82,9 +82,13 @@ class FakeOpenAIServer:
                 pass
 
             def do_GET(self):
+                if "/batches/" in self.path or "/files/" in self.path:
+                    return outer.batch_api_get(self)
                 self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
             def do_POST(self):
+                if self.path.endswith(("/files", "/batches")):
+                    return outer.batch_api_post(self)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with outer.lock:
                     outer.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
@@ -100,31 +104,7 @@ class FakeOpenAIServer:
                         outer.active -= 1
 
             def _answer(self, body, n):
-                chat = self.path.endswith("/chat/completions")
-                prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
-                if isinstance(prompt, list):
-                    prompt = prompt[0]
-                content = default_answer(prompt, body.get("seed", 0))
-                if outer.behaviour is not None:
-                    override = outer.behaviour(n, prompt, body)
-                    if isinstance(override, tuple):
-                        status, payload, headers = override
-                        return self._send(status, payload, headers)
-                    if override is not None:
-                        content = override
-                usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()),
-                         "total_tokens": len(prompt.split()) + len(content.split())}
-                if chat:
-                    choice = {"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": content}}
-                    if body.get("logprobs"):
-                        choice["logprobs"] = {"content": fake_logprobs(content, prompt)}
-                    self._send(200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": "fake",
-                                     "choices": [choice], "usage": usage})
-                else:
-                    choice = {"index": 0, "finish_reason": "stop", "text": content, "logprobs": None}
-                    self._send(200, {"id": f"c{n}", "object": "text_completion", "created": 0, "model": "fake",
-                                     "choices": [choice], "usage": usage})
+                self._send(*outer.answer(self.path, body, n))
 
             def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()
@@ -138,6 +118,76 @@ class FakeOpenAIServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def answer(self, path: str, body: dict, n: int) -> tuple[int, dict, dict]:
+        """(status, JSON payload, headers) of one chat/completions request."""
+        chat = path.endswith("/chat/completions")
+        prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
+        if isinstance(prompt, list):
+            prompt = prompt[0]
+        content = default_answer(prompt, body.get("seed", 0))
+        if self.behaviour is not None:
+            override = self.behaviour(n, prompt, body)
+            if isinstance(override, tuple):
+                return override
+            if override is not None:
+                content = override
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()),
+                 "total_tokens": len(prompt.split()) + len(content.split())}
+        if chat:
+            choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            if body.get("logprobs"):
+                choice["logprobs"] = {"content": fake_logprobs(content, prompt)}
+            return 200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": "fake",
+                         "choices": [choice], "usage": usage}, {}
+        choice = {"index": 0, "finish_reason": "stop", "text": content, "logprobs": None}
+        return 200, {"id": f"c{n}", "object": "text_completion", "created": 0, "model": "fake",
+                     "choices": [choice], "usage": usage}, {}
+
+    # --- a small OpenAI Batch API: files in, batches answered at once, files out ---
+
+    def batch_api_post(self, h) -> None:
+        data = h.rfile.read(int(h.headers.get("Content-Length", 0)))
+        with self.lock:
+            self.files = getattr(self, "files", {})
+            self.batches = getattr(self, "batches", {})
+        if h.path.endswith("/files"):
+            import email.policy
+            from email.parser import BytesParser
+
+            msg = BytesParser(policy=email.policy.default).parsebytes(b"Content-Type: " + h.headers["Content-Type"].encode() + b"\r\n\r\n" + data)
+            part = next(p for p in msg.iter_parts() if p.get_filename())
+            fid = f"file-{len(self.files) + 1}"
+            self.files[fid] = part.get_payload(decode=True)
+            return h._send(200, {"id": fid, "object": "file", "bytes": len(self.files[fid]), "created_at": 0,
+                                 "filename": part.get_filename(), "purpose": "batch", "status": "processed"})
+        req = json.loads(data)
+        out = []
+        for i, line in enumerate(self.files[req["input_file_id"]].decode().splitlines()):
+            item = json.loads(line)
+            status, payload, _ = self.answer(item["url"], item["body"], i + 1)
+            out.append(json.dumps({"id": f"batch_req_{i}", "custom_id": item["custom_id"],
+                                   "response": {"status_code": status, "request_id": f"r{i}", "body": payload},
+                                   "error": None}))
+        oid = f"file-{len(self.files) + 1}"
+        self.files[oid] = ("\n".join(out) + "\n").encode()
+        bid = f"batch_{len(self.batches) + 1}"
+        self.batches[bid] = {"id": bid, "object": "batch", "endpoint": req["endpoint"], "completion_window": "24h",
+                             "created_at": 0, "input_file_id": req["input_file_id"], "status": "in_progress",
+                             "output_file_id": oid, "error_file_id": None}
+        h._send(200, self.batches[bid])
+
+    def batch_api_get(self, h) -> None:
+        if "/batches/" in h.path:
+            b = self.batches[h.path.rsplit("/", 1)[-1]]
+            b["status"] = "completed"  # the first retrieve says in_progress was before; now it is done
+            return h._send(200, b)
+        data = self.files[h.path.split("/files/")[1].split("/")[0]]
+        h.send_response(200)
+        h.send_header("Content-Type", "application/octet-stream")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
 
     def start(self):
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from louder.batching import export, import_file, status
+from louder.batching import export, import_file, poll, status, submit
 from louder.cli import app
 from louder.config import build_config
 from louder.simulation import run_experiment
@@ -121,6 +121,18 @@ def test_cli_round_trip_and_no_key_on_disk(fake_server, tmp_path, monkeypatch):
     for f in tmp_path.rglob("*"):
         if f.is_file():
             assert key.encode() not in f.read_bytes(), f
+
+
+def test_submit_and_poll_through_the_openai_sdk(fake_server, tmp_path):
+    config = cfg(fake_server.url)
+    for stage in (1, 2):
+        export(config, tmp_path, ["simulation"])
+        made = submit(config, tmp_path)
+        assert [m[0] for m in made] == [f"requests-{stage}.jsonl"]
+        report = poll(config, tmp_path)
+        assert report[-1][1] == "completed" and report[-1][2].stored == 6
+    assert status(config, tmp_path, ["simulation"]).needed == 0
+    assert run_experiment(config, tmp_path).manifest["model_calls"] == 0
 
 
 def test_embedded_cannot_be_batched(tmp_path):

@@ -58,6 +58,30 @@ def count_calls(config: ExperimentConfig) -> int:
     return total
 
 
+def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
+                  tick: Callable[[], None] | None = None) -> tuple[pd.DataFrame, list[dict]]:
+    """One case as a Mesa model: its agents' decision rows (DataCollector) and persona rows."""
+    model_label, condition, scenario_id, group_id = case_key
+    case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
+    abm = BiasModel(case, session, config.agents,
+                    seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
+    abm.step(tick)
+    df = abm.datacollector.get_agent_vars_dataframe().reset_index()
+    df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"])
+    df = df.assign(run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
+                   group=case.group.id)
+    rows = []
+    for a in abm.agents:
+        p = a.persona
+        rows.append(dict(
+            run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
+            group=case.group.id, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
+            name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
+            attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+            input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
+    return df, rows
+
+
 def run_experiment(
     config: ExperimentConfig,
     out_dir: str | Path,
@@ -73,32 +97,17 @@ def run_experiment(
     if on_progress:
         on_progress(n_agents, "start")
     ctx = RunContext(config, out_dir, retry_errors, recorder)
-    run_id, sessions, out = ctx.run_id, ctx.sessions, ctx.out
-
-    def run_case(model_label: str, condition: str, scenario_id: str, group_id: str):
-        case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
-        abm = BiasModel(case, sessions[model_label], config.agents,
-                        seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
-        abm.step(tick)
-        df = abm.datacollector.get_agent_vars_dataframe().reset_index()
-        df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"])
-        df = df.assign(run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
-                       group=case.group.id)
-        rows = []
-        for a in abm.agents:
-            p = a.persona
-            rows.append(dict(
-                run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
-                group=case.group.id, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
-                name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-                attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
-                input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
-        return df, rows
-
+    out = ctx.out
     with ctx:
-        # Cases run side by side so small cases never leave call slots idle; the global in-flight cap
-        # still holds, since every call passes the shared semaphore of the clients.
-        results = run_all([lambda c=c: run_case(*c) for c in cases], config.concurrency, n_agents)
+        if config.executor == "ray":
+            from louder.simulation.ray_executor import run_cases_on_ray
+
+            results = run_cases_on_ray(config, ctx, cases, retry_errors, tick)
+        else:
+            # Cases run side by side so small cases never leave call slots idle; the global in-flight
+            # cap still holds, since every call passes the shared semaphore of the clients.
+            results = run_all([lambda c=c: simulate_case(config, ctx.sessions[c[0]], ctx.run_id, c, tick)
+                               for c in cases], config.concurrency, n_agents)
     if ctx.deferred:  # batch export: the recorder holds the next stage's requests
         return None
     decision_frames = [df for df, _ in results]
