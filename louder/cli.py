@@ -367,6 +367,29 @@ def report(
     console.print(f"wrote {path}")
 
 
+@app.command()
+def view(
+    run_dir: Path = typer.Argument(..., help="run folder of a network run"),
+    port: int = typer.Option(8765, "--port", help="port on 127.0.0.1"),
+    max_nodes: int = typer.Option(2000, "--max-nodes", help="draw at most this many nodes (a seeded sample)"),
+) -> None:
+    """Replay a recorded network run in the browser (Mesa SolaraViz on 127.0.0.1); calls no model."""
+    import os
+    import subprocess
+
+    from louder.view.data import load_view_data
+
+    try:
+        data = load_view_data(run_dir)
+    except LouderError as e:
+        fail(str(e))
+    console.print(f"louder view: {len(data.cases)} case(s) of {run_dir} on http://127.0.0.1:{port} (Ctrl-C stops)")
+    env = {**os.environ, "LOUDER_VIEW_RUN": str(run_dir.resolve()), "LOUDER_VIEW_MAX_NODES": str(max_nodes)}
+    cmd = [sys.executable, "-m", "solara", "run", "louder.view.app", "--host", "127.0.0.1", "--port", str(port),
+           "--production", "--no-open", "--log-level", "warning"]
+    raise typer.Exit(subprocess.call(cmd, env=env))
+
+
 def main() -> None:
     try:
         app()
