@@ -92,6 +92,9 @@ def fit_population(pop: Population) -> FittedPopulation:
         return FittedPopulation(pop, pop.joint["share"].to_numpy().reshape(shape), True, 0)
     ids = pop.group_ids
     ones, tables = _targets(pop)
+    if len(ids) == 2 and tables:  # the table is the whole joint (humanleague.ipf wants lower-dim marginals)
+        (ga, _), arr = tables[0]
+        return FittedPopulation(pop, arr if ga == ids[0] else arr.T, True, 0)
     indices = [np.array([ids.index(ga), ids.index(gb)]) for (ga, gb), _ in tables]
     targets = [arr * 1e6 for _, arr in tables]
     in_table = {gid for pair, _ in tables for gid in pair}
