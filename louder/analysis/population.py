@@ -93,9 +93,11 @@ def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_
                        alpha: float = 0.05) -> pd.DataFrame:
     """Rates per intersection of two groups, with n per cell.
 
-    Each cell c with n_c ≥ ``min_n`` valid decisions is tested against the rest of the population:
-    Fisher's exact test on the 2×2 table [[x_c, n_c − x_c], [x_rest, n_rest − x_rest]] (unweighted
-    counts). Cells below ``min_n`` are shown with ``tested`` False and no p-value. p_bh: the
+    Each cell c with n_c ≥ ``min_n`` valid decisions is tested against the rest of the population
+    ("is this intersection decided differently from everyone else?"): Fisher's exact test on the 2×2
+    table [[x_c, n_c − x_c], [x_rest, n_rest − x_rest]] (unweighted counts). One deviant cell moves the
+    rest's rate, so large cells near it can test significant in the opposite direction; read the
+    rates, and the regression for effects holding the other groups fixed. Cells below ``min_n`` are shown with ``tested`` False and no p-value. p_bh: the
     Benjamini–Hochberg adjustment across the tested cells; significant ⇔ p_bh < alpha.
     """
     d = valid(decisions)
@@ -239,7 +241,8 @@ def complete_twin_sets(twins: pd.DataFrame) -> pd.DataFrame:
     ok = twins.assign(good=(twins["status"] == "valid") & (twins["twin_status"] == "ok"))
     good_sets = ok.groupby("twin_set")["good"].all()
     keep = ok[ok["twin_set"].isin(good_sets[good_sets].index)]
-    return keep.pivot(index="twin_set", columns="attribute", values="target").astype(bool).astype(int)
+    wide = keep.pivot(index="twin_set", columns="attribute", values="target")
+    return wide[list(dict.fromkeys(keep["attribute"]))].astype(bool).astype(int)  # attributes in order of appearance
 
 
 def twin_flips(twins: pd.DataFrame) -> pd.DataFrame:
