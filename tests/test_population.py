@@ -180,3 +180,21 @@ def test_phrases_must_name_known_attributes(tmp_path):
     path = write_pop(tmp_path, {"marginals": GOOD_MARGINALS}, phrases={"age_group": {"teen": "a teenager"}})
     with pytest.raises(LouderError, match="group 'age_group' has no attribute 'teen'"):
         load_population(path)
+
+
+@pytest.mark.parametrize("item", [3, None, "", ["gender_identity"]])
+def test_bad_group_entries_get_one_line(tmp_path, item):
+    path = write_pop(tmp_path, {"marginals": GOOD_MARGINALS}, groups=[AGE, "gender_identity", item])
+    with pytest.raises(LouderError) as e:
+        load_population(path)
+    assert "\n" not in str(e.value) and "groups.2" in str(e.value)
+
+
+def test_description_fills_the_persona_prompt():
+    from louder.prompts import Prompts
+    from louder.scenarios import load_scenario
+
+    words = agent_description({"gender_identity": "Non-binary", "race_ethnicity": "Hispanic/Latino"})
+    assert words == "a person who is non-binary and Hispanic or Latino"
+    prompt = Prompts().persona(words, "contextualized", load_scenario("emergency_response"), False, "chat")
+    assert "the following demographic: a person who is non-binary and Hispanic or Latino." in prompt

@@ -54,7 +54,7 @@ class PopulationFile(_Strict):
     source: str = ""
     notes: list[str] = []
     # Each entry: a built-in group id, a group file path (relative to this file), or a group inline.
-    groups: list[str | dict] = Field(min_length=1)
+    groups: list[Any] = Field(min_length=1)  # checked in _load_groups, for a one-line error
     distribution: Distribution
     # Persona wording per group and attribute, overriding louder/data/prompts.yaml `intersectional.phrases`.
     phrases: dict[str, dict[str, str]] = {}
@@ -173,8 +173,11 @@ def _load_groups(where: str, refs: list, base: Path) -> tuple[Group, ...]:
                 g = Group.model_validate(ref)
             except ValidationError as e:
                 raise LouderError(describe_validation_error(e, f"{where}: groups.{i}")) from None
-        else:
+        elif isinstance(ref, str) and ref:
             g = load_group(_resolve(ref, base))
+        else:
+            raise LouderError(f"{where}: groups.{i}: {ref!r} is not a group; give a built-in group id, the path of "
+                              f"a group file, or a group inline (id, name, attributes)")
         if g.id in [x.id for x in groups]:
             raise LouderError(f"{where}: group {g.id!r} is listed twice in `groups`; list each group once")
         groups.append(g)
