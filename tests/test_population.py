@@ -198,3 +198,10 @@ def test_description_fills_the_persona_prompt():
     assert words == "a person who is non-binary and Hispanic or Latino"
     prompt = Prompts().persona(words, "contextualized", load_scenario("emergency_response"), False, "chat")
     assert "the following demographic: a person who is non-binary and Hispanic or Latino." in prompt
+
+
+def test_single_group_population(tmp_path):
+    path = write_pop(tmp_path, {"marginals": {"gender_identity": {"Male": 1, "Female": 2, "Non-binary": 1}}},
+                     groups=["gender_identity"])
+    a = draw_agents(load_population(path), 8, seed=0)
+    assert a["gender_identity"].value_counts().to_dict() == {"Female": 4, "Male": 2, "Non-binary": 2}

@@ -92,7 +92,10 @@ def fit_population(pop: Population) -> FittedPopulation:
         return FittedPopulation(pop, pop.joint["share"].to_numpy().reshape(shape), True, 0)
     ids = pop.group_ids
     ones, tables = _targets(pop)
-    if len(ids) == 2 and tables:  # the table is the whole joint (humanleague.ipf wants lower-dim marginals)
+    # humanleague wants marginals of lower dimension than the joint: a lone marginal or table is the joint.
+    if len(ids) == 1:
+        return FittedPopulation(pop, ones[ids[0]], True, 0)
+    if len(ids) == 2 and tables:
         (ga, _), arr = tables[0]
         return FittedPopulation(pop, arr if ga == ids[0] else arr.T, True, 0)
     indices = [np.array([ids.index(ga), ids.index(gb)]) for (ga, gb), _ in tables]
@@ -130,7 +133,10 @@ def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0
         counts, _ = humanleague.integerise(_margin(joint, (i,)), n)
         indices.append(np.array([i]))
         marginals.append(np.asarray(counts, dtype=np.int64))
-    counts, stats = humanleague.qisi(joint, indices, marginals)
+    if joint.ndim == 1:
+        counts, stats = marginals[0], {"conv": True}
+    else:
+        counts, stats = humanleague.qisi(joint, indices, marginals)
     counts = np.asarray(counts, dtype=np.int64)
     if not stats["conv"] or counts.sum() != n:
         raise LouderError(f"population file {fitted.population.path}: cannot draw {n} agents that match the "
