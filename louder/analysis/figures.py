@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 CONDITION_COLORS = {"contextualized": "#1f77b4", "non_contextualized": "#ff7f0e", "no_persona": "#2ca02c"}
 KIND_COLORS = {"implicit": "#c0392b", "explicit": "#7f8c8d"}
@@ -167,4 +168,61 @@ def sibling_figure(stats: pd.DataFrame, association: pd.DataFrame | None, test: 
         ax.set_ylabel(label)
         ax.set_title(f"{model}: {'word association' if test == 'association' else 'relative decision'} test "
                      "(red: race, purple: gender, green: religion, blue: health; 95 % CI)", fontsize=8)
+    return fig
+
+
+def intersection_heatmap(table: pd.DataFrame, group_a: str, group_b: str, title: str = "") -> Figure | None:
+    """Target rate per intersection of two groups (``population.intersection_table``) as a heat map, each
+    cell annotated with its rate and n; untested cells (n below the minimum) hatched, BH-significant ✱."""
+    if table.empty:
+        return None
+    rows = list(dict.fromkeys(table.sort_values(group_a)[group_a]))
+    cols = list(dict.fromkeys(table.sort_values(group_b)[group_b]))
+    t = table.set_index([group_a, group_b])
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for i, a in enumerate(rows):
+        for j, b in enumerate(cols):
+            if (a, b) in t.index:
+                grid[i, j] = t.loc[(a, b), "rate"]
+    fig = Figure(figsize=(1.1 * len(cols) + 2.5, 0.6 * len(rows) + 1.8), layout="constrained")
+    ax = fig.subplots()
+    im = ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for i, a in enumerate(rows):
+        for j, b in enumerate(cols):
+            if (a, b) not in t.index:
+                continue
+            r = t.loc[(a, b)]
+            mark = " ✱" if bool(r.get("significant", False)) else ""
+            ax.text(j, i, f"{r['rate']:.2f}{mark}\nn={int(r['n_valid'])}", ha="center", va="center", fontsize=7,
+                    color="white" if r["rate"] < 0.6 else "black")
+            if not bool(r.get("tested", True)):
+                ax.add_patch(Rectangle(
+                    (j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="grey", lw=0))
+    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_xlabel(group_b.replace("_", " "))
+    ax.set_ylabel(group_a.replace("_", " "))
+    fig.colorbar(im, ax=ax, label="target rate")
+    ax.set_title(title or "Target rate per intersection (hatched: below minimum n, not tested; ✱ BH-significant)",
+                 fontsize=8)
+    return fig
+
+
+def odds_ratio_figure(table: pd.DataFrame, title: str = "") -> Figure | None:
+    """Forest plot of ``population.logistic_regression`` odds ratios with their intervals, log scale,
+    one row per group × attribute (against the group's reference), a dashed line at OR = 1."""
+    if table.empty:
+        return None
+    t = table.reset_index(drop=True)
+    fig = Figure(figsize=(6.0, 0.32 * len(t) + 1.2), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(t))[::-1]
+    ax.errorbar(t["odds_ratio"], y, xerr=[t["odds_ratio"] - t["lo"], t["hi"] - t["odds_ratio"]], fmt="o",
+                color="#c0392b", ecolor="black", capsize=2, ms=4)
+    ax.axvline(1.0, color="grey", ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_yticks(y, [f"{g.replace('_', ' ')}: {a} (vs {r})" for g, a, r in
+                      zip(t["group"], t["attribute"], t["reference"])], fontsize=7)
+    ax.set_xlabel("odds ratio of the target decision (95 % interval)")
+    ax.set_title(title or "Effect of each attribute holding the other groups fixed", fontsize=8)
     return fig

@@ -1,0 +1,281 @@
+"""Analysis of population runs, policy variants and counterfactual twins: small pure functions.
+
+Input is a decisions table with ``status`` (valid / invalid / refused / error), ``target`` (the
+valid decision was the scenario's target) and one column per group (e.g. ``attr_gender_identity``);
+population runs add ``weight`` (the agent's post-stratification weight from ``draw_agents``, 1 when
+absent), variant runs ``variant``. Only valid decisions enter rates; the callers count the rest.
+
+Notation: agent i has outcome y_i ∈ {0, 1} (chose the target) and weight w_i; for a set S of agents
+r_S = Σ_S w_i y_i / Σ_S w_i and the Kish effective size n_eff(S) = (Σ_S w_i)² / Σ_S w_i².
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest, fisher_exact, norm
+from statsmodels.stats.multitest import multipletests
+
+from louder.analysis.stats import dpd, dpd_difference_interval, mean_difference_interval
+
+
+def valid(decisions: pd.DataFrame) -> pd.DataFrame:
+    """Valid decisions with y (0/1) and w (weight, 1 when the table has none)."""
+    d = decisions[decisions["status"] == "valid"]
+    w = d["weight"].astype(float) if "weight" in d else pd.Series(1.0, index=d.index)
+    return d.assign(y=d["target"].fillna(False).astype(bool).astype(int), w=w)
+
+
+def _rate_rows(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    g = d.assign(wy=d["w"] * d["y"], w2=d["w"] ** 2).groupby(by, observed=True)
+    out = g.agg(n_valid=("y", "size"), n_target=("y", "sum"), sw=("w", "sum"), swy=("wy", "sum"), sw2=("w2", "sum"))
+    out["rate"] = out["swy"] / out["sw"]
+    out["n_eff"] = out["sw"] ** 2 / out["sw2"]
+    return out.drop(columns=["sw", "swy", "sw2"]).reset_index()
+
+
+def group_rates(decisions: pd.DataFrame, group: str) -> pd.DataFrame:
+    """One row per attribute of ``group``: n_valid, n_target, weighted rate r_a, n_eff."""
+    return _rate_rows(valid(decisions), [group]).rename(columns={group: "attribute"})
+
+
+@dataclass(frozen=True)
+class GroupDPD:
+    """DPD across one group's attributes, population-weighted over the other groups.
+
+    r_a = Σ_{i: a} w_i y_i / Σ_{i: a} w_i is the rate among the population's people with attribute a:
+    the other groups enter with their population distribution *within* a (post-stratified by the
+    weights). So the DPD = max_a r_a − min_a r_a is the gap a policy maker would see in that
+    population, composition included; the attribute's own effect holding the others fixed is the
+    logistic regression's odds ratio, not this.
+
+    Null (the paper's parity bootstrap, weighted): p̂ = Σ w y / Σ w over all valid decisions; for
+    b = 1..B, x_a^b ~ Binomial(m_a, p̂) with m_a = round(n_eff,a), DPD_b over x_a^b / m_a; threshold =
+    ``level`` quantile of DPD_b, p = (1 + #{DPD_b ≥ DPD}) / (B + 1). With unit weights m_a = n_a and
+    this is exactly ``stats.parity_bootstrap``. Interval: x_a^b ~ Binomial(m_a, r_a), percentiles.
+    """
+
+    group: str
+    n_valid: int
+    dpd: float
+    threshold: float
+    p_value: float
+    significant: bool
+    lo: float
+    hi: float
+
+
+def group_dpd(decisions: pd.DataFrame, group: str, B: int = 10_000, seed: int = 0, level: float = 0.95) -> GroupDPD:
+    """See ``GroupDPD``."""
+    d = valid(decisions)
+    t = _rate_rows(d, [group])
+    m = np.maximum(np.round(t["n_eff"].to_numpy()), 1).astype(np.int64)
+    r = t["rate"].to_numpy()
+    if len(t) < 2:
+        return GroupDPD(group, len(d), float("nan"), float("nan"), float("nan"), False, float("nan"), float("nan"))
+    observed = dpd(r)
+    p_hat = float((d["w"] * d["y"]).sum() / d["w"].sum())
+    rng = np.random.default_rng(seed)
+    null = rng.binomial(m, p_hat, size=(B, m.size)) / m
+    null = null.max(axis=1) - null.min(axis=1)
+    boot = rng.binomial(m, r, size=(B, m.size)) / m
+    boot = boot.max(axis=1) - boot.min(axis=1)
+    threshold = float(np.quantile(null, level))
+    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return GroupDPD(group, len(d), observed, threshold, float((1 + np.count_nonzero(null >= observed - 1e-12)) / (B + 1)),
+                    bool(observed > threshold), float(lo), float(hi))
+
+
+def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_n: int = 30,
+                       alpha: float = 0.05) -> pd.DataFrame:
+    """Rates per intersection of two groups, with n per cell.
+
+    Each cell c with n_c ≥ ``min_n`` valid decisions is tested against the rest of the population
+    ("is this intersection decided differently from everyone else?"): Fisher's exact test on the 2×2
+    table [[x_c, n_c − x_c], [x_rest, n_rest − x_rest]] (unweighted counts). One deviant cell moves the
+    rest's rate, so large cells near it can test significant in the opposite direction; read the
+    rates, and the regression for effects holding the other groups fixed. Cells below ``min_n`` are shown with ``tested`` False and no p-value. p_bh: the
+    Benjamini–Hochberg adjustment across the tested cells; significant ⇔ p_bh < alpha.
+    """
+    d = valid(decisions)
+    t = _rate_rows(d, [group_a, group_b])
+    n_all, x_all = len(d), int(d["y"].sum())
+    t["tested"] = t["n_valid"] >= min_n
+    p = []
+    for n, x, tested in zip(t["n_valid"], t["n_target"], t["tested"]):
+        if not tested or n == n_all:
+            p.append(np.nan)
+            continue
+        p.append(fisher_exact([[x, n - x], [x_all - x, (n_all - n) - (x_all - x)]])[1])
+    t["p_value"] = p
+    t["p_bh"] = np.nan
+    ok = t["p_value"].notna().to_numpy()
+    if ok.any():
+        t.loc[ok, "p_bh"] = multipletests(t.loc[ok, "p_value"], method="fdr_bh")[1]
+    t["significant"] = t["p_bh"] < alpha
+    return t
+
+
+@dataclass(frozen=True)
+class Regression:
+    """Logistic regression of the target decision on every group's attributes.
+
+    logit P(y = 1) = β₀ + Σ_g Σ_{a ≠ ref_g} β_{g,a} · 1[attribute_g = a] (treatment coding; each group's
+    reference is its most frequent attribute). odds_ratio = exp(β), 95 % interval exp(β ± 1.96·se),
+    p from the Wald z. ``status``: "ok"; "no variation" (every valid decision the same); "too few data"
+    (fewer valid decisions than 10 per parameter); "separation" (some attribute predicts the outcome
+    perfectly: a non-finite or huge coefficient or standard error); "failed" (the fit did not converge).
+    Only "ok" comes with a table; otherwise the table is empty.
+    """
+
+    status: str
+    n: int
+    table: pd.DataFrame
+
+
+REGRESSION_COLUMNS = ["group", "attribute", "reference", "odds_ratio", "lo", "hi", "p_value"]
+
+
+def logistic_regression(decisions: pd.DataFrame, groups: list[str], level: float = 0.95) -> Regression:
+    """See ``Regression``. Unweighted: drawn agents are a quota sample, so weights are ≈ 1."""
+    import statsmodels.api as sm
+
+    d = valid(decisions)
+    empty = pd.DataFrame(columns=REGRESSION_COLUMNS)
+    refs = {g: d[g].value_counts().idxmax() for g in groups} if len(d) else {}
+    cols, meta = [], []
+    for g in groups:
+        for a in sorted(set(d[g]) - {refs[g]}):
+            cols.append((d[g] == a).astype(float).rename(f"{g}={a}"))
+            meta.append((g, a, refs[g]))
+    if d["y"].nunique() < 2:
+        return Regression("no variation", len(d), empty)
+    if len(d) < 10 * (len(cols) + 1):
+        return Regression("too few data", len(d), empty)
+    X = sm.add_constant(pd.concat(cols, axis=1) if cols else pd.DataFrame(index=d.index), has_constant="add")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # separation / convergence warnings become the status below
+        try:
+            res = sm.GLM(d["y"].to_numpy(), X.to_numpy(), family=sm.families.Binomial()).fit()
+        except Exception:  # noqa: BLE001 — statsmodels raises several types for singular/separated data
+            return Regression("failed", len(d), empty)
+    beta, se = np.asarray(res.params), np.asarray(res.bse)
+    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(se))) or np.abs(beta).max() > 15 or se.max() > 50:
+        return Regression("separation", len(d), empty)
+    if not res.converged:
+        return Regression("failed", len(d), empty)
+    z = norm.ppf((1 + level) / 2)
+    rows = [dict(group=g, attribute=a, reference=r, odds_ratio=float(np.exp(b)), lo=float(np.exp(b - z * s)),
+                 hi=float(np.exp(b + z * s)), p_value=float(p))
+            for (g, a, r), b, s, p in zip(meta, beta[1:], se[1:], np.asarray(res.pvalues)[1:])]
+    return Regression("ok", len(d), pd.DataFrame(rows, columns=REGRESSION_COLUMNS))
+
+
+@dataclass(frozen=True)
+class RateEstimate:
+    """Weighted target rate r = Σ w y / Σ w with a Wilson interval at the Kish effective size n_eff:
+    (r + z²/2m ± z·√(r(1−r)/m + z²/4m²)) / (1 + z²/m), m = n_eff."""
+
+    n_valid: int
+    n_eff: float
+    rate: float
+    lo: float
+    hi: float
+
+
+def weighted_rate(decisions: pd.DataFrame, level: float = 0.95) -> RateEstimate:
+    """The population's overall target rate (see ``RateEstimate``)."""
+    d = valid(decisions)
+    if d.empty:
+        return RateEstimate(0, 0.0, float("nan"), float("nan"), float("nan"))
+    w, y = d["w"].to_numpy(), d["y"].to_numpy()
+    r, m = float((w * y).sum() / w.sum()), float(w.sum() ** 2 / (w**2).sum())
+    z = norm.ppf((1 + level) / 2)
+    centre = (r + z * z / (2 * m)) / (1 + z * z / m)
+    half = z * np.sqrt(r * (1 - r) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    return RateEstimate(len(d), m, r, float(centre - half), float(centre + half))
+
+
+# --- policy variants ---
+
+def variant_rates(decisions: pd.DataFrame, group: str) -> pd.DataFrame:
+    """Per variant the overall rate (attribute "(all)") and the rate per attribute of ``group``."""
+    d = valid(decisions)
+    overall = _rate_rows(d, ["variant"]).assign(attribute="(all)")
+    per = _rate_rows(d, ["variant", group]).rename(columns={group: "attribute"})
+    return pd.concat([overall, per], ignore_index=True)[["variant", "attribute", "n_valid", "n_target", "rate", "n_eff"]]
+
+
+def variant_effects(decisions: pd.DataFrame, group: str, base: str, variant: str, B: int = 10_000,
+                    seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Effect of ``variant`` against ``base`` per attribute: d_a = r_a(variant) − r_a(base), with a
+    percentile bootstrap interval (x^b ~ Binomial(n, r) on each side, ``stats.mean_difference_interval``).
+    Unweighted counts; one row per attribute present under both variants."""
+    t = _rate_rows(valid(decisions), ["variant", group]).set_index(["variant", group])
+    rows = []
+    for a in sorted(set(t.loc[base].index) & set(t.loc[variant].index)):
+        v, b = t.loc[(variant, a)], t.loc[(base, a)]
+        diff, lo, hi = mean_difference_interval([v.n_valid], [v.n_target], [b.n_valid], [b.n_target], B, seed, level)
+        rows.append(dict(attribute=a, rate_base=b.n_target / b.n_valid, rate_variant=v.n_target / v.n_valid,
+                         difference=diff, lo=lo, hi=hi))
+    return pd.DataFrame(rows, columns=["attribute", "rate_base", "rate_variant", "difference", "lo", "hi"])
+
+
+def variant_dpd_difference(decisions: pd.DataFrame, group: str, base: str, variant: str, B: int = 10_000,
+                           seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """Does the variant widen the disparity? Δ = DPD(variant) − DPD(base) across ``group``'s attributes,
+    percentile bootstrap interval (``stats.dpd_difference_interval``). Returns (Δ, lo, hi); Δ > 0 widens."""
+    t = _rate_rows(valid(decisions), ["variant", group])
+    v, b = t[t["variant"] == variant], t[t["variant"] == base]
+    return dpd_difference_interval(v["n_valid"], v["n_target"], b["n_valid"], b["n_target"], B, seed, level)
+
+
+# --- counterfactual twins ---
+
+def complete_twin_sets(twins: pd.DataFrame) -> pd.DataFrame:
+    """Twin sets × attributes of target (0/1), keeping sets whose every twin passed the check
+    (twin_status "ok") and decided validly — a pair is only informative when both sides decided."""
+    ok = twins.assign(good=(twins["status"] == "valid") & (twins["twin_status"] == "ok"))
+    good_sets = ok.groupby("twin_set")["good"].all()
+    keep = ok[ok["twin_set"].isin(good_sets[good_sets].index)]
+    wide = keep.pivot(index="twin_set", columns="attribute", values="target")
+    return wide[list(dict.fromkeys(keep["attribute"]))].astype(bool).astype(int)  # attributes in order of appearance
+
+
+def twin_flips(twins: pd.DataFrame) -> pd.DataFrame:
+    """Per attribute pair (a, b) over complete twin sets: b_ab = #(a chose target, b did not), b_ba the
+    reverse; flip_rate = (b_ab + b_ba) / n_sets; exact McNemar p = two-sided binomial test of b_ab out of
+    b_ab + b_ba discordant pairs at 1/2 (p = 1 with no discordant pair)."""
+    wide = complete_twin_sets(twins)
+    rows = []
+    attrs = list(wide.columns)
+    for i, a in enumerate(attrs):
+        for b in attrs[i + 1:]:
+            ab = int(((wide[a] == 1) & (wide[b] == 0)).sum())
+            ba = int(((wide[a] == 0) & (wide[b] == 1)).sum())
+            n = len(wide)
+            p = binomtest(ab, ab + ba, 0.5).pvalue if ab + ba else 1.0
+            rows.append(dict(attribute_a=a, attribute_b=b, n_sets=n, a_only=ab, b_only=ba,
+                             flip_rate=(ab + ba) / n if n else float("nan"), p_mcnemar=float(p)))
+    return pd.DataFrame(rows, columns=["attribute_a", "attribute_b", "n_sets", "a_only", "b_only", "flip_rate",
+                                       "p_mcnemar"])
+
+
+def paired_dpd(twins: pd.DataFrame, B: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """DPD over the attributes' rates within complete twin sets (each rate over the same personas), with
+    a percentile bootstrap resampling twin sets with replacement. Returns (DPD, lo, hi)."""
+    wide = complete_twin_sets(twins).to_numpy(dtype=float)
+    if wide.shape[0] == 0 or wide.shape[1] < 2:
+        return float("nan"), float("nan"), float("nan")
+    observed = dpd(wide.mean(axis=0))
+    rng = np.random.default_rng(seed)
+    gaps = []
+    for start in range(0, B, 500):  # chunks keep memory at 500 × n_sets × k
+        idx = rng.integers(0, wide.shape[0], size=(min(500, B - start), wide.shape[0]))
+        rates = wide[idx].mean(axis=1)
+        gaps.append(rates.max(axis=1) - rates.min(axis=1))
+    lo, hi = np.quantile(np.concatenate(gaps), [(1 - level) / 2, (1 + level) / 2])
+    return observed, float(lo), float(hi)

@@ -1,0 +1,176 @@
+"""Fitting a population's joint distribution and drawing agents from it (humanleague).
+
+- ``fit_population``: the joint distribution p over all groups' attribute combinations — the joint
+  table as given, or iterative proportional fitting (``humanleague.ipf``) of a uniform seed to the
+  one-way marginals and two-way tables.
+- ``draw_agents``: N agents. Each one-way marginal is scaled to N and rounded to integers that sum
+  to N (``humanleague.integerise``); quasi-random integer sampling (``humanleague.qisi``) then fills
+  the joint table with those exact marginals, following p. So every one-way marginal is within one
+  agent of N·share. The composition is a quota sample (deterministic for a given N); the seed fixes
+  the order of the agents (and so which agent gets which persona seed downstream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import humanleague
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2
+
+from louder.errors import LouderError
+from louder.populations.schema import Population
+
+
+@dataclass(frozen=True)
+class FittedPopulation:
+    """``joint``: shares over the groups' attributes (axis i = ``population.groups[i]``), summing to 1."""
+
+    population: Population
+    joint: np.ndarray
+    converged: bool
+    iterations: int
+
+    def constraints(self) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        """The targets as (axes, shares): every group's one-way marginal (given, implied by a table, or
+        for a joint table its margin) and every two-way table."""
+        ids = self.population.group_ids
+        ones, tables = _targets(self.population)
+        out = [((i,), ones.get(gid, _margin(self.joint, (i,)))) for i, gid in enumerate(ids)]
+        out += [((ids.index(ga), ids.index(gb)), arr) for (ga, gb), arr in tables]
+        return out
+
+
+@dataclass(frozen=True)
+class FitDiagnostics:
+    """How well N drawn agents reproduce the population.
+
+    max_abs_error: max over every stated marginal cell k of |m_k − N·s_k| (agents), where m_k counts
+    drawn agents and s_k is the target share. max_share_error = max_abs_error / N.
+    chi_square: Pearson X² = Σ_c (m_c − N·p_c)² / (N·p_c) over joint cells c with p_c > 0, against the
+    fitted joint p; df = #{c: p_c > 0} − 1; p_value = P(χ²_df ≥ X²).
+    ipf_max_error: max |fitted margin − target share| of the fitted joint (shares; 0 for a joint table).
+    """
+
+    n: int
+    max_abs_error: float
+    max_share_error: float
+    chi_square: float
+    df: int
+    p_value: float
+    ipf_converged: bool
+    ipf_iterations: int
+    ipf_max_error: float
+
+
+def _margin(joint: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    other = tuple(i for i in range(joint.ndim) if i not in axes)
+    m = joint.sum(axis=other)
+    return m if list(axes) == sorted(axes) else m.T
+
+
+def _targets(pop: Population) -> tuple[dict[str, np.ndarray], list]:
+    """One-way targets per group (the given marginal, else the first table's margin) and the two-way
+    tables fitted (IPF) to them: sources agree only to the file's tolerance, and IPF over
+    constraints that disagree never converges."""
+    ones: dict[str, np.ndarray] = dict(pop.marginals)
+    for (ga, gb), arr in pop.tables:
+        ones.setdefault(ga, arr.sum(axis=1))
+        ones.setdefault(gb, arr.sum(axis=0))
+    tables = []
+    for pair, arr in pop.tables:
+        fitted, _ = humanleague.ipf(arr * 1e6, [np.array([0]), np.array([1])], [ones[pair[0]] * 1e6, ones[pair[1]] * 1e6])
+        tables.append((pair, fitted / fitted.sum()))
+    return ones, tables
+
+
+def fit_population(pop: Population) -> FittedPopulation:
+    """The joint distribution of ``pop`` (see the module docstring)."""
+    shape = tuple(len(g.attributes) for g in pop.groups)
+    if pop.joint is not None:
+        return FittedPopulation(pop, pop.joint["share"].to_numpy().reshape(shape), True, 0)
+    ids = pop.group_ids
+    ones, tables = _targets(pop)
+    # humanleague wants marginals of lower dimension than the joint: a lone marginal or table is the joint.
+    if len(ids) == 1:
+        return FittedPopulation(pop, ones[ids[0]], True, 0)
+    if len(ids) == 2 and tables:
+        (ga, _), arr = tables[0]
+        return FittedPopulation(pop, arr if ga == ids[0] else arr.T, True, 0)
+    indices = [np.array([ids.index(ga), ids.index(gb)]) for (ga, gb), _ in tables]
+    targets = [arr * 1e6 for _, arr in tables]
+    in_table = {gid for pair, _ in tables for gid in pair}
+    for gid, m in ones.items():
+        if gid not in in_table:
+            indices.append(np.array([ids.index(gid)]))
+            targets.append(m * 1e6)
+    # Scaled to 1e6 so IPF's absolute convergence tolerance is tight relative to a share.
+    fitted, stats = humanleague.ipf(np.ones(shape), indices, targets)
+    joint = fitted / fitted.sum()
+    return FittedPopulation(pop, joint, bool(stats["conv"]), int(stats["iterations"]))
+
+
+def _fitted(population) -> FittedPopulation:
+    return population if isinstance(population, FittedPopulation) else fit_population(population)
+
+
+def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0) -> pd.DataFrame:
+    """N agents: agent_id, one column per group (attribute label), cell_id, weight.
+
+    cell_id is the flat (C-order) index of the agent's combination in the joint table. weight is the
+    post-stratification weight to the fitted joint, w_c = N·p_c / m_c for the m_c agents of cell c,
+    rescaled so Σ w = N (the integer rounding is what it corrects, so weights are close to 1).
+    Identical for the same (population, n, seed).
+    """
+    if n < 1:
+        raise LouderError(f"agents: {n} is too few; draw at least 1 agent from a population")
+    fitted = _fitted(population)
+    joint = fitted.joint
+    ids = fitted.population.group_ids
+    indices, marginals = [], []
+    for i in range(joint.ndim):
+        counts, _ = humanleague.integerise(_margin(joint, (i,)), n)
+        indices.append(np.array([i]))
+        marginals.append(np.asarray(counts, dtype=np.int64))
+    if joint.ndim == 1:
+        counts, stats = marginals[0], {"conv": True}
+    else:
+        counts, stats = humanleague.qisi(joint, indices, marginals)
+    counts = np.asarray(counts, dtype=np.int64)
+    if not stats["conv"] or counts.sum() != n:
+        raise LouderError(f"population file {fitted.population.path}: cannot draw {n} agents that match the "
+                          f"marginals (humanleague.qisi did not converge); check for attributes with a zero share "
+                          f"in one table but not another")
+    cells = np.repeat(np.arange(counts.size), counts.ravel())
+    rng = np.random.default_rng(seed)
+    cells = cells[rng.permutation(cells.size)]
+    flat_p, flat_m = joint.ravel(), counts.ravel()
+    w = n * flat_p[cells] / flat_m[cells]
+    coords = np.unravel_index(cells, joint.shape)
+    df = pd.DataFrame({"agent_id": np.arange(n)})
+    for gid, g, axis in zip(ids, fitted.population.groups, coords):
+        df[gid] = np.asarray(g.attributes, dtype=object)[axis]
+    df["cell_id"] = cells
+    df["weight"] = w * n / w.sum()
+    return df
+
+
+def fit_diagnostics(population: Population | FittedPopulation, agents: pd.DataFrame) -> FitDiagnostics:
+    """Compare drawn ``agents`` with the population's targets (formulas in ``FitDiagnostics``)."""
+    fitted = _fitted(population)
+    joint = fitted.joint
+    n = len(agents)
+    counts = np.bincount(agents["cell_id"].to_numpy(), minlength=joint.size).reshape(joint.shape).astype(float)
+    err = ipf_err = 0.0
+    for axes, target in fitted.constraints():
+        err = max(err, float(np.abs(_margin(counts, axes) - n * target).max()))
+        ipf_err = max(ipf_err, float(np.abs(_margin(joint, axes) - target).max()))
+    pos = joint.ravel() > 0
+    expected = n * joint.ravel()[pos]
+    x2 = float(((counts.ravel()[pos] - expected) ** 2 / expected).sum())
+    df = int(pos.sum()) - 1
+    return FitDiagnostics(n=n, max_abs_error=err, max_share_error=err / n if n else float("nan"), chi_square=x2,
+                          df=df, p_value=float(chi2.sf(x2, df)) if df > 0 else float("nan"),
+                          ipf_converged=fitted.converged, ipf_iterations=fitted.iterations,
+                          ipf_max_error=ipf_err if fitted.population.joint is None else 0.0)
