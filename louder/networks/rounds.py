@@ -82,19 +82,27 @@ def run_rounds(model: InfluenceModel, initial: Sequence[Outcome], rounds: int, d
     index = {c: i for i, c in enumerate(choices)}
     mapper = mapper or (lambda fn, items: map(fn, items))
     current = list(initial)
-    rows: list[dict] = []
+    frames: list[pd.DataFrame] = []
+    attrs = pd.DataFrame([a.attributes for a in model.by_node])
 
     def record(r: int, outcomes: list[Outcome], prev: list[Outcome] | None, share, valid_n):
-        for node, o in enumerate(outcomes):
-            agent = model.by_node[node]
-            changed = pd.NA
-            if prev is not None and o.status == "valid" and prev[node].status == "valid":
-                changed = o.decision != prev[node].decision
-            rows.append({"node": node, **agent.attributes, "round": r, "decision": o.decision,
-                         "target": (o.decision == target) if o.status == "valid" else pd.NA,
-                         "status": o.status, "p_target": o.p_target, "neighbours": int(degree[node]),
-                         "neighbours_valid": None if prev is None else int(valid_n[node]),
-                         "neighbour_share": None if prev is None else share[node], "changed": changed})
+        # columns, not one dict per row: 100,000 agents × rounds stay a few hundred MB
+        status = [o.status for o in outcomes]
+        decision = [o.decision for o in outcomes]
+        valid = np.array([s_ == "valid" for s_ in status])
+        changed = pd.array([pd.NA] * n, dtype="boolean")
+        if prev is not None:
+            both = valid & np.array([o.status == "valid" for o in prev])
+            changed[both] = np.array([d != o.decision for d, o in zip(decision, prev)])[both]
+        target_col = pd.array([pd.NA] * n, dtype="boolean")
+        target_col[valid] = np.array([d == target for d in decision])[valid]
+        frame = pd.DataFrame({"node": np.arange(n)})
+        frame = pd.concat([frame, attrs], axis=1) if len(attrs.columns) else frame
+        frames.append(frame.assign(
+            round=r, decision=decision, target=target_col, status=status,
+            p_target=np.array([np.nan if o.p_target is None else o.p_target for o in outcomes]), neighbours=degree.astype(int),
+            neighbours_valid=pd.array([pd.NA] * n if prev is None else valid_n.astype(int), dtype="Int64"),
+            neighbour_share=np.full(n, np.nan) if prev is None else share, changed=changed))
 
     record(0, current, None, None, None)
     for r in range(1, rounds + 1):
@@ -128,7 +136,7 @@ def run_rounds(model: InfluenceModel, initial: Sequence[Outcome], rounds: int, d
         current = new
     for node, o in enumerate(current):
         model.by_node[node].outcome = o
-    return pd.DataFrame(rows)
+    return pd.concat(frames, ignore_index=True)
 
 
 # --- the no-LLM control rules -----------------------------------------------------------------
