@@ -65,7 +65,8 @@ def test_homophily_sbm_puts_the_asked_share_of_ties_within_groups():
 
 
 @pytest.mark.parametrize("cfg, agents, message", [
-    ({"generator": "watts_strogatz", "params": {"n": 10, "k": 12, "p": 0.1}}, None, "network.params.k: must be smaller"),
+    ({"generator": "watts_strogatz", "params": {"n": 10, "k": 12, "p": 0.1}}, None,
+     "network.params.k: must be smaller"),
     ({"generator": "watts_strogatz", "params": {"n": 10, "k": 2, "q": 0.1}}, None, "network.params.q: unknown"),
     ({"generator": "watts_strogatz", "params": {"n": 10, "k": 2}}, None, "network.params.p: watts_strogatz needs"),
     ({"generator": "erdos_renyi", "params": {"n": 10, "p": 1.5}}, None, "network.params.p: must be between"),
@@ -170,12 +171,14 @@ def test_invalid_refused_error_neighbours_are_reported_and_excluded():
 
 def test_neighbour_message_template():
     nb = NeighbourCounts(total=8, counts={"Evacuate": 6, "Stay": 2}, invalid=0, refused=0, error=0, mean_p_target=0.75)
-    assert neighbour_message(nb, CHOICES, TARGET) == "Of the 8 people you know best, 6 decided to evacuate and 2 decided to stay."
+    assert neighbour_message(nb, CHOICES, TARGET) == (
+        "Of the 8 people you know best, 6 decided to evacuate and 2 decided to stay.")
     nb = NeighbourCounts(total=8, counts={"Stay": 5, "Evacuate": 2}, invalid=1, refused=0, error=0, mean_p_target=0.3)
     assert neighbour_message(nb, CHOICES, TARGET) == (
         "Of the 8 people you know best, 2 decided to evacuate, 5 decided to stay and 1 gave no clear answer.")
     odd = NeighbourCounts(total=3, counts={"Walk": 1, "Run": 2}, invalid=0, refused=0, error=0, mean_p_target=0.3)
-    assert neighbour_message(odd, ["Walk", "Run"], "Run") == 'Of the 3 people you know best, 2 chose "Run" and 1 chose "Walk".'
+    assert neighbour_message(odd, ["Walk", "Run"], "Run") == (
+        'Of the 3 people you know best, 2 chose "Run" and 1 chose "Walk".')
     assert share_message(0.75, TARGET) == "Of the people you know best, 75 % decided to evacuate."
 
 
@@ -256,3 +259,23 @@ def test_archetype_draws_do_not_depend_on_creation_order():
                           archetype_decide(table, buckets, CHOICES, TARGET, 3, 200), CHOICES, TARGET)
         out.append(rows.sort_values(["round", "node"]).reset_index(drop=True))
     pd.testing.assert_frame_equal(out[0], out[1])
+
+
+def test_scalar_bucketing_in_decide_matches_bucket_of():
+    b = share_buckets([0, 0.25, 0.5, 1])
+    got = []
+    table = ArchetypeTable(pd.DataFrame({"cell_id": ["c"] * 5, "bucket": [ROUND0, 0, 1, 2, 3], "replicate": 0,
+                                         "p_target": [0.0, 0.1, 0.2, 0.3, 0.4], "status": "valid"}))
+
+    class Agent:
+        node, attributes = 0, {"cell_id": "c", "replicate": 0}
+
+        class model:
+            round = 1
+
+    decide = archetype_decide(table, b, CHOICES, TARGET, 0, 1)
+    shares = [0.0, 0.1, 0.125, 0.13, 0.4, 0.75, 0.76, 1.0, float("nan")]
+    for s in shares:
+        got.append(decide(Agent, None, s).p_target)
+    expected = [[0.0, 0.1, 0.2, 0.3, 0.4][i + 1] for i in bucket_of(shares, b)]
+    assert got == expected

@@ -11,6 +11,7 @@ error) and no decision; it is never read as p = 0.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import numpy as np
@@ -91,12 +92,22 @@ def archetype_decide(table: ArchetypeTable, buckets: np.ndarray, choices: Sequen
                      n: int, cell_col: str = "cell_id") -> Decide:
     """The ``decide`` callback of archetype mode: bucket the share, look up the call, draw."""
     draws: dict[int, np.ndarray] = {}
+    values = buckets.tolist()
+
+    def nearest(share: float) -> int:
+        # scalar form of bucket_of (this runs once per agent per round)
+        if share != share:  # NaN: no valid neighbour
+            return ROUND0
+        i = bisect.bisect_left(values, share)
+        if i == len(values) or (i > 0 and share - values[i - 1] <= values[i] - share):
+            return i - 1
+        return i
 
     def decide(agent, nb: NeighbourCounts, share: float) -> Outcome:
         r = agent.model.round
         if r not in draws:
             draws[r] = uniform_draws(seed, r, n)
-        b = int(bucket_of(share, buckets)[0])
+        b = nearest(share)
         return table.outcome(agent.attributes[cell_col], b, int(agent.attributes["replicate"]), draws[r][agent.node],
                              choices, target)
 

@@ -100,7 +100,8 @@ def run_rounds(model: InfluenceModel, initial: Sequence[Outcome], rounds: int, d
         frame = pd.concat([frame, attrs], axis=1) if len(attrs.columns) else frame
         frames.append(frame.assign(
             round=r, decision=decision, target=target_col, status=status,
-            p_target=np.array([np.nan if o.p_target is None else o.p_target for o in outcomes]), neighbours=degree.astype(int),
+            p_target=np.array([np.nan if o.p_target is None else o.p_target for o in outcomes]),
+            neighbours=degree.astype(int),
             neighbours_valid=pd.array([pd.NA] * n if prev is None else valid_n.astype(int), dtype="Int64"),
             neighbour_share=np.full(n, np.nan) if prev is None else share, changed=changed))
 
