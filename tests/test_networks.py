@@ -17,7 +17,7 @@ from louder.networks.archetype import (
     share_buckets,
 )
 from louder.networks.rounds import NeighbourCounts, Outcome, control_rule, neighbour_message, run_rounds, share_message
-from louder.analysis.network import dpd_by_round
+from louder.analysis.network import dpd_by_round, with_archetype_clusters
 
 CHOICES, TARGET = ["Evacuate", "Stay"], "Evacuate"
 E, S = Outcome("Evacuate"), Outcome("Stay")
@@ -239,8 +239,9 @@ def test_archetype_mode_recovers_the_analytic_dpd_and_accounts_failed_calls():
     failed = rows[rows["cell_id"] == "f"]
     assert (failed["status"] == "error").all() and failed["decision"].isna().all() and failed["target"].isna().all()
     analytic = (0.8 + 0.6) / 2 - (0.3 + 0.5) / 2  # the failed cell's agents are not counted as p = 0
-    res = dpd_by_round(rows, "attribute", cluster="cell_id", B=200)
+    res = dpd_by_round(with_archetype_clusters(rows), "attribute", cluster="cluster", B=200)
     assert res["dpd"].to_numpy() == pytest.approx([analytic] * 3, abs=0.03)
+    assert (res["ci_low"] <= res["dpd"]).all() and (res["dpd"] <= res["ci_high"]).all()
 
 
 def test_archetype_draws_do_not_depend_on_creation_order():

@@ -178,3 +178,9 @@ def gap_interval(rows: pd.DataFrame, attr: str, a, b, cluster: str | None = None
     (r,) = _bootstrap_rates([(n, x)], B, seed)
     lo, hi = np.nanquantile(r[:, 0] - r[:, 1], [(1 - level) / 2, (1 + level) / 2])
     return float(g), float(lo), float(hi)
+
+
+def with_archetype_clusters(rows: pd.DataFrame, cell: str = "cell_id", replicate: str = "replicate",
+                            name: str = "cluster") -> pd.DataFrame:
+    """Add the archetype × replicate cluster id (``cell/replicate``) that archetype-mode bootstraps resample."""
+    return rows.assign(**{name: rows[cell].astype(str) + "/" + rows[replicate].astype(str)})
