@@ -1,0 +1,186 @@
+"""Statistics of rounds of influence: per-round DPD, flip rates, amplification over a control, and
+the cluster bootstrap of archetype mode. Pure functions over the rows of ``run_rounds`` (columns
+round, node, status, target, changed and the attribute column).
+
+Notation: in round r, attribute a has n_a agents with a valid decision of which x_a chose the
+target; r_a = x_a / n_a; DPD_r = max_a r_a − min_a r_a.
+
+Clusters: in archetype mode every agent of cell c assigned replicate k draws from the same model
+call p[c, k, ·], so agents are not independent — their decisions share that call's randomness.
+The bootstrap therefore resamples clusters (archetype × replicate) with replacement, not agents;
+with ``cluster=None`` every agent is its own cluster (individual mode, one call per agent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from louder.analysis.stats import dpd
+
+
+def _valid(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["status"] == "valid"]
+
+
+def rates_by_round(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
+    """Tidy: round, attribute, n_valid, n_target, rate (= x_a / n_a), n_invalid, n_refused, n_error."""
+    status = (rows.groupby(["round", attr])["status"].value_counts().unstack(fill_value=0)
+              .reindex(columns=["valid", "invalid", "refused", "error"], fill_value=0))
+    x = _valid(rows).assign(t=lambda d: d["target"].astype(bool)).groupby(["round", attr])["t"].sum()
+    out = status.rename(columns=lambda c: f"n_{c}").join(x.rename("n_target")).fillna({"n_target": 0}).reset_index()
+    out = out.rename(columns={attr: "attribute"})
+    out["n_target"] = out["n_target"].astype(int)
+    out["rate"] = np.where(out["n_valid"] > 0, out["n_target"] / out["n_valid"].where(out["n_valid"] > 0, 1), np.nan)
+    return out[["round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error"]]
+
+
+def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None,
+                    clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """n[c, a], x[c, a]: valid decisions and target decisions of attribute a in cluster c."""
+    v = _valid(rows)
+    key = v[cluster] if cluster else v["node"]
+    ci = pd.Index(clusters).get_indexer(key)
+    ai = pd.Index(attributes).get_indexer(v[attr])
+    n = np.zeros((len(clusters), len(attributes)))
+    x = np.zeros_like(n)
+    np.add.at(n, (ci, ai), 1)
+    np.add.at(x, (ci, ai), v["target"].astype(bool).to_numpy())
+    return n, x
+
+
+def _bootstrap_rates(pairs: list[tuple[np.ndarray, np.ndarray]], B: int, seed: int) -> list[np.ndarray]:
+    """Cluster bootstrap of rates, one B × A array per (n, x) pair, all with the same resamples.
+
+    Resample b draws the C clusters with replacement; w_bc = how often cluster c is drawn (Σ_c w_bc = C);
+    r_a^b = Σ_c w_bc x_ca / Σ_c w_bc n_ca (NaN when attribute a drew no valid decision).
+    Weights are made in chunks so that 100,000 single-agent clusters fit in memory.
+    """
+    rng = np.random.default_rng(seed)
+    C = pairs[0][0].shape[0]
+    chunk = max(1, 20_000_000 // max(C, 1))
+    out: list[list[np.ndarray]] = [[] for _ in pairs]
+    done = 0
+    while done < B:
+        m = min(chunk, B - done)
+        w = np.stack([np.bincount(rng.integers(0, C, C), minlength=C) for _ in range(m)]).astype(float)
+        for i, (n, x) in enumerate(pairs):
+            nb, xb = w @ n, w @ x
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[i].append(np.where(nb > 0, xb / nb, np.nan))
+        done += m
+    return [np.concatenate(o) for o in out]
+
+
+def _dpd_rows(r: np.ndarray) -> np.ndarray:
+    ok = (~np.isnan(r)).sum(axis=1) >= 2
+    out = np.full(r.shape[0], np.nan)
+    out[ok] = np.nanmax(r[ok], axis=1) - np.nanmin(r[ok], axis=1)
+    return out
+
+
+def _clusters(rows: pd.DataFrame, cluster: str | None) -> np.ndarray:
+    return np.unique(rows[cluster] if cluster else rows["node"])
+
+
+def _observed_dpd(n: np.ndarray, x: np.ndarray) -> float:
+    tot = n.sum(axis=0)
+    return dpd(np.where(tot > 0, x.sum(axis=0) / np.where(tot > 0, tot, 1), np.nan))
+
+
+def _quantiles(v: np.ndarray, level: float) -> tuple[float, float]:
+    if not np.isfinite(v).any():
+        return float("nan"), float("nan")
+    lo, hi = np.nanquantile(v, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def dpd_by_round(rows: pd.DataFrame, attr: str, cluster: str | None = None, B: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> pd.DataFrame:
+    """Per round: DPD_r with a percentile (cluster) bootstrap interval.
+
+    DPD^b = max_a r_a^b − min_a r_a^b over the resampled rates of ``_bootstrap_rates``;
+    interval = the (1∓level)/2 quantiles of DPD^b.
+    """
+    attributes = sorted(rows[attr].dropna().unique())
+    clusters = _clusters(rows, cluster)
+    rounds = sorted(rows["round"].unique())
+    pairs = [_cluster_counts(rows[rows["round"] == r], attr, attributes, cluster, clusters) for r in rounds]
+    boots = _bootstrap_rates(pairs, B, seed)
+    out = []
+    for r, (n, x), rb in zip(rounds, pairs, boots):
+        lo, hi = _quantiles(_dpd_rows(rb), level)
+        out.append({"round": int(r), "dpd": _observed_dpd(n, x), "ci_low": lo, "ci_high": hi,
+                    "n_valid": int(n.sum())})
+    return pd.DataFrame(out)
+
+
+def flip_rates(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
+    """Per round r ≥ 1 and attribute: flip_rate = #changed / #agents valid in both r−1 and r."""
+    sub = rows[(rows["round"] > 0) & rows["changed"].notna()]
+    g = sub.assign(c=sub["changed"].astype(bool)).groupby(["round", attr])["c"]
+    out = pd.DataFrame({"n_both_valid": g.size(), "flips": g.sum()}).reset_index().rename(columns={attr: "attribute"})
+    out["flip_rate"] = out["flips"] / out["n_both_valid"]
+    return out
+
+
+@dataclass(frozen=True)
+class Amplification:
+    """amplification = DPD_r(LLM) − DPD_r(control) with its bootstrap interval and verdict."""
+
+    round: int
+    dpd_llm: float
+    dpd_control: float
+    amplification: float
+    ci_low: float
+    ci_high: float
+    verdict: str  # amplified | damped | unchanged
+
+
+def verdict(lo: float, hi: float) -> str:
+    """amplified when the interval lies above 0, damped when below, unchanged when it covers 0."""
+    if np.isnan(lo) or np.isnan(hi):
+        return "unchanged"
+    return "amplified" if lo > 0 else "damped" if hi < 0 else "unchanged"
+
+
+def amplification(llm: pd.DataFrame, control: pd.DataFrame, attr: str, cluster: str | None = None,
+                  B: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per round: A_r = DPD_r(LLM) − DPD_r(control), paired bootstrap interval and verdict.
+
+    The control starts from the same round-0 decisions on the same graph, so both runs have the same
+    agents and clusters; each resample uses one set of cluster weights w_bc for both runs:
+    A_r^b = DPD(r^b_LLM) − DPD(r^b_control). Interval = (1∓level)/2 quantiles of A_r^b.
+    """
+    attributes = sorted(llm[attr].dropna().unique())
+    clusters = np.union1d(_clusters(llm, cluster), _clusters(control, cluster))
+    rounds = sorted(set(llm["round"]) & set(control["round"]))
+    pairs = [_cluster_counts(rows[rows["round"] == r], attr, attributes, cluster, clusters)
+             for r in rounds for rows in (llm, control)]
+    boots = _bootstrap_rates(pairs, B, seed)
+    out = []
+    for i, r in enumerate(rounds):
+        d_llm, d_ctl = _observed_dpd(*pairs[2 * i]), _observed_dpd(*pairs[2 * i + 1])
+        lo, hi = _quantiles(_dpd_rows(boots[2 * i]) - _dpd_rows(boots[2 * i + 1]), level)
+        out.append(Amplification(int(r), d_llm, d_ctl, d_llm - d_ctl, lo, hi, verdict(lo, hi)))
+    return pd.DataFrame([a.__dict__ for a in out])
+
+
+def gap_interval(rows: pd.DataFrame, attr: str, a, b, cluster: str | None = None, B: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float, float]:
+    """Rate gap g = r_a − r_b with a percentile (cluster) bootstrap interval; returns (g, lo, hi).
+    Under no bias the interval should exclude 0 in about 1 − level of experiments."""
+    clusters = _clusters(rows, cluster)
+    n, x = _cluster_counts(rows, attr, [a, b], cluster, clusters)
+    g = x[:, 0].sum() / n[:, 0].sum() - x[:, 1].sum() / n[:, 1].sum()
+    (r,) = _bootstrap_rates([(n, x)], B, seed)
+    lo, hi = np.nanquantile(r[:, 0] - r[:, 1], [(1 - level) / 2, (1 + level) / 2])
+    return float(g), float(lo), float(hi)
+
+
+def with_archetype_clusters(rows: pd.DataFrame, cell: str = "cell_id", replicate: str = "replicate",
+                            name: str = "cluster") -> pd.DataFrame:
+    """Add the archetype × replicate cluster id (``cell/replicate``) that archetype-mode bootstraps resample."""
+    return rows.assign(**{name: rows[cell].astype(str) + "/" + rows[replicate].astype(str)})
