@@ -16,8 +16,8 @@ import httpx
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
-from louder.llm.remote import RemoteChatModel, _redact, first_token_logprobs
-from louder.llm.retry import call_with_retries, is_transient
+from louder.llm.remote import RemoteChatModel, first_token_logprobs
+from louder.llm.retry import call_with_retries, failed_reply_fields
 
 
 class HTTPChatModel(RemoteChatModel):
@@ -58,9 +58,7 @@ class HTTPChatModel(RemoteChatModel):
         try:
             out, attempts = call_with_retries(lambda: self._post(path, body), self.max_attempts)
         except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return None, 1, Reply(error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                                  latency_s=time.perf_counter() - start, attempts=getattr(e, "louder_attempts", 1))
+            return None, 1, Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
         return out, attempts, None
 
     def generate(self, request: Request) -> Reply:
@@ -73,7 +71,8 @@ class HTTPChatModel(RemoteChatModel):
             message = choice.get("message") or {}
             text = message.get("content") if request.messages is not None else choice.get("text")
         except (KeyError, IndexError, TypeError):
-            return Reply(error=f"request failed: unexpected response shape {str(out)[:300]}",
+            return Reply(error=f"bad_response: request failed: unexpected response shape {str(out)[:300]}",
+                         error_cause="bad_response",
                          latency_s=time.perf_counter() - start, attempts=attempts)
         usage = out.get("usage") or {}
         return Reply(text=text or "", refusal=message.get("refusal"), input_tokens=usage.get("prompt_tokens"),

@@ -32,7 +32,7 @@ def count_test_calls(config: ExperimentConfig, test: str) -> int:
 
 def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_errors: bool = False,
              on_progress: Callable[[int, str], None] | None = None) -> tuple[pd.DataFrame, dict]:
-    ctx = RunContext(config, out_dir, retry_errors)
+    ctx = RunContext(config, out_dir, retry_errors, planned_calls=count_test_calls(config, test))
     sessions = ctx.sessions
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if test == "association":

@@ -71,7 +71,7 @@ def run_experiment(
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if on_progress:
         on_progress(n_agents, "start")
-    ctx = RunContext(config, out_dir, retry_errors)
+    ctx = RunContext(config, out_dir, retry_errors, planned_calls=count_calls(config))
     run_id, sessions, out = ctx.run_id, ctx.sessions, ctx.out
 
     def run_case(model_label: str, condition: str, scenario_id: str, group_id: str):
