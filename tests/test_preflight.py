@@ -46,8 +46,8 @@ def cli(args, env=None, timeout=120):
     (408, "", "http_408_timeout", True),
 ])
 def test_http_causes(status, body, cause, transient):
-    assert classify_failure(status, body) == (f := classify_failure(status, body)) and f.cause == cause
-    assert f.transient is transient
+    f = classify_failure(status, body)
+    assert f.cause == cause and f.transient is transient
 
 
 def test_exception_causes():
