@@ -390,6 +390,41 @@ def view(
     raise typer.Exit(subprocess.call(cmd, env=env))
 
 
+@app.command()
+def check(
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional; its models are checked)"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+) -> None:
+    """Preflight a remote model: reachable? model name served? which JSON modes and log-probs work?
+    Prints one tab-separated row per capability, then the config line to use."""
+    from louder.config import load_config
+    from louder.llm.preflight import run_preflight
+    from louder.llm.spec import parse_spec
+
+    try:
+        cfg = load_config(config, dict(models=model or None))
+        remote = [m for m in cfg.models if parse_spec(m.spec)[1] != "embedded"]
+        if not remote:
+            fail("louder check is for remote models (openai:MODEL[@URL], ollama:MODEL[@URL]); "
+                 "the embedded model needs no check")
+        usable = True
+        typer.echo("model\tcapability\tstatus\tdetail")
+        lines = []
+        for m in remote:
+            pf = run_preflight(m)
+            for c in pf.capabilities:
+                typer.echo(f"{m.spec}\t{c.name}\t{c.status}\t{c.detail}")
+            usable = usable and pf.json_mode is not None
+            lines.append(f"config: {pf.config_line()}" if pf.json_mode else
+                         f"config: none — {m.spec} accepts no JSON mode")
+        for line in lines:
+            typer.echo(line)
+    except LouderError as e:
+        fail(str(e))
+    if not usable:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     try:
         app()

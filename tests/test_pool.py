@@ -26,7 +26,9 @@ class Stub:
 
     def generate(self, request):
         self.calls += 1
-        return Reply(error="transport failure after retries: down") if self.fail else Reply(text=self.base_url)
+        if self.fail:
+            return Reply(error="connection: transport failure after retries: down", error_cause="connection")
+        return Reply(text=self.base_url)
 
 
 def test_failing_replica_rests_and_others_carry_on():

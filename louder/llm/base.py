@@ -64,6 +64,7 @@ class Reply:
     latency_s: float = 0.0
     attempts: int = 1
     error: str | None = None
+    error_cause: str | None = None  # e.g. http_400_invalid_request, timeout (louder.llm.errors)
     finish_reason: str | None = None
     cached: bool = field(default=False, compare=False)
 
@@ -73,7 +74,12 @@ class Reply:
 
     @classmethod
     def from_json(cls, s: str) -> Reply:
-        return cls(**json.loads(s), cached=True)
+        # Unknown keys are dropped so a cache written by a newer louder still reads.
+        d = json.loads(s)
+        return cls(**{k: v for k, v in d.items() if k in _REPLY_FIELDS}, cached=True)
+
+
+_REPLY_FIELDS = {f for f in Reply.__dataclass_fields__ if f != "cached"}
 
 
 @runtime_checkable

@@ -44,6 +44,10 @@ class ResponseCache:
                 (key, reply.to_json(), int(reply.error is not None)),
             )
 
+    def delete(self, keys: list[str]) -> None:
+        with self._lock:
+            self._db.executemany("DELETE FROM replies WHERE key = ?", [(k,) for k in keys])
+
     def __len__(self) -> int:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]

@@ -7,13 +7,16 @@ costs resumability.
 
 from __future__ import annotations
 
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, TypeVar
 
+from louder.errors import LouderError
 from louder.llm.base import LanguageModel, Reply, Request, stable_hash
 from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
+from louder.llm.errors import TRANSIENT, fix_for
 from louder.llm.limits import RateLimiter, estimated_tokens
 
 T = TypeVar("T")
@@ -29,6 +32,67 @@ class Deferred(Exception):
     their requests are in the recorder (the next batch stage) and the work cannot go on."""
 
 
+class FailFastError(LouderError):
+    """The first calls of a run all failed the same way, one that retrying cannot fix."""
+
+
+def fail_fast_window(planned_calls: int | None) -> int:
+    """How many first calls must all fail alike before a run stops: 5 % of the run, at least 3
+    (one odd failure never stops a run) and at most 20 (a big run stops early)."""
+    if not planned_calls:
+        return 20
+    return max(3, min(20, math.ceil(0.05 * planned_calls)))
+
+
+class Circuit:
+    """Watches the first model calls of a run. If the first ``window`` of them all fail with the same
+    non-transient cause (HTTP 400, 401, 404, a validation error, …), every further call would fail
+    too: the circuit opens, and every call from then on raises ``FailFastError`` at once.
+
+    The failed replies of that window are taken back out of the cache (they say nothing about the
+    model), so the re-run after the fix asks again; every answer that did arrive stays cached.
+    Any success, transient failure or second cause settles the circuit for the rest of the run.
+    """
+
+    def __init__(self, window: int, label: str):
+        self.window, self.label = window, label
+        self._lock = threading.Lock()
+        self._settled = False
+        self._cause: str | None = None
+        self._keys: list[str] = []
+        self._first_error = ""
+        self.error: FailFastError | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def record(self, key: str, reply: Reply, cache: ResponseCache | None) -> None:
+        with self._lock:
+            if self.error is not None:
+                if reply.error is not None and cache is not None:
+                    cache.delete([key])
+                raise self.error
+            if self._settled:
+                return
+            cause = reply.error_cause if reply.error is not None else None
+            if cause is None or cause in TRANSIENT or (self._cause is not None and cause != self._cause):
+                self._settled = True
+                return
+            self._cause = self._cause or cause
+            self._first_error = self._first_error or reply.error
+            self._keys.append(key)
+            if len(self._keys) < self.window:
+                return
+            if cache is not None:
+                cache.delete(self._keys)
+            said = self._first_error.split(": ", 3)[-1][:300].replace("\n", " ")
+            self.error = FailFastError(
+                f"stopped: the first {len(self._keys)} calls to {self.label} all failed with {cause} ({said}). "
+                f"Fix: {fix_for(cause)}. Answers that arrived are cached; run the same command again to resume.")
+            raise self.error
+
+
 class Client:
     def __init__(
         self,
@@ -41,6 +105,7 @@ class Client:
         local: threading.local | None = None,
         recorder: Recorder | None = None,
         label: str = "",
+        circuit: Circuit | None = None,
     ):
         self.backend = backend
         self.cache = cache
@@ -61,6 +126,7 @@ class Client:
         # Recording mode (batch export): a cache miss is written down, never sent to the model.
         self.recorder = recorder
         self.label = label or str(self._identity.get("model", ""))
+        self.circuit = circuit
 
     def identity(self) -> dict:
         return self._identity
@@ -89,6 +155,8 @@ class Client:
             raise CacheMiss(key)
         if getattr(self._local, "cache_only", False):
             raise CacheMiss(key)
+        if self.circuit is not None:
+            self.circuit.check()
         if self.limiter is not None:
             waited = self.limiter.acquire(estimated_tokens(request))
             with self._count_lock:
@@ -100,6 +168,8 @@ class Client:
             self.model_seconds += reply.latency_s
         if self.cache is not None:
             self.cache.put(key, reply)
+        if self.circuit is not None:
+            self.circuit.record(key, reply, self.cache)
         return reply
 
     def map(self, fn: Callable[[T], R], items: Iterable[T], on_done: Callable[[], None] | None = None) -> list[R]:

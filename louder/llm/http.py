@@ -15,8 +15,8 @@ import httpx
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
 from louder.llm.openai_wire import generation_reply, request_body, score_reply
-from louder.llm.remote import RemoteChatModel, _redact
-from louder.llm.retry import call_with_retries, is_transient
+from louder.llm.remote import RemoteChatModel
+from louder.llm.retry import call_with_retries, failed_reply_fields
 
 
 class HTTPChatModel(RemoteChatModel):
@@ -48,9 +48,7 @@ class HTTPChatModel(RemoteChatModel):
         try:
             out, attempts = call_with_retries(lambda: self._post(path, body), self.max_attempts)
         except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return None, 1, Reply(error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                                  latency_s=time.perf_counter() - start, attempts=getattr(e, "louder_attempts", 1))
+            return None, 1, Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
         return out, attempts, None
 
     def generate(self, request: Request) -> Reply:

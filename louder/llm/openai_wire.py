@@ -59,8 +59,8 @@ def generation_reply(out: dict, chat: bool, latency_s: float = 0.0, attempts: in
         message = choice.get("message") or {}
         text = message.get("content") if chat else choice.get("text")
     except (KeyError, IndexError, TypeError, AttributeError):
-        return Reply(error=f"request failed: unexpected response shape {str(out)[:300]}",
-                     latency_s=latency_s, attempts=attempts)
+        return Reply(error=f"bad_response: request failed: unexpected response shape {str(out)[:300]}",
+                     error_cause="bad_response", latency_s=latency_s, attempts=attempts)
     tin, tout = _usage(out)
     return Reply(text=text or "", refusal=message.get("refusal"), input_tokens=tin, output_tokens=tout,
                  latency_s=latency_s, attempts=attempts, finish_reason=choice.get("finish_reason"))

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from louder.llm.base import Reply, Request
+from louder.llm.errors import TRANSIENT
 
 
 def is_transient_reply(reply: Reply) -> bool:
     """A failed reply worth trying on another replica."""
-    return bool(reply.error) and reply.error.startswith("transport failure")
+    return bool(reply.error) and reply.error_cause in TRANSIENT
 
 
 @dataclass

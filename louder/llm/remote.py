@@ -15,7 +15,7 @@ import time
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
-from louder.llm.retry import call_with_retries, is_transient
+from louder.llm.retry import call_with_retries, failed_reply_fields
 
 
 def _lc_messages(messages):
@@ -24,13 +24,6 @@ def _lc_messages(messages):
     kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
     return [kinds[r](content=c) for r, c in messages]
 
-
-def _redact(text: str) -> str:
-    """Drop anything that looks like an API key from an error message before it is stored."""
-    key = os.environ.get("OPENAI_API_KEY")
-    if key:
-        text = text.replace(key, "[redacted]")
-    return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-[redacted]", text)
 
 
 class RemoteChatModel:
@@ -128,12 +121,7 @@ class RemoteChatModel:
         try:
             out, attempts = call_with_retries(lambda: self._invoke(request), self.max_attempts)
         except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return Reply(
-                error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                latency_s=time.perf_counter() - start,
-                attempts=getattr(e, "louder_attempts", 1),
-            )
+            return Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
         latency = time.perf_counter() - start
         if isinstance(out, str):  # completion models return plain text
             return Reply(text=out, latency_s=latency, attempts=attempts)
@@ -156,7 +144,8 @@ class RemoteChatModel:
         starts (right after ``prefix``), each choice gets the summed probability of the top tokens
         that begin it (and no other choice). Choices outside the top 20 get null."""
         if self.backend != "openai":
-            return Reply(error="log-prob scoring needs an OpenAI-compatible backend")
+            return Reply(error="unsupported: log-prob scoring needs an OpenAI-compatible backend",
+                         error_cause="unsupported")
         start = time.perf_counter()
         kw = dict(temperature=0.0, max_tokens=request.max_tokens, seed=request.seed, logprobs=True, top_logprobs=20)
         if request.schema is not None:
@@ -165,9 +154,7 @@ class RemoteChatModel:
             out, attempts = call_with_retries(
                 lambda: self._chat_client().invoke(_lc_messages(request.messages), **kw), self.max_attempts)
         except Exception as e:  # noqa: BLE001
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return Reply(error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                         latency_s=time.perf_counter() - start, attempts=getattr(e, "louder_attempts", 1))
+            return Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
         content = (getattr(out, "response_metadata", {}) or {}).get("logprobs") or {}
         tokens = content.get("content") or []
         logprobs = first_token_logprobs(tokens, prefix, choices)

@@ -6,27 +6,28 @@ from typing import Callable, TypeVar
 
 # Imported here, at import time: a first import of httpx from several worker threads at once
 # leaves openai seeing a partially initialised module.
-import httpx
-import openai
+import httpx  # noqa: F401
+import openai  # noqa: F401
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from louder.llm.errors import classify_exception, redact
 
 T = TypeVar("T")
 
 
-def _status(exc: BaseException) -> int | None:
-    code = getattr(exc, "status_code", None)
-    if code is None and getattr(exc, "response", None) is not None:
-        code = getattr(exc.response, "status_code", None)
-    return code if isinstance(code, int) else None
-
-
 def is_transient(exc: BaseException) -> bool:
-    """Worth another try: timeouts, dropped connections, 408/409/429 and 5xx answers."""
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError, TimeoutError)):
-        return True
-    code = _status(exc)
-    return code is not None and (code in (408, 409, 429) or code >= 500)
+    """Worth another try: timeouts, dropped connections, 408/409/429 and 5xx answers — but not a 5xx
+    whose body is a request-validation error (see ``louder.llm.errors.classify_failure``)."""
+    return classify_exception(exc).transient
+
+
+def failed_reply_fields(exc: BaseException) -> dict:
+    """``Reply`` fields for a call that failed: the error text starts with its cause."""
+    failure = classify_exception(exc)
+    kind = "transport failure after retries" if failure.transient else "request failed"
+    return {"error": redact(f"{failure.cause}: {kind}: {type(exc).__name__}: {exc}")[:2000],
+            "error_cause": failure.cause, "attempts": getattr(exc, "louder_attempts", 1)}
 
 
 def retry_after_seconds(exc: BaseException | None) -> float | None:

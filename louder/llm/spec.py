@@ -35,10 +35,12 @@ class ModelConfig(BaseModel):
     requests_per_minute: float | None = Field(None, gt=0, description="remote: request budget per minute")
     tokens_per_minute: float | None = Field(
         None, gt=0, description="remote: token budget per minute (prompt ≈ chars/4 plus max_tokens, as providers count)")
-    json_mode: Literal["json_schema", "json_object_schema", "json_object", "off"] = Field(
-        "json_schema",
-        description="remote: how to ask for JSON — json_schema (OpenAI structured outputs, vLLM, Ollama), "
-        "json_object_schema (llama_cpp.server), json_object (plain JSON mode), off (prompt only, as in the paper)",
+    json_mode: Literal["auto", "json_schema", "json_object_schema", "json_object", "off"] = Field(
+        "auto",
+        description="remote: how to ask for JSON — auto (the best mode the endpoint accepts, found by a cached "
+        "preflight at the start of a run; see `louder check`), json_schema (OpenAI structured outputs, vLLM, "
+        "Ollama), json_object_schema (llama_cpp.server), json_object (plain JSON mode), off (prompt only, as in "
+        "the paper)",
     )
 
     @field_validator("spec")
@@ -80,6 +82,8 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
 def build_backend(spec: str, cfg: ModelConfig | None = None):
     """The backend object for ``spec`` (its chat/completion API is chosen per request)."""
     cfg = cfg or ModelConfig(spec=spec)
+    # auto is resolved by the preflight (louder.llm.preflight); without one, the old default.
+    json_mode = "json_schema" if cfg.json_mode == "auto" else cfg.json_mode
     try:
         _, backend, model, url = parse_spec(spec)
     except ValueError as e:
@@ -104,9 +108,9 @@ def build_backend(spec: str, cfg: ModelConfig | None = None):
         from louder.llm.http import HTTPChatModel
 
         return HTTPChatModel(model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
-                             json_mode=cfg.json_mode)
+                             json_mode=json_mode)
     from louder.llm.remote import RemoteChatModel
 
     return RemoteChatModel(
-        backend, model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts, json_mode=cfg.json_mode
+        backend, model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts, json_mode=json_mode
     )

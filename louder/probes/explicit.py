@@ -96,7 +96,8 @@ def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bo
     if on_progress:
         on_progress(sum(trials_for(config, g) for _, _, g in plan), "start")
     tick = (lambda: on_progress(0, "")) if on_progress else None
-    with RunContext(config, out_dir, retry_errors, recorder) as ctx:
+    with RunContext(config, out_dir, retry_errors, planned_calls=count_probe_calls(config),
+                    recorder=recorder) as ctx:
         total = sum(trials_for(config, g) for _, _, g in plan)
         results = run_all([lambda p=p: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]), ctx.run_id,
                                                   tick) for p in plan], config.concurrency, total)

@@ -33,7 +33,7 @@ def count_test_calls(config: ExperimentConfig, test: str) -> int:
 def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_errors: bool = False,
              on_progress: Callable[[int, str], None] | None = None,
              recorder=None) -> tuple[pd.DataFrame, dict] | None:
-    ctx = RunContext(config, out_dir, retry_errors, recorder)
+    ctx = RunContext(config, out_dir, retry_errors, planned_calls=count_test_calls(config, test), recorder=recorder)
     sessions = ctx.sessions
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if test == "association":

@@ -57,7 +57,8 @@ def merge_shard(cache: ResponseCache, shard: Path) -> int:
     return len(rows)
 
 
-def _case_task(config_json: dict, main_cache: str, shard: str, run_id: str, case_key: tuple, retry_errors: bool):
+def _case_task(config_json: dict, main_cache: str, shard: str, run_id: str, case_key: tuple, retry_errors: bool,
+               preflight: str):
     """One case in a Ray worker: (decision frame, persona rows, call counters)."""
     from louder.config import ExperimentConfig
     from louder.prompts import Prompts
@@ -68,7 +69,8 @@ def _case_task(config_json: dict, main_cache: str, shard: str, run_id: str, case
     cache = ShardCache(Path(shard), Path(main_cache))
     try:
         mcfg = next(m for m in config.models if m.label == case_key[0])
-        session = open_session(config, mcfg, cache, Prompts(), retry_errors)
+        # The driver's preflight (cached in the run folder) serves every worker: no endpoint is probed twice.
+        session = open_session(config, mcfg, cache, Prompts(), retry_errors, preflight_path=Path(preflight))
         df, rows = simulate_case(config, session, run_id, case_key)
         return df, rows, call_counts({mcfg.label: session})
     finally:
@@ -102,7 +104,8 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
         refs = {}
         for i, case in enumerate(cases):
             shard = shards / f"{stable_hash(list(case))[:16]}.sqlite"
-            refs[task.remote(config_json, main_cache, str(shard), ctx.run_id, case, retry_errors)] = (i, shard)
+            refs[task.remote(config_json, main_cache, str(shard), ctx.run_id, case, retry_errors,
+                             str(ctx.out.resolve() / "preflight.json"))] = (i, shard)
         results: list = [None] * len(cases)
         pending = list(refs)
         while pending:

@@ -96,7 +96,7 @@ def run_experiment(
     tick = (lambda: on_progress(0, "")) if on_progress else None
     if on_progress:
         on_progress(n_agents, "start")
-    ctx = RunContext(config, out_dir, retry_errors, recorder)
+    ctx = RunContext(config, out_dir, retry_errors, planned_calls=count_calls(config), recorder=recorder)
     out = ctx.out
     with ctx:
         if config.executor == "ray":
