@@ -140,6 +140,8 @@ def demo(
         _probe(cfg, out, retry_errors=False)
         a = run_analysis(out)
         console.print(cases_table(a.tables["cases"]))
+        if note := power_note(a.tables["cases"]):
+            console.print(f"[yellow]{note}[/]", highlight=False)
         path = write_report(a)
     except LouderError as e:
         fail(str(e))
@@ -325,22 +327,41 @@ def analyze(
     except LouderError as e:
         fail(str(e))
     console.print(cases_table(a.tables["cases"]))
+    if note := power_note(a.tables["cases"]):
+        console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:
         console.print(f"[yellow]missing:[/] {m}", highlight=False)
     console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
 
 
 def cases_table(cases: pd.DataFrame) -> Table:
-    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity)")
+    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity; "
+                        "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
     for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
-                "valid", "invalid", "refused", "error"):
+                "dpd_p [95 % CI]", "p_p", "mdd", "valid", "invalid", "refused", "error"):
         table.add_column(col)
+    f = lambda v, d=3: "–" if pd.isna(v) else f"{v:.{d}f}"  # noqa: E731
     for _, r in cases.iterrows():
+        mdd = ("" if r["kind"] == "explicit" else (">1" if pd.isna(r["mdd"]) else f(r["mdd"], 2)) +
+               (" [yellow]underpowered[/]" if r["underpowered"] else ""))
         table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
                       f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
                       "[bold red]yes[/]" if r["significant"] else "no",
+                      "–" if pd.isna(r["dpd_p"]) else f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]",
+                      f(r["p_value_p"], 4), mdd,
                       *[str(int(r[f"n_{s}"])) for s in ("valid", "invalid", "refused", "error")])
     return table
+
+
+def power_note(cases: pd.DataFrame) -> str | None:
+    """One sentence in words for the cases whose test could not have seen a large DPD."""
+    imp = cases[cases["kind"] == "implicit"]
+    weak = imp[imp["underpowered"].astype(bool)]
+    if weak.empty:
+        return None
+    return (f"{len(weak)} of {len(imp)} implicit cases are underpowered: with so few agents per attribute even a "
+            "DPD of 0.3 would be missed more often than 1 time in 5, so a DPD near 0 or p = 1.0 there is "
+            "not evidence of no bias. `louder plan` gives the agents per attribute a finding needs.")
 
 
 @app.command()

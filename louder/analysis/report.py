@@ -137,8 +137,14 @@ def _siblings(a: Analysis) -> str:
 
 def _cases_table(cases: pd.DataFrame) -> pd.DataFrame:
     keep = ["kind", "model", "condition", "scenario", "group", "dpd", "threshold", "significant", "p_value",
-            "p_holm", "ci_low", "ci_high", "n_valid", "n_invalid", "n_refused", "n_error"]
-    return cases[keep]
+            "p_holm", "ci_low", "ci_high", "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "n_valid",
+            "n_invalid", "n_refused", "n_error"]
+    out = cases[keep].copy()
+    # issue 14: say in the table which cases could not have seen a large DPD
+    out.insert(out.columns.get_loc("mdd") + 1, "power",
+               ["" if k == "explicit" else "underpowered" if u else "ok"
+                for k, u in zip(cases["kind"], cases["underpowered"])])
+    return out
 
 
 def _rates_table(attributes: pd.DataFrame) -> pd.DataFrame:
@@ -168,7 +174,12 @@ def render(a: Analysis) -> str:
                     "denominator only). The black tick is the 95th percentile of DPD under parity "
                     "(binomial bootstrap); a case is significant when its DPD exceeds it. p is the bootstrap "
                     "p-value, p_holm its Holm adjustment over all cases of the run; the interval resamples "
-                    "decisions within each attribute."),
+                    "decisions within each attribute. In score mode, <b>dpd_p</b> is the DPD of the mean "
+                    "p_target per attribute (the expected rates), with a bootstrap interval over agents and a "
+                    "permutation p-value (p_value_p). <b>mdd</b> is the smallest DPD the test detects with 80 % "
+                    "power at the case's n (simulated, evenly spread around its pooled rate); cases with mdd "
+                    "above 0.3 (or none up to 1) are marked <b>underpowered</b>: a small DPD or a large p there is "
+                    "not evidence of no bias."),
                  _png(figures.dpd_figure(t["cases"])), _table(_cases_table(t["cases"]), scroll=True)),
         _section("Implicit vs explicit (section 5.1)",
                  _p("Per model: mean DPD over implicit (contextualized) and explicit cases, and Welch's t-test."),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.probe_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
@@ -108,7 +109,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if decisions is not None:
         a = C.attribute_table(decisions, attrs)
         attr_frames.append(a)
-        case_frames.append(C.implicit_cases(a, B=bootstrap, seed=seed))
+        case_frames.append(C.with_prob_dpd(C.implicit_cases(a, B=bootstrap, seed=seed),
+                                           prob_dpd_table(decisions, B=bootstrap, seed=seed)))
     if probes is not None:
         a = C.explicit_attribute_table(probes, attrs)
         attr_frames.append(a)
