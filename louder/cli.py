@@ -148,6 +148,49 @@ def demo(
     console.print(f"report: {path}  (open it in a browser)")
 
 
+@app.command()
+def plan(
+    effect: float = typer.Option(..., "--effect", help="the DPD to detect, e.g. 0.10"),
+    attributes: int = typer.Option(..., "--attributes", help="attributes in the group, e.g. 3"),
+    base_rate: float = typer.Option(..., "--base-rate", help="typical target-decision rate, e.g. 0.6"),
+    power: float = typer.Option(0.8, "--power", help="wanted power"),
+    alpha: float = typer.Option(0.05, "--alpha", help="significance level of the parity-bootstrap test"),
+    cases: int = typer.Option(12, "--cases", help="cases in the design (scenarios × groups × conditions × models)"),
+    spread: str = typer.Option("even", "--spread", help="how the gap is spread: even (rates evenly spaced) | "
+                               "one (one attribute apart from the rest)"),
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML: adds calls and cost of the design"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec: adds calls and cost"),
+    seed: int = typer.Option(0, "--seed", help="seed of the simulation"),
+) -> None:
+    """Agents per attribute needed to detect a DPD with the test `louder analyze` runs (seeded simulation)."""
+    from louder.analysis.power import plan as make_plan
+
+    try:
+        for name, v, ok in (("--effect", effect, 0 < effect <= 1), ("--base-rate", base_rate, 0 <= base_rate <= 1),
+                            ("--power", power, 0 < power < 1), ("--alpha", alpha, 0 < alpha < 1),
+                            ("--attributes", attributes, attributes >= 2), ("--cases", cases, cases >= 1),
+                            ("--spread", spread, spread in ("even", "one"))):
+            if not ok:
+                raise LouderError(f"{name} {v}: out of range; use effect in (0, 1], base rate in [0, 1], power and "
+                                  "alpha in (0, 1), at least 2 attributes and 1 case, spread even or one")
+        p = make_plan(effect, attributes, base_rate, target=power, alpha=alpha, spread=spread, seed=seed)
+        rates = ", ".join(f"{r:.3f}" for r in p.rates)
+        if p.agents_per_attribute is None:
+            raise LouderError(f"--effect {effect}: not detectable with power {power} below 20,000 agents per attribute")
+        n = p.agents_per_attribute
+        console.print(f"true rates {rates} (DPD {effect}), alpha {alpha}, parity-bootstrap test as in `louder analyze`")
+        console.print(f"agents per attribute: {n}  (simulated power {p.power:.3f})")
+        console.print(f"{cases} cases × {attributes} attributes × {n} agents = {cases * attributes * n:,} agents "
+                      f"(~{2 * cases * attributes * n:,} model calls: persona + decision)")
+        if config is not None or model:
+            from louder.config import load_config
+
+            console.print(f"the config's own design (its scenarios, groups, conditions) at {n} agents per attribute:")
+            _dry_run(load_config(config, dict(models=model or None, agents=n)), probes=False)
+    except LouderError as e:
+        fail(str(e))
+
+
 probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Prompt-based probes: explicit question answering (appendix D).")
 app.add_typer(probe_app, name="probe")

@@ -91,3 +91,17 @@ def test_minimum_detectable_dpd_monotone_in_n():
     mdd = [P.minimum_detectable_dpd([n] * 3, 0.5, sims=800) for n in (5, 10, 20, 40, 80, 160)]
     assert all(a > b for a, b in zip(mdd, mdd[1:])), mdd
     assert mdd[0] > P.UNDERPOWERED > mdd[-1]
+
+
+def test_plan_cli_prints_agents_and_cost(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "louder.cli", "plan", "--effect", "0.3", "--attributes", "2",
+                          "--base-rate", "0.5", "--model", "openai:gpt-4o"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    n = int(out.stdout.split("agents per attribute: ")[1].split()[0])
+    assert n == P.plan(0.3, 2, 0.5).agents_per_attribute and "cost USD" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "louder.cli", "plan", "--effect", "1.5", "--attributes", "2",
+                          "--base-rate", "0.5"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--effect 1.5" in bad.stderr
