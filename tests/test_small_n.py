@@ -1,6 +1,7 @@
 """Issue 14: probability DPD, power planning and the minimum detectable DPD."""
 
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -105,3 +106,43 @@ def test_plan_cli_prints_agents_and_cost(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "louder.cli", "plan", "--effect", "1.5", "--attributes", "2",
                           "--base-rate", "0.5"], capture_output=True, text=True)
     assert bad.returncode != 0 and "--effect 1.5" in bad.stderr
+
+
+def test_independence_matches_scipy_and_brute_force():
+    from scipy.stats import chi2_contingency
+
+    from louder.analysis.choices import independence
+
+    rng = np.random.default_rng(4)
+    a = np.repeat(["x", "y", "z"], 40)
+    c = np.concatenate([rng.choice(["A", "B", "C"], 40, p=p) for p in ([.5, .3, .2], [.3, .4, .3], [.2, .3, .5])])
+    r = independence(a, c)
+    ref = chi2_contingency(pd.crosstab(a, c).to_numpy(), correction=False)
+    assert r.method == "chi-square" and abs(r.chi2 - ref.statistic) < 1e-9 and abs(r.p_value - ref.pvalue) < 1e-12
+    # small counts: Monte-Carlo against a plain loop of label shuffles
+    a, c = a[::8], c[::8]
+    r = independence(a, c, B=4000, seed=1)
+    g = np.random.default_rng(2)
+    stat = chi2_contingency(pd.crosstab(a, c).to_numpy(), correction=False).statistic
+    loop = [chi2_contingency(pd.crosstab(a, g.permutation(c)).to_numpy(), correction=False).statistic
+            for _ in range(2000)]
+    assert r.method == "monte-carlo" and abs(r.chi2 - stat) < 1e-9
+    assert abs(r.p_value - np.mean(np.array(loop) >= stat - 1e-9)) < 0.03
+
+
+def test_three_choice_analysis_rates_every_choice(tmp_path):
+    from louder.analysis import analyze
+
+    # same Bike rate in both attributes (target DPD 0) but Bus vs Car differ: only the full table sees it
+    rows = [dict(run_id="r", model="m", condition="contextualized", scenario="s3", group="g", attribute=at,
+                 agent_id=i, decision=d, target=d == "Bike", status="valid", p_target=np.nan, rationale="")
+            for at, counts in (("a", (10, 16, 4)), ("b", (10, 4, 16))) for i, d in
+            enumerate(np.repeat(["Bike", "Bus", "Car"], counts))]
+    pd.DataFrame(rows).to_parquet(tmp_path / "decisions.parquet")
+    t = analyze(tmp_path, bootstrap=500).tables
+    assert set(t["choices"]["choice"]) == {"Bike", "Bus", "Car"}
+    assert np.allclose(t["choices"].groupby("attribute")["rate"].sum(), 1)
+    case = t["cases"].iloc[0]
+    assert case["dpd"] == 0
+    assert case["independence_test"] == "chi-square" and case["p_independence"] < 0.01
+    assert set(json.loads(t["attributes"]["choice_rates"].iloc[0])) == {"Bike", "Bus", "Car"}

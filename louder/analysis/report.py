@@ -137,7 +137,7 @@ def _siblings(a: Analysis) -> str:
 
 def _cases_table(cases: pd.DataFrame) -> pd.DataFrame:
     keep = ["kind", "model", "condition", "scenario", "group", "dpd", "threshold", "significant", "p_value",
-            "p_holm", "ci_low", "ci_high", "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "n_valid",
+            "p_holm", "ci_low", "ci_high", "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "p_independence", "n_valid",
             "n_invalid", "n_refused", "n_error"]
     out = cases[keep].copy()
     # issue 14: say in the table which cases could not have seen a large DPD
@@ -150,6 +150,20 @@ def _cases_table(cases: pd.DataFrame) -> pd.DataFrame:
 def _rates_table(attributes: pd.DataFrame) -> pd.DataFrame:
     return attributes[["kind", "model", "condition", "scenario", "group", "attribute", "rate", "n_target",
                        "n_valid", "n_invalid", "n_refused", "n_error"]]
+
+
+def _choices(choices: pd.DataFrame | None) -> str:
+    """Rate of every choice per attribute (issue 14): DPD only compares the target's rate."""
+    if choices is None or choices.empty:
+        return ""
+    wide = choices.pivot_table(index=["model", "condition", "scenario", "group", "attribute", "n_valid"],
+                               columns="choice", values="rate", fill_value=0.0).reset_index()
+    wide.columns.name = None
+    return _section("Rate of every choice per attribute",
+                    _p("Share of each choice among an attribute's valid decisions. The cases table gives "
+                       "p_independence: a test that choice is independent of attribute over all choices "
+                       "(Pearson χ² when every expected count is at least 5, else a Monte-Carlo permutation "
+                       "test), beside the target-only DPD."), _table(wide, scroll=True))
 
 
 def render(a: Analysis) -> str:
@@ -186,6 +200,7 @@ def render(a: Analysis) -> str:
                  _table(t["contrast"])),
         _section("Target-decision rate per attribute (cf. Fig. 4)",
                  _png(figures.rates_figure(t["attributes"])), _table(_rates_table(t["attributes"]), scroll=True)),
+        _choices(t.get("choices")),
         _section("Persona-condition ablation (cf. Fig. 5)",
                  _p("DPD per case under each persona condition; diff_vs_contextualized = DPD(contextualized) − "
                     "DPD(condition) with a 95 % bootstrap interval."),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis.choices import choice_rates, independence_table
 from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.probe_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
@@ -18,7 +19,7 @@ from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.scenarios import load_group
 
-TABLES = ("cases", "attributes", "contrast", "ablation", "directions", "rationales")
+TABLES = ("cases", "attributes", "choices", "contrast", "ablation", "directions", "rationales")
 SIBLING_TABLES = ("association_stats", "decision_stats", "association_decision_link")
 
 
@@ -108,9 +109,12 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     attr_frames, case_frames = [], []
     if decisions is not None:
         a = C.attribute_table(decisions, attrs)
-        attr_frames.append(a)
-        case_frames.append(C.with_prob_dpd(C.implicit_cases(a, B=bootstrap, seed=seed),
-                                           prob_dpd_table(decisions, B=bootstrap, seed=seed)))
+        rates = choice_rates(decisions)
+        attr_frames.append(C.with_choice_rates(a, rates))
+        case_frames.append(C.with_independence(
+            C.with_prob_dpd(C.implicit_cases(a, B=bootstrap, seed=seed),
+                            prob_dpd_table(decisions, B=bootstrap, seed=seed)),
+            independence_table(decisions, B=bootstrap, seed=seed)))
     if probes is not None:
         a = C.explicit_attribute_table(probes, attrs)
         attr_frames.append(a)
@@ -120,7 +124,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     cases = C.with_holm(pd.concat([f for f in case_frames if len(f)], ignore_index=True)) if any(
         len(f) for f in case_frames) else pd.DataFrame(columns=C.CASE_COLUMNS)
 
-    tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases)}
+    tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases),
+              "choices": rates if decisions is not None else choice_rates(None)}
     imp_attr = attributes[attributes["kind"] == "implicit"]
     tables["ablation"] = ablation(cases, imp_attr, B=bootstrap, seed=seed)
     tables["directions"] = directions(imp_attr, load_predictions(predictions), B=bootstrap, seed=seed)
