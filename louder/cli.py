@@ -311,7 +311,8 @@ def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, vari
     valid = r["status"] == "valid"
     console.print(f"{st.name}: mean score {r['score_authors'].mean():.4f} (authors' convention, n={len(r)}), "
                   f"{r.loc[valid, 'score'].mean():.4f} (strict, n={int(valid.sum())}); "
-                  f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}")
+                  f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}, "
+                  f"one-sided {int(r['one_sided'].sum())} (valid, no strict score)")
 
 
 @probe_app.command("decision")

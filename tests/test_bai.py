@@ -245,3 +245,21 @@ def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
     assert overall.loc["authors", "n_refused"] == counts["refused"]
     html = write_report(a).read_text()
     assert "LLM Word Association Test" in html and "data:image/png;base64," in html
+
+
+def test_one_sided_answers_counted_in_both_scores():
+    """The authors' GPT-4o science replication file: 5 of 50 answers give every word to one group."""
+    from louder.analysis.probe_stats import association_stats
+
+    st = get_stereotype("science")
+    r = rescore(pd.read_csv(DATA / "gpt4o_science_replication.csv"), st, "0")
+    sided = r["one_sided"]
+    assert int(sided.sum()) == 5 and (r.loc[sided, "status"] == "valid").all()
+    assert r.loc[sided, "score"].isna().all()  # strict: no score
+    assert r.loc[sided, "score_authors"].round(3).eq(-0.5).all()  # authors: epsilon makes it −0.5
+    df = r.assign(model="gpt4o", stereotype="science", category=st.category, variation="replication")
+    s = association_stats(df, B=200).query("level == 'stereotype'").set_index("convention")
+    assert s.loc["strict", "n"] == 45 and s.loc["authors", "n"] == 50
+    assert s.loc["strict", "n_one_sided"] == 5 and s.loc["authors", "n_one_sided"] == 5
+    assert s.loc["authors", "mean"] == pytest.approx(r["score"].fillna(r["score_authors"]).mean())
+    assert s.loc["strict", "mean"] == pytest.approx(r.loc[~sided, "score"].mean())
