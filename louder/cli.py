@@ -315,6 +315,44 @@ def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, vari
                   f"one-sided {int(r['one_sided'].sum())} (valid, no strict score)")
 
 
+@probe_app.command("weat")
+def probe_weat(
+    out: Path = typer.Option(..., "--out", "-o", help="run folder (beside association.parquet for the comparison)"),
+    stereotype: Optional[list[str]] = typer.Option(None, "--stereotype", help="stereotype, repeatable (default: all 21)"),
+    embeddings: str = typer.Option("minilm", "--embeddings", help="minilm (offline, louder[weat]) | "
+                                   "openai:MODEL[@URL], e.g. openai:text-embedding-3-small"),
+    permutations: int = typer.Option(10_000, "--permutations", help="random partitions when the exact test is too big"),
+    seed: int = typer.Option(0, "--seed", help="seed of the permutation test"),
+) -> None:
+    """WEAT effect sizes and permutation p-values on the 21 stereotypes' stimuli (weat.parquet)."""
+    import time
+
+    from louder.analysis.weat import weat_table
+    from louder.io import write_json
+    from louder.llm.embeddings import embedder
+    from louder.probes.stimuli import get_stereotype, stereotypes
+
+    try:
+        sts = [get_stereotype(n) for n in stereotype] if stereotype else list(stereotypes().values())
+        start = time.perf_counter()
+        table = weat_table(sts, embedder(embeddings), permutations=permutations, seed=seed)
+        out.mkdir(parents=True, exist_ok=True)
+        table.assign(embeddings=embeddings).to_parquet(out / "weat.parquet", index=False)
+        write_json({"embeddings": embeddings, "permutations": permutations, "seed": seed,
+                    "stereotypes": [s.name for s in sts], "seconds": round(time.perf_counter() - start, 3)},
+                   out / "weat_manifest.json")
+    except LouderError as e:
+        fail(str(e))
+    t = Table(title=f"WEAT ({embeddings}): d > 0 = stigma tokens closer to stigma words")
+    for col in ("stereotype", "category", "d", "p", "test"):
+        t.add_column(col)
+    for _, r in table.iterrows():
+        t.add_row(r["stereotype"], r["category"], f"{r['effect_size']:.3f}", f"{r['p_value']:.4f}",
+                  "exact" if r["exact"] else "monte-carlo")
+    console.print(t)
+    console.print(f"wrote {out}/weat.parquet ({len(table)} rows), weat_manifest.json")
+
+
 @probe_app.command("decision")
 def probe_decision(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),

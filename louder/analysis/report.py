@@ -134,6 +134,20 @@ def _siblings(a: Analysis) -> str:
                   _p("Logistic regression of the decision score on the association score of the same "
                      "conversation (statsmodels Logit), with the coefficient's 95 % interval."),
                   _table(t["association_decision_link"])]
+    if "weat" in t:  # issue 14: the embedding comparison beside the association scores
+        w = t["weat"]
+        assoc = t.get("association_stats")
+        if assoc is not None:
+            means = assoc[(assoc["level"] == "stereotype")].pivot_table(index="name", columns=["model", "convention"],
+                                                                       values="mean")
+            means.columns = [f"association {m} ({c})" for m, c in means.columns]
+            w = w.merge(means, left_on="stereotype", right_index=True, how="left")
+        parts += ["<h3>WEAT (embeddings) beside the association scores</h3>",
+                  _p("WEAT effect size d (Caliskan et al. 2017): stigma vs default group tokens against stigma vs "
+                     "default words, cosine similarity of sentence embeddings; d &gt; 0 is the stereotypical "
+                     "direction, like a positive association score. p: one-sided permutation test over "
+                     "partitions of the tokens (exact where few). The correlation is across stereotypes."),
+                  _table(w, scroll=True), _table(t.get("weat_association_correlation"))]
     return _section("Word association and relative decision tests (Bai et al.)", *parts) if parts else ""
 
 
