@@ -237,7 +237,8 @@ def _probe(config, out: Path, retry_errors: bool) -> None:
     console.print(f"status counts: {m['status_counts']['probes']}")
 
 
-def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool) -> None:
+def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool,
+             generate: int = 0, generator: Optional[str] = None) -> None:
     from louder.config import load_config
     from louder.probes.runner import FILES, count_test_calls, run_test
 
@@ -248,8 +249,9 @@ def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_erro
         return
     if out is None:
         fail("--out is required (the run folder to write to)")
+    generated = _generate(cfg, config, overrides, out, generate, generator) if generate else None
     df, m = _with_progress(f"{test} test", lambda on_progress: run_test(
-        cfg, test, out, retry_errors=retry_errors, on_progress=on_progress))
+        cfg, test, out, retry_errors=retry_errors, on_progress=on_progress, generated=generated))
     keys = ["model", "stereotype"]
     table = Table(title=f"{test} test: mean score over valid answers, and every status")
     for col in ("model", "stereotype", "mean", "valid", "invalid", "refused", "error"):
@@ -262,6 +264,27 @@ def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_erro
     console.print(table)
     console.print(f"wrote {out}/{FILES[test]} ({len(df)} rows), {test}_manifest.json; "
                   f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}")
+
+
+def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Optional[str]) -> dict:
+    """`--generate N`: new decision scenarios per stereotype from the seeds, stored with provenance."""
+    from louder.config import load_config
+    from louder.probes import generate as G
+    from louder.probes.runner import selected
+    from louder.records import RunContext
+
+    if n < 1:
+        raise LouderError(f"--generate {n}: ask for at least 1 new scenario per stereotype")
+    gen_cfg = load_config(config, {**overrides, "models": [generator]}) if generator else cfg
+    with RunContext(gen_cfg, out) as ctx:
+        session = ctx.sessions[gen_cfg.models[0].label]
+        records = [G.generate(session, st, n, cfg.seed) for st in selected(cfg)]
+    path = G.write(records, gen_cfg.models[0].label, cfg.seed, out)
+    for r in records:
+        console.print(f"generated {r['stereotype']}: {len(r['scenarios'])} kept, {len(r['rejected'])} rejected "
+                      f"({r['status']})", highlight=False)
+    console.print(f"wrote {path}")
+    return G.load(path)
 
 
 @probe_app.command("association")
@@ -368,13 +391,17 @@ def probe_decision(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+    generate: int = typer.Option(0, "--generate", help="also generate N new scenarios per stereotype from the seeds "
+                                 "(stored in generated_decisions.yaml) and run them like the seed ones"),
+    generator: Optional[str] = typer.Option(None, "--generator", help="model spec that writes the new scenarios "
+                                            "(default: the model under test)"),
 ) -> None:
     """LLM Relative Decision Test (Bai et al.): writes decision_test.parquet."""
     try:
         _sibling("decision", config, out, dict(
             models=model or None, stereotypes=stereotype or None, decision_trials=trials, decision_variant=variation,
             decision_extraction=extraction, egalitarian=egalitarian, seed=seed, concurrency=concurrency),
-            retry_errors, dry_run)
+            retry_errors, dry_run, generate, generator)
     except LouderError as e:
         fail(str(e))
 
