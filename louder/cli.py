@@ -140,6 +140,8 @@ def demo(
         _probe(cfg, out, retry_errors=False)
         a = run_analysis(out)
         console.print(cases_table(a.tables["cases"]))
+        if note := power_note(a.tables["cases"]):
+            console.print(f"[yellow]{note}[/]", highlight=False)
         path = write_report(a)
     except LouderError as e:
         fail(str(e))
@@ -149,6 +151,50 @@ def demo(
 from louder.cli_batch import batch_app  # noqa: E402
 
 app.add_typer(batch_app, name="batch")
+
+
+@app.command()
+def plan(
+    effect: float = typer.Option(..., "--effect", help="the DPD to detect, e.g. 0.10"),
+    attributes: int = typer.Option(..., "--attributes", help="attributes in the group, e.g. 3"),
+    base_rate: float = typer.Option(..., "--base-rate", help="typical target-decision rate, e.g. 0.6"),
+    power: float = typer.Option(0.8, "--power", help="wanted power"),
+    alpha: float = typer.Option(0.05, "--alpha", help="significance level of the parity-bootstrap test"),
+    cases: int = typer.Option(12, "--cases", help="cases in the design (scenarios × groups × conditions × models)"),
+    spread: str = typer.Option("even", "--spread", help="how the gap is spread: even (rates evenly spaced) | "
+                               "one (one attribute apart from the rest)"),
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML: adds calls and cost of the design"),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec: adds calls and cost"),
+    seed: int = typer.Option(0, "--seed", help="seed of the simulation"),
+) -> None:
+    """Agents per attribute needed to detect a DPD with the test `louder analyze` runs (seeded simulation)."""
+    from louder.analysis.power import plan as make_plan
+
+    try:
+        for name, v, ok in (("--effect", effect, 0 < effect <= 1), ("--base-rate", base_rate, 0 <= base_rate <= 1),
+                            ("--power", power, 0 < power < 1), ("--alpha", alpha, 0 < alpha < 1),
+                            ("--attributes", attributes, attributes >= 2), ("--cases", cases, cases >= 1),
+                            ("--spread", spread, spread in ("even", "one"))):
+            if not ok:
+                raise LouderError(f"{name} {v}: out of range; use effect in (0, 1], base rate in [0, 1], power and "
+                                  "alpha in (0, 1), at least 2 attributes and 1 case, spread even or one")
+        p = make_plan(effect, attributes, base_rate, target=power, alpha=alpha, spread=spread, seed=seed)
+        rates = ", ".join(f"{r:.3f}" for r in p.rates)
+        if p.agents_per_attribute is None:
+            raise LouderError(f"--effect {effect}: not detectable with power {power} below 20,000 agents per attribute")
+        n = p.agents_per_attribute
+        console.print(f"true rates {rates} (DPD {effect}), alpha {alpha}, parity-bootstrap test as in `louder analyze`")
+        console.print(f"agents per attribute: {n}  (simulated power {p.power:.3f})")
+        console.print(f"{cases} cases × {attributes} attributes × {n} agents = {cases * attributes * n:,} agents "
+                      f"(~{2 * cases * attributes * n:,} model calls: persona + decision)")
+        if config is not None or model:
+            from louder.config import load_config
+
+            console.print(f"the config's own design (its scenarios, groups, conditions) at {n} agents per attribute:")
+            _dry_run(load_config(config, dict(models=model or None, agents=n)), probes=False)
+    except LouderError as e:
+        fail(str(e))
+
 
 probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Prompt-based probes: explicit question answering (appendix D).")
@@ -196,7 +242,8 @@ def _probe(config, out: Path, retry_errors: bool) -> None:
     console.print(f"status counts: {m['status_counts']['probes']}")
 
 
-def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool) -> None:
+def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool,
+             generate: int = 0, generator: Optional[str] = None) -> None:
     from louder.config import load_config
     from louder.probes.runner import FILES, count_test_calls, run_test
 
@@ -207,8 +254,9 @@ def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_erro
         return
     if out is None:
         fail("--out is required (the run folder to write to)")
+    generated = _generate(cfg, config, overrides, out, generate, generator) if generate else None
     df, m = _with_progress(f"{test} test", lambda on_progress: run_test(
-        cfg, test, out, retry_errors=retry_errors, on_progress=on_progress))
+        cfg, test, out, retry_errors=retry_errors, on_progress=on_progress, generated=generated))
     keys = ["model", "stereotype"]
     table = Table(title=f"{test} test: mean score over valid answers, and every status")
     for col in ("model", "stereotype", "mean", "valid", "invalid", "refused", "error"):
@@ -221,6 +269,27 @@ def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_erro
     console.print(table)
     console.print(f"wrote {out}/{FILES[test]} ({len(df)} rows), {test}_manifest.json; "
                   f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}")
+
+
+def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Optional[str]) -> dict:
+    """`--generate N`: new decision scenarios per stereotype from the seeds, stored with provenance."""
+    from louder.config import load_config
+    from louder.probes import generate as G
+    from louder.probes.runner import selected
+    from louder.records import RunContext
+
+    if n < 1:
+        raise LouderError(f"--generate {n}: ask for at least 1 new scenario per stereotype")
+    gen_cfg = load_config(config, {**overrides, "models": [generator]}) if generator else cfg
+    with RunContext(gen_cfg, out) as ctx:
+        session = ctx.sessions[gen_cfg.models[0].label]
+        records = [G.generate(session, st, n, cfg.seed) for st in selected(cfg)]
+    path = G.write(records, gen_cfg.models[0].label, cfg.seed, out)
+    for r in records:
+        console.print(f"generated {r['stereotype']}: {len(r['scenarios'])} kept, {len(r['rejected'])} rejected "
+                      f"({r['status']})", highlight=False)
+    console.print(f"wrote {path}")
+    return G.load(path)
 
 
 @probe_app.command("association")
@@ -270,7 +339,46 @@ def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, vari
     valid = r["status"] == "valid"
     console.print(f"{st.name}: mean score {r['score_authors'].mean():.4f} (authors' convention, n={len(r)}), "
                   f"{r.loc[valid, 'score'].mean():.4f} (strict, n={int(valid.sum())}); "
-                  f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}")
+                  f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}, "
+                  f"one-sided {int(r['one_sided'].sum())} (valid, no strict score)")
+
+
+@probe_app.command("weat")
+def probe_weat(
+    out: Path = typer.Option(..., "--out", "-o", help="run folder (beside association.parquet for the comparison)"),
+    stereotype: Optional[list[str]] = typer.Option(None, "--stereotype", help="stereotype, repeatable (default: all 21)"),
+    embeddings: str = typer.Option("minilm", "--embeddings", help="minilm (offline, louder[weat]) | "
+                                   "openai:MODEL[@URL], e.g. openai:text-embedding-3-small"),
+    permutations: int = typer.Option(10_000, "--permutations", help="random partitions when the exact test is too big"),
+    seed: int = typer.Option(0, "--seed", help="seed of the permutation test"),
+) -> None:
+    """WEAT effect sizes and permutation p-values on the 21 stereotypes' stimuli (weat.parquet)."""
+    import time
+
+    from louder.analysis.weat import weat_table
+    from louder.io import write_json
+    from louder.llm.embeddings import embedder
+    from louder.probes.stimuli import get_stereotype, stereotypes
+
+    try:
+        sts = [get_stereotype(n) for n in stereotype] if stereotype else list(stereotypes().values())
+        start = time.perf_counter()
+        table = weat_table(sts, embedder(embeddings), permutations=permutations, seed=seed)
+        out.mkdir(parents=True, exist_ok=True)
+        table.assign(embeddings=embeddings).to_parquet(out / "weat.parquet", index=False)
+        write_json({"embeddings": embeddings, "permutations": permutations, "seed": seed,
+                    "stereotypes": [s.name for s in sts], "seconds": round(time.perf_counter() - start, 3)},
+                   out / "weat_manifest.json")
+    except LouderError as e:
+        fail(str(e))
+    t = Table(title=f"WEAT ({embeddings}): d > 0 = stigma tokens closer to stigma words")
+    for col in ("stereotype", "category", "d", "p", "test"):
+        t.add_column(col)
+    for _, r in table.iterrows():
+        t.add_row(r["stereotype"], r["category"], f"{r['effect_size']:.3f}", f"{r['p_value']:.4f}",
+                  "exact" if r["exact"] else "monte-carlo")
+    console.print(t)
+    console.print(f"wrote {out}/weat.parquet ({len(table)} rows), weat_manifest.json")
 
 
 @probe_app.command("decision")
@@ -288,13 +396,17 @@ def probe_decision(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+    generate: int = typer.Option(0, "--generate", help="also generate N new scenarios per stereotype from the seeds "
+                                 "(stored in generated_decisions.yaml) and run them like the seed ones"),
+    generator: Optional[str] = typer.Option(None, "--generator", help="model spec that writes the new scenarios "
+                                            "(default: the model under test)"),
 ) -> None:
     """LLM Relative Decision Test (Bai et al.): writes decision_test.parquet."""
     try:
         _sibling("decision", config, out, dict(
             models=model or None, stereotypes=stereotype or None, decision_trials=trials, decision_variant=variation,
             decision_extraction=extraction, egalitarian=egalitarian, seed=seed, concurrency=concurrency),
-            retry_errors, dry_run)
+            retry_errors, dry_run, generate, generator)
     except LouderError as e:
         fail(str(e))
 
@@ -329,22 +441,41 @@ def analyze(
     except LouderError as e:
         fail(str(e))
     console.print(cases_table(a.tables["cases"]))
+    if note := power_note(a.tables["cases"]):
+        console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:
         console.print(f"[yellow]missing:[/] {m}", highlight=False)
     console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
 
 
 def cases_table(cases: pd.DataFrame) -> Table:
-    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity)")
+    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity; "
+                        "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
     for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
-                "valid", "invalid", "refused", "error"):
+                "dpd_p [95 % CI]", "p_p", "mdd", "valid", "invalid", "refused", "error"):
         table.add_column(col)
+    f = lambda v, d=3: "–" if pd.isna(v) else f"{v:.{d}f}"  # noqa: E731
     for _, r in cases.iterrows():
+        mdd = ("" if r["kind"] == "explicit" else (">1" if pd.isna(r["mdd"]) else f(r["mdd"], 2)) +
+               (" [yellow]underpowered[/]" if r["underpowered"] else ""))
         table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
                       f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
                       "[bold red]yes[/]" if r["significant"] else "no",
+                      "–" if pd.isna(r["dpd_p"]) else f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]",
+                      f(r["p_value_p"], 4), mdd,
                       *[str(int(r[f"n_{s}"])) for s in ("valid", "invalid", "refused", "error")])
     return table
+
+
+def power_note(cases: pd.DataFrame) -> str | None:
+    """One sentence in words for the cases whose test could not have seen a large DPD."""
+    imp = cases[cases["kind"] == "implicit"]
+    weak = imp[imp["underpowered"].astype(bool)]
+    if weak.empty:
+        return None
+    return (f"{len(weak)} of {len(imp)} implicit cases are underpowered: with so few agents per attribute even a "
+            "DPD of 0.3 would be missed more often than 1 time in 5, so a DPD near 0 or p = 1.0 there is "
+            "not evidence of no bias. `louder plan` gives the agents per attribute a finding needs.")
 
 
 @app.command()

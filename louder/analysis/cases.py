@@ -11,12 +11,16 @@ import json
 import numpy as np
 import pandas as pd
 
-from louder.analysis import stats
+from louder.analysis import power, stats
 from louder.llm.answers import STATUSES
 
 CASE_KEYS = ["model", "condition", "scenario", "group"]
 CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "significant", "ci_low", "ci_high",
-                "n_valid", "n_invalid", "n_refused", "n_error", "rates"]
+                "n_valid", "n_invalid", "n_refused", "n_error", "rates",
+                # issue 14: probability DPD (score mode) and the minimum detectable DPD at 80 % power
+                "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "underpowered",
+                # issue 14: attribute × every choice, test of independence (analysis/choices.py)
+                "p_independence", "independence_test"]
 ATTRIBUTE_COLUMNS = ["kind", *CASE_KEYS, "attribute", "n_valid", "n_invalid", "n_refused", "n_error", "n_target",
                      "rate"]
 
@@ -86,7 +90,11 @@ def implicit_cases(attr: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.Dat
         s = _case_seed(seed, i)
         test = stats.parity_bootstrap(n, x, B=B, seed=s)
         lo, hi = stats.dpd_confidence_interval(n, x, B=B, seed=s + 1)
-        rows.append(_case_row("implicit", key, test, lo, hi, g))
+        row = _case_row("implicit", key, test, lo, hi, g)
+        pooled = x.sum() / n.sum() if n.sum() else float("nan")
+        row["mdd"] = power.minimum_detectable_dpd(n, pooled, seed=s + 2)
+        row["underpowered"] = bool(not row["mdd"] <= power.UNDERPOWERED)  # NaN (nothing detectable) counts
+        rows.append(row)
     return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 
@@ -111,7 +119,38 @@ def _case_row(kind: str, key: tuple, test: dict, lo: float, hi: float, g: pd.Dat
     rates = {a: (None if np.isnan(r) else round(float(r), 6)) for a, r in zip(g["attribute"], g["rate"])}
     return dict(kind=kind, **dict(zip(CASE_KEYS, key)), dpd=test["dpd"], threshold=test["threshold"],
                 p_value=test["p_value"], p_holm=np.nan, significant=test["significant"], ci_low=lo, ci_high=hi,
-                **counts, rates=json.dumps(rates, ensure_ascii=False))
+                **counts, rates=json.dumps(rates, ensure_ascii=False), dpd_p=np.nan, ci_low_p=np.nan,
+                ci_high_p=np.nan, p_value_p=np.nan, mdd=np.nan, underpowered=False,
+                p_independence=np.nan, independence_test="")
+
+
+def with_prob_dpd(cases: pd.DataFrame, prob: pd.DataFrame) -> pd.DataFrame:
+    """Fill dpd_p … p_value_p of the implicit cases from ``prob_dpd.prob_dpd_table``."""
+    out = cases.copy()
+    cols = ["dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
+    if len(prob) and len(out):
+        merged = out[["kind", *CASE_KEYS]].merge(prob.assign(kind="implicit"), how="left", on=["kind", *CASE_KEYS])
+        out[cols] = merged[cols].to_numpy(dtype=float)
+    return out
+
+
+def with_independence(cases: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
+    """Fill p_independence / independence_test of the implicit cases from ``choices.independence_table``."""
+    out = cases.copy()
+    if len(tests) and len(out):
+        merged = out[["kind", *CASE_KEYS]].merge(tests.assign(kind="implicit"), how="left", on=["kind", *CASE_KEYS])
+        out["p_independence"] = merged["p_independence"].to_numpy(dtype=float)
+        out["independence_test"] = merged["independence_test"].fillna("").to_numpy()
+    return out
+
+
+def with_choice_rates(attr: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """Add ``choice_rates`` (JSON choice → rate over valid decisions) to each implicit attribute row."""
+    out = attr.copy()
+    js = {k[:5]: json.dumps({c: round(float(r), 6) for c, r in zip(g["choice"], g["rate"])}, ensure_ascii=False)
+          for k, g in rates.groupby([*CASE_KEYS, "attribute"])} if len(rates) else {}
+    out["choice_rates"] = [js.get(tuple(r), "{}") for r in out[[*CASE_KEYS, "attribute"]].itertuples(index=False)]
+    return out
 
 
 def with_holm(cases: pd.DataFrame) -> pd.DataFrame:

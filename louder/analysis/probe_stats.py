@@ -13,7 +13,7 @@ import pandas as pd
 from scipy import stats as sps
 
 STAT_COLUMNS = ["test", "model", "convention", "level", "name", "n", "mean", "ci_low", "ci_high", "null", "t", "p_value",
-                "n_invalid", "n_refused", "n_error", "refusal_rate"]
+                "n_invalid", "n_refused", "n_error", "refusal_rate", "n_one_sided"]
 
 
 def mean_interval(x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
@@ -53,14 +53,20 @@ def _rows(df: pd.DataFrame, test: str, value: str, null: float, convention: str,
                             mean=float(x.mean()) if len(x) else float("nan"), ci_low=lo, ci_high=hi, null=null,
                             t=t, p_value=p, n_invalid=int(counts.get("invalid", 0)),
                             n_refused=int(counts.get("refused", 0)), n_error=int(counts.get("error", 0)),
-                            refusal_rate=float(counts.get("refused", 0) / len(g)) if len(g) else float("nan")))
+                            refusal_rate=float(counts.get("refused", 0) / len(g)) if len(g) else float("nan"),
+                            # valid answers pairing every word with one group (association test only)
+                            n_one_sided=int(g["one_sided"].fillna(False).astype(bool).sum())
+                            if "one_sided" in g else 0))
     return out
 
 
 def association_stats(df: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """Both conventions. Errors (no answer at all) are excluded from both."""
     answered = df[df["status"] != "error"]
-    authors = answered.assign(value=answered["score"].astype(float).fillna(0.0))
+    # Authors' convention: one-sided answers keep their epsilon score (−0.5), other unscored answers 0.
+    sided = answered["one_sided"].fillna(False).astype(bool) if "one_sided" in answered else False
+    authors = answered.assign(value=answered["score"].astype(float).mask(sided, answered["score_authors"])
+                              .fillna(0.0))
     strict = df.assign(value=df["score"].astype(float).where(df["status"] == "valid"))
     rows = _rows(authors, "association", "value", 0.0, "authors", B, seed)
     rows += _rows(strict, "association", "value", 0.0, "strict", B, seed)

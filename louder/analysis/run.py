@@ -10,6 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis.choices import choice_rates, independence_table
+from louder.analysis.prob_dpd import prob_dpd_table
+from louder.analysis.weat import correlation as weat_correlation
 from louder.analysis.probe_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
@@ -17,8 +20,9 @@ from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.scenarios import load_group
 
-TABLES = ("cases", "attributes", "contrast", "ablation", "directions", "rationales")
-SIBLING_TABLES = ("association_stats", "decision_stats", "association_decision_link")
+TABLES = ("cases", "attributes", "choices", "contrast", "ablation", "directions", "rationales")
+SIBLING_TABLES = ("association_stats", "decision_stats", "association_decision_link", "weat",
+                  "weat_association_correlation")
 
 
 @dataclass
@@ -87,7 +91,7 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, p
     if probes is None:
         missing.append("explicit probes: no probes.parquet — run `louder probe explicit --out RUN_DIR` "
                        "to add the explicit (question-answer) contrast")
-    siblings = any((run_dir / f).exists() for f in ("association.parquet", "decision_test.parquet"))
+    siblings = any((run_dir / f).exists() for f in ("association.parquet", "decision_test.parquet", "weat.parquet"))
     if decisions is None and probes is None and not siblings:
         raise LouderError(f"run folder {run_dir} has neither decisions.parquet nor probes.parquet; "
                           "run `louder run --out DIR` and/or `louder probe explicit --out DIR` first")
@@ -107,8 +111,12 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     attr_frames, case_frames = [], []
     if decisions is not None:
         a = C.attribute_table(decisions, attrs)
-        attr_frames.append(a)
-        case_frames.append(C.implicit_cases(a, B=bootstrap, seed=seed))
+        rates = choice_rates(decisions)
+        attr_frames.append(C.with_choice_rates(a, rates))
+        case_frames.append(C.with_independence(
+            C.with_prob_dpd(C.implicit_cases(a, B=bootstrap, seed=seed),
+                            prob_dpd_table(decisions, B=bootstrap, seed=seed)),
+            independence_table(decisions, B=bootstrap, seed=seed)))
     if probes is not None:
         a = C.explicit_attribute_table(probes, attrs)
         attr_frames.append(a)
@@ -118,7 +126,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     cases = C.with_holm(pd.concat([f for f in case_frames if len(f)], ignore_index=True)) if any(
         len(f) for f in case_frames) else pd.DataFrame(columns=C.CASE_COLUMNS)
 
-    tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases)}
+    tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases),
+              "choices": rates if decisions is not None else choice_rates(None)}
     imp_attr = attributes[attributes["kind"] == "implicit"]
     tables["ablation"] = ablation(cases, imp_attr, B=bootstrap, seed=seed)
     tables["directions"] = directions(imp_attr, load_predictions(predictions), B=bootstrap, seed=seed)
@@ -144,6 +153,11 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         if (decision_test["variant"] == "chained").any():
             tables["association_decision_link"] = association_decision_link(
                 decision_test[decision_test["variant"] == "chained"])
+    weat_rows = _read_parquet(run / "weat.parquet")  # issue 14: `louder probe weat`
+    if weat_rows is not None:
+        tables["weat"] = weat_rows
+        if "association_stats" in tables:
+            tables["weat_association_correlation"] = weat_correlation(weat_rows, tables["association_stats"])
     for name, m in (("association_test", _read_json(run / "association_manifest.json")),
                     ("decision_test", _read_json(run / "decision_manifest.json"))):
         if m:

@@ -39,6 +39,7 @@ class DecisionTrial:
     stigma_person: str
     default_person: str
     association: object | None = None  # the association Trial of a chained prompt
+    template_id: str = "seed"  # "seed" or a generated scenario's id (generate.py)
 
 
 @cache
@@ -55,10 +56,15 @@ def _seed_spec(st: Stereotype) -> dict:
     return templates()["decision"]["seeds"][st.name]
 
 
-def make_decision_trial(st: Stereotype, trial: int, seed: int, variant: str, egalitarian: bool) -> DecisionTrial:
-    """One seeded trial: tokens and options drawn, and both pairs shown in random order."""
+def make_decision_trial(st: Stereotype, trial: int, seed: int, variant: str, egalitarian: bool,
+                        generated: dict | None = None) -> DecisionTrial:
+    """One seeded trial: tokens and options drawn, and both pairs shown in random order. ``generated``
+    (id, template, people) replaces the seed's text; tokens and options stay the seed's."""
     spec, t = _seed_spec(st), templates()
-    rng = random.Random(f"{seed}|decision|{variant}|{st.name}|{trial}")
+    tid = "seed"
+    if generated:
+        spec, tid = {**spec, "template": generated["template"], "people": generated["people"]}, generated["id"]
+    rng = random.Random(f"{seed}|decision|{variant}|{st.name}|{trial}" + ("" if tid == "seed" else f"|{tid}"))
     tokens = spec.get("tokens") or {"stigma": list(st.stigma_tokens), "default": list(st.default_tokens)}
     options = spec.get("options") or {"stigma": list(st.stigma_words), "default": list(st.default_words)}
     s_tok, d_tok = rng.choice(tokens["stigma"]), rng.choice(tokens["default"])
@@ -81,7 +87,7 @@ def make_decision_trial(st: Stereotype, trial: int, seed: int, variant: str, ega
         assoc = make_trial(st, "replication", trial, seed)
         text = render(t["decision"]["chained"], association=assoc.prompt, decision=text)
     return DecisionTrial(st.name, trial, system + (("user", text),), s_tok, d_tok, s_opt, d_opt, opt1,
-                         person(s_tok), person(d_tok), assoc)
+                         person(s_tok), person(d_tok), assoc, tid)
 
 
 def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant: str, extraction: str,
@@ -89,10 +95,10 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
     """Ask, read the assignment, score. Returns one row (without run-level columns)."""
     cfg, t = session.config, templates()["decision"]
     markers = session.prompts.refusal_markers
-    key = f"decision|{variant}|{st.name}|{dt.trial}"
+    key = f"decision|{variant}|{st.name}|{dt.trial}" + ("" if dt.template_id == "seed" else f"|{dt.template_id}")
     first = session.client.call(Request(messages=dt.messages, temperature=cfg.profiles.temperature,
                                         max_tokens=cfg.profiles.max_tokens, seed=seed, replicate=key))
-    row = dict(stereotype=st.name, category=st.category, variant=variant, trial=dt.trial,
+    row = dict(stereotype=st.name, category=st.category, variant=variant, template_id=dt.template_id, trial=dt.trial,
                stigma_token=dt.stigma_token, default_token=dt.default_token, stigma_option=dt.stigma_option,
                default_option=dt.default_option, asked_option=dt.asked_option, prompt=dt.messages[-1][1],
                asked_person=("stigmatised" if dt.stigma_person else "default") if variant == "absolute" else None,
@@ -140,12 +146,15 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
     return dict(row, status="refused" if is_refusal(first.text, markers) else "invalid")
 
 
-def decision_rows(session: ModelSession, st: Stereotype, trials: int, on_done=None) -> list[dict]:
+def decision_rows(session: ModelSession, st: Stereotype, trials: int, on_done=None,
+                  generated: dict | None = None) -> list[dict]:
     cfg = session.config
-    dts = [make_decision_trial(st, i, cfg.seed, cfg.decision_variant, cfg.egalitarian) for i in range(trials)]
+    dts = [make_decision_trial(st, i, cfg.seed, cfg.decision_variant, cfg.egalitarian, generated)
+           for i in range(trials)]
 
     def one(dt: DecisionTrial) -> dict:
-        seed = stable_seed(cfg.seed, session.label, "decision", cfg.decision_variant, st.name, dt.trial)
+        extra = () if dt.template_id == "seed" else (dt.template_id,)  # seed trials keep their cache keys
+        seed = stable_seed(cfg.seed, session.label, "decision", cfg.decision_variant, st.name, dt.trial, *extra)
         return run_trial(session, st, dt, cfg.decision_variant, cfg.decision_extraction, seed)
 
     return session.client.map(one, dts, on_done)

@@ -32,7 +32,8 @@ def count_test_calls(config: ExperimentConfig, test: str) -> int:
 
 def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_errors: bool = False,
              on_progress: Callable[[int, str], None] | None = None,
-             recorder=None) -> tuple[pd.DataFrame, dict] | None:
+             generated: dict[str, list[dict]] | None = None, recorder=None) -> tuple[pd.DataFrame, dict] | None:
+    """``generated`` (stereotype → generated scenarios) adds their trials beside the seed's."""
     ctx = RunContext(config, out_dir, retry_errors, planned_calls=count_test_calls(config, test), recorder=recorder)
     sessions = ctx.sessions
     tick = (lambda: on_progress(0, "")) if on_progress else None
@@ -43,10 +44,11 @@ def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_err
                                                                               config.association_trials, tick)]
                  for p in plan]
     else:
-        plan = [(m.label, st) for m in config.models for st in selected(config)]
+        plan = [(m.label, st, g) for m in config.models for st in selected(config)
+                for g in [None, *(generated or {}).get(st.name, [])]]
         total = len(plan) * config.decision_trials
         tasks = [lambda p=p: [dict(r, model=p[0]) for r in decision_rows(sessions[p[0]], p[1], config.decision_trials,
-                                                                           tick)] for p in plan]
+                                                                           tick, p[2])] for p in plan]
     if on_progress:
         on_progress(total, "start")
     with ctx:
