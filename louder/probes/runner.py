@@ -14,9 +14,11 @@ from louder.llm.client import run_all
 from louder.probes.association import association_rows
 from louder.probes.decision import decision_rows
 from louder.probes.stimuli import get_stereotype, stereotypes
-from louder.records import RunContext, status_by, status_counts
+from louder.records import RunContext
+from louder.status import status_by, status_counts
+from louder.types import FILES
 
-FILES = {"association": "association.parquet", "decision": "decision_test.parquet"}
+
 
 
 def selected(config: ExperimentConfig):

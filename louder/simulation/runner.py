@@ -17,20 +17,11 @@ from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
 from louder.llm.client import run_all
-from louder.records import RunContext, status_by, status_counts
+from louder.records import RunContext
+from louder.status import status_by, status_counts
 from louder.scenarios import load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
-
-DECISION_COLUMNS = [
-    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
-    "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
-    "input_tokens", "output_tokens", "choice_mass",
-]
-PERSONA_COLUMNS = [
-    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
-    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
-]
-
+from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS
 
 @dataclass
 class RunResult:
