@@ -17,13 +17,11 @@ import pandas as pd
 from pydantic import BaseModel, create_model
 
 from louder.config import ExperimentConfig
-from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
-from louder.llm.client import run_all
-from louder.records import RunContext
 from louder.status import status_by, status_counts
 from louder.scenarios import Group, Scenario, load_group, load_scenario
+from louder.task import Task, execute
 from louder.types import PROBE_COLUMNS
 
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
@@ -82,27 +80,30 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
     return session.client.map(one, range(trials), on_done)
 
 
+def explicit_task(config: ExperimentConfig) -> Task:
+    """The explicit probes as a ``Task``: one item per (model, scenario, group)."""
+    plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
+            for g in config.groups]
+
+    def tables(ctx, results):
+        rows = [r for case_rows in results for r in case_rows]
+        probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
+            "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
+            "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",
+            "output_tokens": "Int64"})
+        return {"probes.parquet": probes}, dict(rows={"probes": len(probes)},
+                                                status_counts={"probes": status_counts(probes)},
+                                                status_by_case=status_by(probes, ["model", "scenario", "group"]))
+
+    return Task("explicit_probes", plan, lambda p: trials_for(config, p[2]),
+                lambda ctx, p, tick: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]),
+                                                ctx.run_id, tick),
+                tables, "probes_manifest.json")
+
+
 def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,
                  on_progress: Callable[[int, str], None] | None = None) -> tuple[pd.DataFrame, dict]:
     """Run (or resume, through the cache) the explicit probes; write ``probes.parquet`` and
     ``probes_manifest.json`` into ``out_dir`` (the simulation's folder, so one report covers both)."""
-    plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
-            for g in config.groups]
-    if on_progress:
-        on_progress(sum(trials_for(config, g) for _, _, g in plan), "start")
-    tick = (lambda: on_progress(0, "")) if on_progress else None
-    with RunContext(config, out_dir, retry_errors) as ctx:
-        total = sum(trials_for(config, g) for _, _, g in plan)
-        results = run_all([lambda p=p: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]), ctx.run_id,
-                                                  tick) for p in plan], config.concurrency, total)
-    rows = [r for case_rows in results for r in case_rows]
-    probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
-        "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
-        "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",
-        "output_tokens": "Int64"})
-    write_parquet(probes, ctx.out / "probes.parquet")
-    manifest = ctx.manifest("explicit_probes", rows={"probes": len(probes)},
-                            status_counts={"probes": status_counts(probes)},
-                            status_by_case=status_by(probes, ["model", "scenario", "group"]))
-    write_json(manifest, ctx.out / "probes_manifest.json")
-    return probes, manifest
+    r = execute(explicit_task(config), config, out_dir, retry_errors, on_progress)
+    return r.tables["probes.parquet"], r.manifest

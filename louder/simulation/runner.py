@@ -14,13 +14,11 @@ from typing import Callable
 import pandas as pd
 
 from louder.config import ExperimentConfig
-from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
-from louder.llm.client import run_all
-from louder.records import RunContext
 from louder.status import status_by, status_counts
 from louder.scenarios import load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
+from louder.task import Task, execute
 from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS
 
 @dataclass
@@ -49,25 +47,14 @@ def count_calls(config: ExperimentConfig) -> int:
     return total
 
 
-def run_experiment(
-    config: ExperimentConfig,
-    out_dir: str | Path,
-    retry_errors: bool = False,
-    on_progress: Callable[[int, str], None] | None = None,
-) -> RunResult:
-    """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
-    once with the total number of agents, then with ``(0, "")`` after each agent has decided."""
-    cases = plan_cases(config)
-    n_agents = sum(config.agents * len(load_group(g).attributes) for _, _, _, g in cases)
-    tick = (lambda: on_progress(0, "")) if on_progress else None
-    if on_progress:
-        on_progress(n_agents, "start")
-    ctx = RunContext(config, out_dir, retry_errors)
-    run_id, sessions, out = ctx.run_id, ctx.sessions, ctx.out
+def simulation_task(config: ExperimentConfig) -> Task:
+    """The simulation as a ``Task``: one item per (model, condition, scenario, group) case."""
 
-    def run_case(model_label: str, condition: str, scenario_id: str, group_id: str):
+    def run_case(ctx, case_key: tuple[str, str, str, str], tick):
+        model_label, condition, scenario_id, group_id = case_key
+        run_id = ctx.run_id
         case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
-        abm = BiasModel(case, sessions[model_label], config.agents,
+        abm = BiasModel(case, ctx.sessions[model_label], config.agents,
                         seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
         abm.step(tick)
         df = abm.datacollector.get_agent_vars_dataframe().reset_index()
@@ -85,29 +72,34 @@ def run_experiment(
                 input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
         return df, rows
 
-    with ctx:
-        # Cases run side by side so small cases never leave call slots idle; the global in-flight cap
-        # still holds, since every call passes the shared semaphore of the clients.
-        results = run_all([lambda c=c: run_case(*c) for c in cases], config.concurrency, n_agents)
-    decision_frames = [df for df, _ in results]
-    persona_rows = [r for _, rows in results for r in rows]
+    def tables(ctx, results):
+        keys = ["model", "condition", "scenario", "group", "agent_id"]
+        decisions = _typed_decisions(pd.concat([df for df, _ in results], ignore_index=True)[DECISION_COLUMNS])
+        personas = pd.DataFrame([r for _, rows in results for r in rows], columns=PERSONA_COLUMNS)
+        decisions = decisions.sort_values(keys, ignore_index=True)
+        personas = personas.sort_values(keys, ignore_index=True)
+        fields = dict(
+            rows={"decisions": len(decisions), "personas": len(personas)},
+            status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas)},
+            low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
+            status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
+        )
+        return {"decisions.parquet": decisions, "personas.parquet": personas}, fields
 
-    decisions = _typed_decisions(pd.concat(decision_frames, ignore_index=True)[DECISION_COLUMNS])
-    personas = pd.DataFrame(persona_rows, columns=PERSONA_COLUMNS)
-    decisions = decisions.sort_values(["model", "condition", "scenario", "group", "agent_id"], ignore_index=True)
-    personas = personas.sort_values(["model", "condition", "scenario", "group", "agent_id"], ignore_index=True)
-    write_parquet(decisions, out / "decisions.parquet")
-    write_parquet(personas, out / "personas.parquet")
+    return Task("simulation", plan_cases(config), lambda c: config.agents * len(load_group(c[3]).attributes),
+                run_case, tables, "manifest.json")
 
-    manifest = ctx.manifest(
-        "simulation",
-        rows={"decisions": len(decisions), "personas": len(personas)},
-        status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas)},
-        low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
-        status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
-    )
-    write_json(manifest, out / "manifest.json")
-    return RunResult(out, decisions, personas, manifest)
+
+def run_experiment(
+    config: ExperimentConfig,
+    out_dir: str | Path,
+    retry_errors: bool = False,
+    on_progress: Callable[[int, str], None] | None = None,
+) -> RunResult:
+    """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
+    once with the total number of agents, then with ``(0, "")`` after each agent has decided."""
+    r = execute(simulation_task(config), config, out_dir, retry_errors, on_progress)
+    return RunResult(r.out, r.tables["decisions.parquet"], r.tables["personas.parquet"], r.manifest)
 
 
 def _typed_decisions(df: pd.DataFrame) -> pd.DataFrame:
