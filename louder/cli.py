@@ -57,10 +57,10 @@ def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per 
     return table
 
 
-def _dry_run(config, probes: bool) -> None:
+def _dry_run(config, kind: str) -> None:
     from louder.estimate import estimate
 
-    est = estimate(config, probes=probes)
+    est = estimate(config, kind=kind)
     table = Table(title="Dry run: nothing was sent to any model")
     for col in ("model", "calls", "input tokens", "output tokens (typical / max)", "cost USD (typical / max)", "price"):
         table.add_column(col)
@@ -111,7 +111,7 @@ def run(
     try:
         cfg = load_config(config, overrides)
         if dry_run:
-            return _dry_run(cfg, probes=False)
+            return _dry_run(cfg, "simulation")
         _run(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
@@ -175,7 +175,7 @@ def probe_explicit(
     try:
         cfg = load_config(config, overrides)
         if dry_run:
-            return _dry_run(cfg, probes=True)
+            return _dry_run(cfg, "explicit")
         _probe(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
@@ -194,13 +194,11 @@ def _probe(config, out: Path, retry_errors: bool) -> None:
 
 def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool) -> None:
     from louder.config import load_config
-    from louder.probes.runner import FILES, count_test_calls, run_test
+    from louder.probes.runner import FILES, run_test
 
     cfg = load_config(config, overrides)
     if dry_run:
-        console.print(f"{count_test_calls(cfg, test):,} model calls at most (cached answers are not counted); "
-                      "nothing was sent to any model")
-        return
+        return _dry_run(cfg, test)
     if out is None:
         fail("--out is required (the run folder to write to)")
     df, m = _with_progress(f"{test} test", lambda on_progress: run_test(
@@ -235,7 +233,7 @@ def probe_association(
     rescore: Optional[Path] = typer.Option(None, "--rescore", help="score saved answers (CSV/Parquet) instead"),
     text_column: str = typer.Option("0", "--text-column", help="with --rescore: the column holding the answers"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print calls, estimated tokens and cost; call no model"),
 ) -> None:
     """LLM Word Association Test (Bai et al.): writes association.parquet; or --rescore saved answers."""
     try:
@@ -283,7 +281,7 @@ def probe_decision(
     seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print calls, estimated tokens and cost; call no model"),
 ) -> None:
     """LLM Relative Decision Test (Bai et al.): writes decision_test.parquet."""
     try:

@@ -245,3 +245,27 @@ def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
     assert overall.loc["authors", "n_refused"] == counts["refused"]
     html = write_report(a).read_text()
     assert "LLM Word Association Test" in html and "data:image/png;base64," in html
+
+
+@pytest.mark.parametrize("test,expected", [("association", 2 * 3 * 2 * 5), ("decision", 2 * 3 * 4 * 2)])
+def test_dry_run_of_the_bai_tests_counts_calls_and_prices_them(fake_server, tmp_path, test, expected):
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    args = ["probe", test, "--dry-run", "-m", "openai:gpt-4o", "-m", f"openai:fake@{fake_server.url}",
+            "--stereotype", "racism", "--stereotype", "weapon", "--stereotype", "guilt",
+            "-n", "5" if test == "association" else "4"]
+    if test == "association":
+        args += ["--variation", "replication", "--variation", "synonym"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    calls = build_config(dict(models=["openai:gpt-4o", f"openai:fake@{fake_server.url}"],
+                              stereotypes=["racism", "weapon", "guilt"],
+                              association_trials=5, association_variations=["replication", "synonym"],
+                              decision_trials=4))
+    from louder.estimate import count_calls
+
+    assert count_calls(calls, test) == expected
+    assert f"{expected // 2:,}" in r.output and "local: free" in r.output and "USD per 1M tokens" in r.output
+    assert not fake_server.requests and not (tmp_path / "dry").exists()

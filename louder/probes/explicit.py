@@ -16,6 +16,7 @@ from typing import Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, create_model
 
+from louder import estimate
 from louder.config import ExperimentConfig
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
@@ -41,12 +42,7 @@ def trials_for(config: ExperimentConfig, group: Group) -> int:
 
 
 def count_probe_calls(config: ExperimentConfig) -> int:
-    total = 0
-    for m in config.models:
-        per = 2 if m.api == "completion" else 1
-        for g in config.groups:
-            total += per * trials_for(config, load_group(g)) * len(config.scenarios)
-    return total
+    return estimate.count_calls(config, "explicit")
 
 
 def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: int, run_id: str,

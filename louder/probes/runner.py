@@ -8,6 +8,7 @@ from typing import Callable
 
 import pandas as pd
 
+from louder import estimate
 from louder.config import ExperimentConfig
 from louder.probes.association import association_rows
 from louder.probes.decision import decision_rows
@@ -22,10 +23,7 @@ def selected(config: ExperimentConfig):
 
 
 def count_test_calls(config: ExperimentConfig, test: str) -> int:
-    n = len(config.models) * len(selected(config))
-    if test == "association":
-        return n * len(config.association_variations) * config.association_trials
-    return n * config.decision_trials * 2
+    return estimate.count_calls(config, test)
 
 
 def test_task(config: ExperimentConfig, test: str) -> Task:

@@ -13,6 +13,7 @@ from typing import Callable
 
 import pandas as pd
 
+from louder import estimate
 from louder.config import ExperimentConfig
 from louder.llm.base import stable_seed
 from louder.status import status_by, status_counts
@@ -37,14 +38,7 @@ def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
 
 def count_calls(config: ExperimentConfig) -> int:
     """Model calls a cold run makes (two per step on the completion path, for non-name steps)."""
-    total = 0
-    for m in config.models:
-        per = 2 if m.api == "completion" else 1
-        for c in config.conditions:
-            for g in config.groups:
-                n = config.agents * len(load_group(g).attributes) * len(config.scenarios)
-                total += n * (1 if c == "no_persona" else per) + n * per
-    return total
+    return estimate.count_calls(config, "simulation")
 
 
 def simulation_task(config: ExperimentConfig) -> Task:
