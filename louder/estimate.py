@@ -15,6 +15,7 @@ import pandas as pd
 import yaml
 
 from louder.config import ExperimentConfig
+from louder.llm.registry import backend_info
 from louder.llm.spec import parse_spec
 from louder.prompts import Prompts
 from louder.scenarios import load_group, load_scenario
@@ -122,8 +123,9 @@ def estimate(config: ExperimentConfig, probes: bool = False, kind: str | None = 
         api, backend, model, url = parse_spec(m.spec)
         parts = _parts(config, api, kind)
         calls, tin, tout, tmax = (sum(p[i] for p in parts) for i in range(4))
-        price = table["models"].get(model) if backend == "openai" and not url else None
-        local = backend == "embedded" or url is not None
+        info = backend_info(backend)
+        price = table["models"].get(model) if info.priced and not url else None
+        local = info.local or url is not None
         cost = lambda o: round((tin * price["input"] + o * price["output"]) / 1e6, 2) if price else (  # noqa: E731
             0.0 if local else None)
         rows.append(dict(model=m.label, calls=calls, input_tokens=tin, output_tokens=tout, output_tokens_max=tmax,

@@ -15,6 +15,7 @@ from louder.errors import LouderError
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Client
 from louder.llm.limits import RateLimiter
+from louder.llm.registry import backend_info
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
 from louder.manifest import call_counts, model_identities, package_versions  # noqa: F401 (re-export)
 from louder.prompts import Prompts
@@ -33,12 +34,13 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                  retry_errors: bool, slots: threading.Semaphore | None = None) -> ModelSession:
     """The clients (model and, on the completion path, extractor) of one model of the config."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
-    if config.decision_mode == "score" and (api == "completion" or backend_name == "ollama"):
+    info = backend_info(backend_name)
+    if config.decision_mode == "score" and (api == "completion" or not info.can_score):
         raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
                           f"(log-probs); {mcfg.spec} cannot score — use decision_mode: sample for it")
     backend = build_backend(mcfg.spec.removeprefix("completion:"), mcfg)
-    # llama.cpp serves one call at a time; more threads would only queue on its lock.
-    concurrency = 1 if backend_name == "embedded" else config.concurrency
+    # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
+    concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     limiter = None
     if mcfg.requests_per_minute or mcfg.tokens_per_minute:
         limiter = RateLimiter(mcfg.requests_per_minute, mcfg.tokens_per_minute)

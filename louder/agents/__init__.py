@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Literal
 
 import mesa
 import numpy as np
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Request, stable_seed
 from louder.personas import Persona, generate_persona
+from louder.schemas import choice_schema
 
 
 # Score mode: each choice label is scored as the continuation of the JSON answer in the layout the
@@ -22,15 +21,7 @@ SCORE_PREFIX = '{\n"decision": "'
 
 def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
     """``{decision, rationale}``; with ``constrained`` the decision must be one of ``labels``."""
-    return _decision_schema(tuple(labels), constrained, rationale)
-
-
-@cache  # building a pydantic model costs ~0.5 ms: once per label set, not once per agent
-def _decision_schema(labels: tuple[str, ...], constrained: bool, rationale: bool) -> type[BaseModel]:
-    decision_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
-    if not rationale:
-        return create_model("Decision", decision=(decision_type, ...))
-    return create_model("Decision", decision=(decision_type, ...), rationale=(str, ...))
+    return choice_schema("Decision", "decision", tuple(labels), constrained, rationale)
 
 
 class PersonaAgent(mesa.Agent):

@@ -15,6 +15,7 @@ import time
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
+from louder.llm.registry import BackendInfo, register
 from louder.llm.retry import call_with_retries, is_transient
 
 
@@ -215,3 +216,26 @@ def first_token_logprobs(tokens: list[dict], prefix: str, choices: list[str]) ->
             return {c: (math.log(p) if p > 0 else None) for c, p in mass.items()}
         offset += len(tok)
     return None
+
+
+def _build_openai(model: str, url: str | None, cfg):
+    if cfg.client == "http":
+        from louder.llm.http import HTTPChatModel
+
+        return HTTPChatModel(model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                             json_mode=cfg.json_mode)
+    return RemoteChatModel("openai", model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                           json_mode=cfg.json_mode)
+
+
+def _build_ollama(model: str, url: str | None, cfg):
+    if cfg.client == "http":
+        raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "
+                          "(Ollama's OpenAI-compatible endpoint) or client: langchain")
+    return RemoteChatModel("ollama", model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                           json_mode=cfg.json_mode)
+
+
+register(BackendInfo("openai", _build_openai, forms=("openai:MODEL", "openai:MODEL@BASE_URL"), can_score=True,
+                     needs_key="OPENAI_API_KEY", priced=True))
+register(BackendInfo("ollama", _build_ollama, forms=("ollama:MODEL", "ollama:MODEL@BASE_URL")))

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from functools import cache
-from typing import Literal
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from louder.llm.answers import is_refusal, parse_json_object
 from louder.llm.base import Request, stable_seed
@@ -22,6 +20,7 @@ from louder.session import ModelSession
 from louder.probes.association import make_trial, score_response
 from louder.probes.stimuli import Stereotype, templates
 from louder.prompts import render
+from louder.schemas import choice_schema
 
 NEITHER = "neither"
 
@@ -41,14 +40,12 @@ class DecisionTrial:
     association: object | None = None  # the association Trial of a chained prompt
 
 
-@cache
 def person_schema(labels: tuple[str, ...]) -> type[BaseModel]:
-    return create_model("Assignment", person=(Literal[labels], ...))  # type: ignore[valid-type]
+    return choice_schema("Assignment", "person", labels)
 
 
-@cache
 def yes_no_schema() -> type[BaseModel]:
-    return create_model("YesNo", answer=(Literal["yes", "no"], ...))
+    return choice_schema("YesNo", "answer", ("yes", "no"))
 
 
 def _seed_spec(st: Stereotype) -> dict:

@@ -10,30 +10,24 @@ them all, with raw text and rationale.
 from __future__ import annotations
 
 from pathlib import Path
-from functools import cache
-from typing import Callable, Literal
+from typing import Callable
 
 import pandas as pd
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from louder import estimate
 from louder.config import ExperimentConfig
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
 from louder.status import status_by, status_counts
+from louder.schemas import choice_schema
 from louder.scenarios import Group, Scenario, load_group, load_scenario
 from louder.task import Task, execute
 from louder.types import PROBE_COLUMNS
 
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
     """``{answer, rationale}``; with ``constrained`` the answer must be one of ``labels``."""
-    return _answer_schema(tuple(labels), constrained)
-
-
-@cache
-def _answer_schema(labels: tuple[str, ...], constrained: bool) -> type[BaseModel]:
-    answer_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
-    return create_model("ExplicitAnswer", answer=(answer_type, ...), rationale=(str, ...))
+    return choice_schema("ExplicitAnswer", "answer", tuple(labels), constrained, rationale=True)
 
 
 def trials_for(config: ExperimentConfig, group: Group) -> int:
