@@ -179,7 +179,7 @@ def _probe(config, out: Path, retry_errors: bool) -> None:
 
 def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool) -> None:
     from louder.config import load_config
-    from louder.probes.runner import FILES, run_test
+    from louder.probes.bai_runner import FILES, run_test
 
     cfg = load_config(config, overrides)
     if dry_run:

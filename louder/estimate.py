@@ -75,7 +75,7 @@ def _explicit(config: ExperimentConfig, per: int) -> list[Part]:
 
 def _association(config: ExperimentConfig, per: int) -> list[Part]:
     from louder.probes.association import make_trial
-    from louder.probes.runner import selected
+    from louder.probes.bai_runner import selected
 
     typical = _numbers()["typical_output_tokens"]["association"]
     return [_part(config.association_trials, _tokens(make_trial(st, v, 0, config.seed).prompt), typical,
@@ -84,8 +84,8 @@ def _association(config: ExperimentConfig, per: int) -> list[Part]:
 
 
 def _decision(config: ExperimentConfig, per: int) -> list[Part]:
-    from louder.probes.decision import make_decision_trial
-    from louder.probes.runner import selected
+    from louder.probes.decision_test import make_decision_trial
+    from louder.probes.bai_runner import selected
 
     typical, out = _numbers()["typical_output_tokens"], []
     for st in selected(config):

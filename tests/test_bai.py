@@ -11,8 +11,8 @@ from louder.analysis import analyze
 from louder.analysis.report import write_report
 from louder.config import build_config
 from louder.probes.association import bias_score, make_trial, parse_pairs, rescore, score_response
-from louder.probes.decision import make_decision_trial
-from louder.probes.runner import run_test
+from louder.probes.decision_test import make_decision_trial
+from louder.probes.bai_runner import run_test
 from louder.probes.stimuli import get_stereotype, stereotypes
 
 DATA = Path(__file__).parent / "data" / "bai_gpt4o"

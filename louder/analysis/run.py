@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
-from louder.analysis.probe_stats import association_decision_link, association_stats, decision_stats
+from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
 from louder.errors import LouderError
