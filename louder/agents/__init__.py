@@ -14,9 +14,8 @@ from louder.schemas import choice_schema
 
 
 # Score mode: each choice label is scored as the continuation of the JSON answer in the layout the
-# action prompt (Appendix C) shows. A weak model spreads probability beyond the offered labels;
-# that shortfall is kept in `choice_mass`.
-SCORE_PREFIX = '{\n"decision": "'
+# action prompt (Appendix C) shows (``score_prefix`` in prompts.yaml). A weak model spreads
+# probability beyond the offered labels; that shortfall is kept in `choice_mass`.
 
 
 def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
@@ -96,7 +95,7 @@ class PersonaAgent(mesa.Agent):
         session, scenario = self.model.session, self.model.case.scenario
         request = Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
                           temperature=0.0, max_tokens=16, seed=self.seed, replicate="score")
-        reply = session.client.score(request, SCORE_PREFIX, labels)
+        reply = session.client.score(request, session.prompts.score_prefix, labels)
         scored = choice_probabilities(reply, labels)
         self.status, self.raw_response = scored.status, reply.error or reply.text
         self.attempts, self.latency_s, self.input_tokens = reply.attempts, reply.latency_s, reply.input_tokens
