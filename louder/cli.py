@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -312,6 +313,8 @@ def report(
 
 
 def main() -> None:
+    # Deprecation notices (old flat config keys) as one line, not Python's two-line warning format.
+    warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"
     try:
         app()
     except KeyboardInterrupt:
