@@ -16,8 +16,8 @@ import httpx
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
-from louder.llm.remote import RemoteChatModel, _redact, first_token_logprobs
-from louder.llm.retry import call_with_retries, is_transient
+from louder.llm.remote import RemoteChatModel, first_token_logprobs
+from louder.llm.retry import call_or_error
 
 
 class HTTPChatModel(RemoteChatModel):
@@ -54,14 +54,7 @@ class HTTPChatModel(RemoteChatModel):
         else:
             body["prompt"] = request.prompt
             path = "completions"
-        start = time.perf_counter()
-        try:
-            out, attempts = call_with_retries(lambda: self._post(path, body), self.max_attempts)
-        except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return None, 1, Reply(error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                                  latency_s=time.perf_counter() - start, attempts=getattr(e, "louder_attempts", 1))
-        return out, attempts, None
+        return call_or_error(lambda: self._post(path, body), self.max_attempts)
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()

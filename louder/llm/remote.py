@@ -16,7 +16,7 @@ import time
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
 from louder.llm.registry import BackendInfo, register
-from louder.llm.retry import call_with_retries, is_transient
+from louder.llm.retry import call_or_error, redact
 
 
 def _lc_messages(messages):
@@ -26,12 +26,7 @@ def _lc_messages(messages):
     return [kinds[r](content=c) for r, c in messages]
 
 
-def _redact(text: str) -> str:
-    """Drop anything that looks like an API key from an error message before it is stored."""
-    key = os.environ.get("OPENAI_API_KEY")
-    if key:
-        text = text.replace(key, "[redacted]")
-    return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-[redacted]", text)
+_redact = redact  # the old name, for one release
 
 
 class RemoteChatModel:
@@ -132,15 +127,9 @@ class RemoteChatModel:
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()
-        try:
-            out, attempts = call_with_retries(lambda: self._invoke(request), self.max_attempts)
-        except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return Reply(
-                error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                latency_s=time.perf_counter() - start,
-                attempts=getattr(e, "louder_attempts", 1),
-            )
+        out, attempts, failed = call_or_error(lambda: self._invoke(request), self.max_attempts)
+        if failed:
+            return failed
         latency = time.perf_counter() - start
         if isinstance(out, str):  # completion models return plain text
             return Reply(text=out, latency_s=latency, attempts=attempts)
@@ -168,13 +157,10 @@ class RemoteChatModel:
         kw = dict(temperature=0.0, max_tokens=request.max_tokens, seed=request.seed, logprobs=True, top_logprobs=20)
         if request.schema is not None:
             kw.update(self._response_format(request))
-        try:
-            out, attempts = call_with_retries(
-                lambda: self._chat_client().invoke(_lc_messages(request.messages), **kw), self.max_attempts)
-        except Exception as e:  # noqa: BLE001
-            kind = "transport failure after retries" if is_transient(e) else "request failed"
-            return Reply(error=_redact(f"{kind}: {type(e).__name__}: {e}")[:2000],
-                         latency_s=time.perf_counter() - start, attempts=getattr(e, "louder_attempts", 1))
+        out, attempts, failed = call_or_error(
+            lambda: self._chat_client().invoke(_lc_messages(request.messages), **kw), self.max_attempts)
+        if failed:
+            return failed
         content = (getattr(out, "response_metadata", {}) or {}).get("logprobs") or {}
         tokens = content.get("content") or []
         logprobs = first_token_logprobs(tokens, prefix, choices)

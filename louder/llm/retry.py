@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import time
 from typing import Callable, TypeVar
 
 # Imported here, at import time: a first import of httpx from several worker threads at once
@@ -10,6 +13,8 @@ import httpx
 import openai
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from louder.llm.base import Reply
 
 T = TypeVar("T")
 
@@ -66,3 +71,26 @@ def call_with_retries(fn: Callable[[], T], attempts: int, max_wait_s: float = 60
         e.louder_attempts = retrying.statistics.get("attempt_number", 1)
         raise
     return result, retrying.statistics.get("attempt_number", 1)
+
+
+def redact(text: str) -> str:
+    """Drop anything that looks like an API key from an error message before it is stored."""
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        text = text.replace(key, "[redacted]")
+    return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-[redacted]", text)
+
+
+def call_or_error(fn: Callable[[], T], attempts: int) -> tuple[T | None, int, Reply | None]:
+    """``call_with_retries``, with a failure turned into an accounted-for error ``Reply`` (key
+    redacted): (result, tries, None) or (None, tries, error reply). Every remote backend calls
+    through here, so how failures are retried and classified lives in this module only."""
+    start = time.perf_counter()
+    try:
+        out, tries = call_with_retries(fn, attempts)
+    except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
+        kind = "transport failure after retries" if is_transient(e) else "request failed"
+        return None, getattr(e, "louder_attempts", 1), Reply(
+            error=redact(f"{kind}: {type(e).__name__}: {e}")[:2000], latency_s=time.perf_counter() - start,
+            attempts=getattr(e, "louder_attempts", 1))
+    return out, tries, None
