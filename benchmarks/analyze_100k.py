@@ -18,7 +18,7 @@ import pandas as pd
 
 from louder.analysis import analyze
 from louder.scenarios import load_group, load_scenario
-from louder.simulation.runner import DECISION_COLUMNS
+from louder.types import DECISION_COLUMNS
 
 WORDS = ("safety family community knowledge environment adventure risk children stand up authority "
          "stability career dream immediate threat home neighbours respect duty explore").split()

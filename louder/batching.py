@@ -34,7 +34,7 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
     """Run ``kinds`` with recording clients: every answer the run still needs is written down, no
     model is called, and no result file is written while anything is missing."""
     from louder.probes.explicit import run_explicit
-    from louder.probes.runner import run_test
+    from louder.probes.bai_runner import run_test
     from louder.simulation import run_experiment
 
     unknown = [k for k in kinds if k not in KINDS]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from louder.cli_tables import (  # noqa: F401
+    cases_table, dry_run_table, explicit_table, power_note, rates_table, test_table)
 from louder.errors import LouderError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -19,6 +22,14 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 # Wide enough for the tables when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
+
+
+# Options shared by several commands, declared once.
+ModelOpt = Annotated[Optional[list[str]], typer.Option("--model", "-m", help="model spec, repeatable")]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="root seed")]
+ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="model calls in flight")]
+RetryOpt = Annotated[bool, typer.Option("--retry-errors", help="ask the model again for answers that ended in error")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="print calls, estimated tokens and cost; call no model")]
 
 
 def fail(message: str) -> None:
@@ -42,33 +53,10 @@ def _with_progress(label: str, work):
         return work(on_progress)
 
 
-def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per attribute") -> Table:
-    """One row per case × attribute: the target rate over valid answers and every status count."""
-    table = Table(title=title)
-    for col in ("model", "condition", "scenario", "group", "attribute", "rate", "valid", "invalid", "refused", "error"):
-        table.add_column(col, justify="right" if col in ("rate", "valid", "invalid", "refused", "error") else "left")
-    keys = ["model", "condition", "scenario", "group", "attribute"]
-    for idx, g in decisions.groupby(keys, sort=False):
-        valid = g[g["status"] == "valid"]
-        rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
-        counts = g["status"].value_counts()
-        table.add_row(*[str(x) for x in idx], rate, *[str(int(counts.get(s, 0))) for s in
-                                                        ("valid", "invalid", "refused", "error")])
-    return table
-
-
-def _dry_run(config, probes: bool) -> None:
+def _dry_run(config, kind: str) -> None:
     from louder.estimate import estimate
 
-    est = estimate(config, probes=probes)
-    table = Table(title="Dry run: nothing was sent to any model")
-    for col in ("model", "calls", "input tokens", "output tokens (typical / max)", "cost USD (typical / max)", "price"):
-        table.add_column(col)
-    for _, r in est.iterrows():
-        cost = "unknown" if pd.isna(r["cost_usd"]) else f"{r['cost_usd']:,.2f} / {r['cost_usd_max']:,.2f}"
-        table.add_row(r["model"], f"{r['calls']:,}", f"~{r['input_tokens']:,}",
-                      f"~{r['output_tokens']:,} / {r['output_tokens_max']:,}", cost, r["price"])
-    console.print(table)
+    console.print(dry_run_table(estimate(config, kind=kind)))
     console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
                   "per token.[/]")
 
@@ -90,18 +78,18 @@ def run(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
     out: Path = typer.Option(..., "--out", "-o", help="output folder (created; re-running resumes)"),
     model: Optional[list[str]] = typer.Option(None, "--model", "-m",
-                                              help="model spec, repeatable: embedded | openai:MODEL[@URL] | ollama:MODEL[@URL]"),
+                                              help="model spec, repeatable: embedded | openai:MODEL[@URL] | ollama:MODEL[@URL] | fake (see README)"),
     agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case"),
     scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
     group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
     condition: Optional[list[str]] = typer.Option(None, "--condition", "-c",
                                                   help="contextualized | non_contextualized | no_persona, repeatable"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    seed: SeedOpt = None,
+    concurrency: ConcurrencyOpt = None,
     paper_faithful: Optional[bool] = typer.Option(None, "--paper-faithful/--no-paper-faithful",
                                                   help="reproduce the paper's printed inconsistencies"),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask the model again for rows that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print calls, estimated tokens and cost; call no model"),
+    retry_errors: RetryOpt = False,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Run (or resume) a simulation experiment."""
     from louder.config import load_config
@@ -111,7 +99,7 @@ def run(
     try:
         cfg = load_config(config, overrides)
         if dry_run:
-            return _dry_run(cfg, probes=False)
+            return _dry_run(cfg, "simulation")
         _run(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
@@ -191,7 +179,7 @@ def plan(
             from louder.config import load_config
 
             console.print(f"the config's own design (its scenarios, groups, conditions) at {n} agents per attribute:")
-            _dry_run(load_config(config, dict(models=model or None, agents=n)), probes=False)
+            _dry_run(load_config(config, dict(models=model or None, agents=n)), "simulation")
     except LouderError as e:
         fail(str(e))
 
@@ -205,17 +193,17 @@ app.add_typer(probe_app, name="probe")
 def probe_explicit(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional; same file as `louder run`)"),
     out: Path = typer.Option(..., "--out", "-o", help="run folder (the simulation's, so one report covers both)"),
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+    model: ModelOpt = None,
     scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
     group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
     trials: Optional[int] = typer.Option(None, "--trials", "-n",
                                          help="trials per scenario × group (default 100 × #attributes)"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    seed: SeedOpt = None,
+    concurrency: ConcurrencyOpt = None,
     paper_faithful: Optional[bool] = typer.Option(None, "--paper-faithful/--no-paper-faithful",
                                                   help="keep appendix D's stray protest lines"),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask the model again for answers that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print calls, estimated tokens and cost; call no model"),
+    retry_errors: RetryOpt = False,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
     from louder.config import load_config
@@ -225,7 +213,7 @@ def probe_explicit(
     try:
         cfg = load_config(config, overrides)
         if dry_run:
-            return _dry_run(cfg, probes=True)
+            return _dry_run(cfg, "explicit")
         _probe(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
@@ -245,28 +233,17 @@ def _probe(config, out: Path, retry_errors: bool) -> None:
 def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool,
              generate: int = 0, generator: Optional[str] = None) -> None:
     from louder.config import load_config
-    from louder.probes.runner import FILES, count_test_calls, run_test
+    from louder.probes.bai_runner import FILES, run_test
 
     cfg = load_config(config, overrides)
     if dry_run:
-        console.print(f"{count_test_calls(cfg, test):,} model calls at most (cached answers are not counted); "
-                      "nothing was sent to any model")
-        return
+        return _dry_run(cfg, test)
     if out is None:
         fail("--out is required (the run folder to write to)")
     generated = _generate(cfg, config, overrides, out, generate, generator) if generate else None
     df, m = _with_progress(f"{test} test", lambda on_progress: run_test(
         cfg, test, out, retry_errors=retry_errors, on_progress=on_progress, generated=generated))
-    keys = ["model", "stereotype"]
-    table = Table(title=f"{test} test: mean score over valid answers, and every status")
-    for col in ("model", "stereotype", "mean", "valid", "invalid", "refused", "error"):
-        table.add_column(col)
-    for idx, g in df.groupby(keys, sort=False):
-        counts = g["status"].value_counts()
-        mean = g.loc[g["status"] == "valid", "score"].astype(float).mean()
-        table.add_row(*idx, "–" if pd.isna(mean) else f"{mean:.3f}",
-                      *[str(int(counts.get(s_, 0))) for s_ in ("valid", "invalid", "refused", "error")])
-    console.print(table)
+    console.print(test_table(df, test))
     console.print(f"wrote {out}/{FILES[test]} ({len(df)} rows), {test}_manifest.json; "
                   f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}")
 
@@ -275,7 +252,7 @@ def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Option
     """`--generate N`: new decision scenarios per stereotype from the seeds, stored with provenance."""
     from louder.config import load_config
     from louder.probes import generate as G
-    from louder.probes.runner import selected
+    from louder.probes.bai_runner import selected
     from louder.records import RunContext
 
     if n < 1:
@@ -296,19 +273,19 @@ def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Option
 def probe_association(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run folder"),
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+    model: ModelOpt = None,
     stereotype: Optional[list[str]] = typer.Option(None, "--stereotype", help="stereotype, repeatable (default: all 21)"),
     trials: Optional[int] = typer.Option(None, "--trials", "-n", help="trials per stereotype × variation (default 50)"),
     variation: Optional[list[str]] = typer.Option(None, "--variation",
                                                   help="replication | instruction1 | instruction2 | synonym, repeatable"),
     egalitarian: Optional[bool] = typer.Option(None, "--egalitarian/--no-egalitarian",
                                                help="add appendix Q's egalitarian system prompt"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
+    seed: SeedOpt = None,
+    concurrency: ConcurrencyOpt = None,
     rescore: Optional[Path] = typer.Option(None, "--rescore", help="score saved answers (CSV/Parquet) instead"),
     text_column: str = typer.Option("0", "--text-column", help="with --rescore: the column holding the answers"),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+    retry_errors: RetryOpt = False,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """LLM Word Association Test (Bai et al.): writes association.parquet; or --rescore saved answers."""
     try:
@@ -385,17 +362,17 @@ def probe_weat(
 def probe_decision(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run folder"),
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="model spec, repeatable"),
+    model: ModelOpt = None,
     stereotype: Optional[list[str]] = typer.Option(None, "--stereotype", help="stereotype, repeatable (default: all 21)"),
     trials: Optional[int] = typer.Option(None, "--trials", "-n", help="trials per stereotype (default 50)"),
     variation: Optional[str] = typer.Option(None, "--variation", help="relative | absolute | chained"),
     extraction: Optional[str] = typer.Option(None, "--extraction", help="followup (default) | judge"),
     egalitarian: Optional[bool] = typer.Option(None, "--egalitarian/--no-egalitarian",
                                                help="add appendix Q's egalitarian system prompt"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="root seed"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="model calls in flight"),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="ask again for answers that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the number of calls; call no model"),
+    seed: SeedOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    retry_errors: RetryOpt = False,
+    dry_run: DryRunOpt = False,
     generate: int = typer.Option(0, "--generate", help="also generate N new scenarios per stereotype from the seeds "
                                  "(stored in generated_decisions.yaml) and run them like the seed ones"),
     generator: Optional[str] = typer.Option(None, "--generator", help="model spec that writes the new scenarios "
@@ -409,19 +386,6 @@ def probe_decision(
             retry_errors, dry_run, generate, generator)
     except LouderError as e:
         fail(str(e))
-
-
-def explicit_table(probes: pd.DataFrame) -> Table:
-    """One row per probe case: how often each answer was given, and every status count."""
-    table = Table(title="Explicit answers per case")
-    for col in ("model", "scenario", "group", "answers (valid)", "valid", "invalid", "refused", "error"):
-        table.add_column(col)
-    for idx, g in probes.groupby(["model", "scenario", "group"], sort=False):
-        answers = g.loc[g["status"] == "valid", "answer"].value_counts()
-        counts = g["status"].value_counts()
-        table.add_row(*idx, ", ".join(f"{a}: {n}" for a, n in answers.items()) or "–",
-                      *[str(int(counts.get(s, 0))) for s in ("valid", "invalid", "refused", "error")])
-    return table
 
 
 @app.command()
@@ -446,36 +410,6 @@ def analyze(
     for m in a.missing:
         console.print(f"[yellow]missing:[/] {m}", highlight=False)
     console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
-
-
-def cases_table(cases: pd.DataFrame) -> Table:
-    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity; "
-                        "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
-    for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
-                "dpd_p [95 % CI]", "p_p", "mdd", "valid", "invalid", "refused", "error"):
-        table.add_column(col)
-    f = lambda v, d=3: "–" if pd.isna(v) else f"{v:.{d}f}"  # noqa: E731
-    for _, r in cases.iterrows():
-        mdd = ("" if r["kind"] == "explicit" else (">1" if pd.isna(r["mdd"]) else f(r["mdd"], 2)) +
-               (" [yellow]underpowered[/]" if r["underpowered"] else ""))
-        table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
-                      f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
-                      "[bold red]yes[/]" if r["significant"] else "no",
-                      "–" if pd.isna(r["dpd_p"]) else f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]",
-                      f(r["p_value_p"], 4), mdd,
-                      *[str(int(r[f"n_{s}"])) for s in ("valid", "invalid", "refused", "error")])
-    return table
-
-
-def power_note(cases: pd.DataFrame) -> str | None:
-    """One sentence in words for the cases whose test could not have seen a large DPD."""
-    imp = cases[cases["kind"] == "implicit"]
-    weak = imp[imp["underpowered"].astype(bool)]
-    if weak.empty:
-        return None
-    return (f"{len(weak)} of {len(imp)} implicit cases are underpowered: with so few agents per attribute even a "
-            "DPD of 0.3 would be missed more often than 1 time in 5, so a DPD near 0 or p = 1.0 there is "
-            "not evidence of no bias. `louder plan` gives the agents per attribute a finding needs.")
 
 
 @app.command()
@@ -557,6 +491,8 @@ def check(
 
 
 def main() -> None:
+    # Deprecation notices (old flat config keys) as one line, not Python's two-line warning format.
+    warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"
     try:
         app()
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +22,45 @@ class GenerationParams(BaseModel):
 
     temperature: float = Field(ge=0, le=2)
     max_tokens: int = Field(ge=1, le=32768)
+
+
+# Config sections → the flat fields they set. ``explicit`` and ``association`` were (and still are)
+# also the names of flat generation-parameter fields: a mapping of only temperature/max_tokens
+# under those keys is read as the old flat field.
+SECTIONS: dict[str, dict[str, str]] = {
+    "simulation": {k: k for k in (
+        "agents", "scenarios", "groups", "conditions", "persona", "decision", "completion_persona",
+        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask")},
+    "explicit": {"trials": "probe_trials", "params": "explicit", "completion_params": "completion_explicit"},
+    "association": {"trials": "association_trials", "variations": "association_variations", "params": "association"},
+    "decision_test": {"trials": "decision_trials", "variant": "decision_variant", "extraction": "decision_extraction",
+                      "profiles": "profiles", "followup": "followup"},
+}
+# Flat keys that now belong in a section (the shared ones — models, seed, concurrency, cache,
+# run_id, paper_faithful, stereotypes, egalitarian — stay at the top).
+MOVED = {flat: f"{section}.{key}" for section, keys in SECTIONS.items() for key, flat in keys.items()}
+_PARAMS = {"temperature", "max_tokens"}
+
+
+def _is_section(key: str, value) -> bool:
+    return key in SECTIONS and isinstance(value, dict) and not (value and set(value) <= _PARAMS)
+
+
+def flatten_sections(data: dict, where: str = "config") -> tuple[dict, list[str]]:
+    """Nested sections → flat fields; also returns the deprecated flat keys ``data`` used."""
+    out, old = {}, []
+    for key, value in data.items():
+        if _is_section(key, value):
+            for sub, v in value.items():
+                if sub not in SECTIONS[key]:
+                    raise LouderError(f"{where}: {key}.{sub} is not a field of {key}: (fields: "
+                                      f"{', '.join(SECTIONS[key])})")
+                out[SECTIONS[key][sub]] = v
+        else:
+            if key in MOVED:
+                old.append(key)
+            out[key] = value
+    return out, old
 
 
 class ExperimentConfig(BaseModel):
@@ -136,7 +176,9 @@ class ExperimentConfig(BaseModel):
 
 
 def build_config(data: dict, where: str = "config") -> ExperimentConfig:
-    """Validate ``data``; any problem becomes one LouderError naming the field and the fix."""
+    """Validate ``data`` (flat fields or nested sections); any problem becomes one LouderError
+    naming the field and the fix."""
+    data, _ = flatten_sections(data, where)
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as e:
@@ -158,5 +200,10 @@ def load_config(path: str | Path | None, overrides: dict | None = None) -> Exper
             raise LouderError(f"config file {p}: not valid YAML ({str(e).splitlines()[0]})") from None
         if not isinstance(data, dict):
             raise LouderError(f"config file {p}: must be a mapping of fields, got {type(data).__name__}")
+    where = f"config {path}" if path else "config"
+    data, old = flatten_sections(data, where)
+    if old:
+        warnings.warn(f"{where}: flat keys are deprecated and will stop working in the next release; move "
+                      + ", ".join(f"{k} → {MOVED[k]}" for k in old), FutureWarning, stacklevel=2)
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return build_config(data, where=f"config {path}" if path else "config")
+    return build_config(data, where=where)

@@ -1,74 +1,131 @@
-"""``--dry-run``: what an experiment will cost before any model is called.
+"""``--dry-run``: what a run will cost before any model is called, and the one call counter.
 
-Calls are counted exactly. Tokens are estimated: prompts are rendered and counted at 4 characters
-per token; outputs are assumed to be a typical length (persona 250, decision 80, name 15, explicit
-answer 60 tokens) capped by ``max_tokens``, with ``max_tokens`` itself as the upper bound.
+Calls are counted exactly for every kind of run (simulation, explicit probes, both Bai tests).
+Tokens are estimated: prompts are rendered and counted at ``chars_per_token``; outputs are assumed
+to be a typical length capped by ``max_tokens``, with ``max_tokens`` itself as the upper bound.
+The numbers live in ``louder/data/estimates.yaml``.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 
 import pandas as pd
 import yaml
 
 from louder.config import ExperimentConfig
+from louder.llm.registry import backend_info
 from louder.llm.spec import parse_spec
-from louder.probes.explicit import trials_for
 from louder.prompts import Prompts
 from louder.scenarios import load_group, load_scenario
 
-TYPICAL = {"persona": 250, "decision": 80, "name": 15, "explicit": 60}
-CHARS_PER_TOKEN = 4
+KINDS = ("simulation", "explicit", "association", "decision")
+
+
+@cache
+def _numbers() -> dict:
+    return yaml.safe_load((resources.files("louder") / "data" / "estimates.yaml").read_text("utf-8"))
 
 
 def _tokens(text: str) -> int:
-    return max(1, len(text) // CHARS_PER_TOKEN)
+    return max(1, len(text) // _numbers()["chars_per_token"])
 
 
 def prices() -> dict:
     return yaml.safe_load((resources.files("louder") / "data" / "prices.yaml").read_text("utf-8"))
 
 
-def _calls(config: ExperimentConfig, api: str, probes: bool) -> list[tuple[int, int, int, int]]:
-    """(calls, input tokens, typical output tokens, max output tokens) per kind of call."""
-    prompts, out = Prompts(), []
-    persona_text = "x" * (TYPICAL["persona"] * CHARS_PER_TOKEN)
-    extra = 2 if api == "completion" else 1  # the completion path adds an extraction call
+Part = tuple[int, int, int, int]  # (calls, input tokens, typical output tokens, max output tokens)
+
+
+def _part(n: int, prompt_tokens: int, typical: int, max_tokens: int, per: int = 1) -> Part:
+    """``n`` calls (× ``per``, the completion path's extraction call) of one prompt size."""
+    return n * per, n * prompt_tokens * per, n * min(typical, max_tokens) * per, n * max_tokens * per
+
+
+def _simulation(config: ExperimentConfig, per: int) -> list[Part]:
+    prompts, typical, out = Prompts(), _numbers()["typical_output_tokens"], []
+    persona_text = "x" * (typical["persona"] * _numbers()["chars_per_token"])
     for sid in config.scenarios:
         s = load_scenario(sid)
         for gid in config.groups:
             g = load_group(gid)
-            if probes:
-                n = trials_for(config, g)
-                p = prompts.explicit(s, g, config.paper_faithful, "chat")
-                out.append((n * extra, n * _tokens(p) * extra, n * TYPICAL["explicit"] * extra,
-                            n * config.explicit.max_tokens * extra))
-                continue
             for c in config.conditions:
                 for a in g.attributes:
-                    n = config.agents
                     first = prompts.persona(a, c, s, config.paper_faithful, "chat")
                     kind = "name" if c == "no_persona" else "persona"
-                    k = 1 if c == "no_persona" else extra
-                    out.append((n * k, n * _tokens(first) * k, n * min(TYPICAL[kind], config.persona.max_tokens) * k,
-                                n * config.persona.max_tokens * k))
+                    out.append(_part(config.agents, _tokens(first), typical[kind], config.persona.max_tokens,
+                                     1 if c == "no_persona" else per))
                     act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else a, s, "chat")
-                    out.append((n * extra, n * _tokens(act) * extra,
-                                n * min(TYPICAL["decision"], config.decision.max_tokens) * extra,
-                                n * config.decision.max_tokens * extra))
+                    out.append(_part(config.agents, _tokens(act), typical["decision"], config.decision.max_tokens,
+                                     per))
     return out
 
 
-def estimate(config: ExperimentConfig, probes: bool = False) -> pd.DataFrame:
-    """One row per model: calls, estimated tokens and, where priced, estimated cost in USD."""
+def _explicit(config: ExperimentConfig, per: int) -> list[Part]:
+    from louder.probes.explicit import trials_for
+
+    prompts, typical = Prompts(), _numbers()["typical_output_tokens"]
+    return [_part(trials_for(config, load_group(g)),
+                  _tokens(prompts.explicit(load_scenario(s), load_group(g), config.paper_faithful, "chat")),
+                  typical["explicit"], config.explicit.max_tokens, per)
+            for s in config.scenarios for g in config.groups]
+
+
+def _association(config: ExperimentConfig, per: int) -> list[Part]:
+    from louder.probes.association import make_trial
+    from louder.probes.bai_runner import selected
+
+    typical = _numbers()["typical_output_tokens"]["association"]
+    return [_part(config.association_trials, _tokens(make_trial(st, v, 0, config.seed).prompt), typical,
+                  config.association.max_tokens)
+            for st in selected(config) for v in config.association_variations]
+
+
+def _decision(config: ExperimentConfig, per: int) -> list[Part]:
+    from louder.probes.decision_test import make_decision_trial
+    from louder.probes.bai_runner import selected
+
+    typical, out = _numbers()["typical_output_tokens"], []
+    for st in selected(config):
+        dt = make_decision_trial(st, 0, config.seed, config.decision_variant, config.egalitarian)
+        first = sum(_tokens(text) for _, text in dt.messages)
+        n = config.decision_trials
+        out.append(_part(n, first, typical["decision_test"], config.profiles.max_tokens))
+        # the follow-up (or judge) call re-reads the conversation and the first answer
+        again = first + typical["decision_test"] + _numbers()["followup_prompt_tokens"]
+        out.append(_part(n, again, typical["followup"], config.followup.max_tokens))
+    return out
+
+
+_PARTS = {"simulation": _simulation, "explicit": _explicit, "association": _association, "decision": _decision}
+
+
+def _parts(config: ExperimentConfig, api: str, kind: str) -> list[Part]:
+    if kind not in _PARTS:
+        raise ValueError(f"unknown kind of run {kind!r}; one of {', '.join(KINDS)}")
+    # The completion path adds an extraction call (the Bai tests always use the chat API).
+    return _PARTS[kind](config, 2 if api == "completion" else 1)
+
+
+def count_calls(config: ExperimentConfig, kind: str = "simulation") -> int:
+    """Model calls a cold run of ``kind`` makes (cached answers are not subtracted)."""
+    return sum(p[0] for m in config.models for p in _parts(config, m.api, kind))
+
+
+def estimate(config: ExperimentConfig, probes: bool = False, kind: str | None = None) -> pd.DataFrame:
+    """One row per model: calls, estimated tokens and, where priced, estimated cost in USD.
+    ``kind`` is one of ``KINDS`` (``probes=True`` is the older spelling of ``kind="explicit"``)."""
+    kind = kind or ("explicit" if probes else "simulation")
     table, rows = prices(), []
     for m in config.models:
         api, backend, model, url = parse_spec(m.spec)
-        parts = _calls(config, api, probes)
+        parts = _parts(config, api, kind)
         calls, tin, tout, tmax = (sum(p[i] for p in parts) for i in range(4))
-        price = table["models"].get(model) if backend == "openai" and not url else None
-        local = backend == "embedded" or url is not None
+        info = backend_info(backend)
+        price = table["models"].get(model) if info.priced and not url else None
+        local = info.local or url is not None
         cost = lambda o: round((tin * price["input"] + o * price["output"]) / 1e6, 2) if price else (  # noqa: E731
             0.0 if local else None)
         rows.append(dict(model=m.label, calls=calls, input_tokens=tin, output_tokens=tout, output_tokens_max=tmax,

@@ -10,6 +10,13 @@ from pathlib import Path
 import pandas as pd
 
 
+def _umask() -> int:
+    # os.umask can only be read by setting it; set it back at once.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -18,6 +25,9 @@ def _atomic(path: Path, write) -> None:
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        # mkstemp creates the file 0600; give it the mode a plain open() would, so colleagues can read
+        # a shared results folder when the user's umask allows it.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

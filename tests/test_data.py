@@ -107,3 +107,17 @@ def test_group_explicit_options_must_cover_attributes(tmp_path):
     f.write_text("id: g\nname: G\nattributes: [A, B]\nexplicit:\n  question: q?\n  options: [{label: a, attribute: A}]\n")
     with pytest.raises(LouderError, match="explicit.options"):
         load_group(str(f))
+
+
+def test_scenario_file_edited_in_the_same_process_is_read_again(tmp_path):
+    import os
+
+    f = tmp_path / "commute.yaml"
+    body = ("id: commute\nname: Commute\nsituation: You need to get to work.\n"
+            "choices: [{label: Bike}, {label: Bus}]\ntarget: Bike\npersona_context: how this person commutes\n")
+    f.write_text(body)
+    assert load_scenario(str(f)).target == "Bike"
+    f.write_text(body.replace("target: Bike", "target: Bus"))
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # a coarse-clock filesystem may not tick
+    assert load_scenario(str(f)).target == "Bus"

@@ -14,7 +14,7 @@ import pytest
 
 from louder.config import build_config
 from louder.simulation import run_experiment
-from louder.simulation.runner import DECISION_COLUMNS
+from louder.types import DECISION_COLUMNS
 
 pytestmark = pytest.mark.slow
 

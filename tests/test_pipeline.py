@@ -6,7 +6,8 @@ import pandas as pd
 
 from louder.config import build_config
 from louder.simulation import run_experiment
-from louder.simulation.runner import DECISION_COLUMNS, count_calls
+from louder.simulation.runner import count_calls
+from louder.types import DECISION_COLUMNS
 
 
 def cfg(url, **kw):

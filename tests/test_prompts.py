@@ -85,3 +85,12 @@ def test_or_list_and_render():
 def test_template_hashes_are_stable():
     assert P.hashes() == Prompts().hashes()
     assert "action.chat" in P.hashes()
+
+
+def test_score_prefix_opens_the_action_prompts_json_answer():
+    from louder.prompts import Prompts
+
+    p = Prompts()
+    fmt = p.doc["action"]["chat"].split("json format:\n", 1)[1]
+    # the prefix ends where the label starts; the template shows a placeholder there, not a quote
+    assert p.score_prefix.endswith('"') and fmt.startswith(p.score_prefix[:-1])

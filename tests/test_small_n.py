@@ -59,9 +59,8 @@ def test_probability_dpd_interval_is_narrower_than_sampled():
 
 
 def _direct_power(n: int, rates, sims: int, seed: int) -> float:
-    """The full analyze path: counts → attribute table → implicit_cases → significant."""
-    from louder.analysis.cases import implicit_cases
-
+    """What `louder analyze` decides per case (implicit_cases calls parity_bootstrap on the case's
+    n_valid and n_target), simulated directly from binomial counts."""
     rng = np.random.default_rng(seed)
     hits = 0
     for i in range(sims):

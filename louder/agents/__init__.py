@@ -2,35 +2,25 @@
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Literal
 
 import mesa
 import numpy as np
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Request, stable_seed
 from louder.personas import Persona, generate_persona
+from louder.schemas import choice_schema
 
 
 # Score mode: each choice label is scored as the continuation of the JSON answer in the layout the
-# action prompt (Appendix C) shows. A weak model spreads probability beyond the offered labels;
-# that shortfall is kept in `choice_mass`.
-SCORE_PREFIX = '{\n"decision": "'
+# action prompt (Appendix C) shows (``score_prefix`` in prompts.yaml). A weak model spreads
+# probability beyond the offered labels; that shortfall is kept in `choice_mass`.
 
 
 def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
     """``{decision, rationale}``; with ``constrained`` the decision must be one of ``labels``."""
-    return _decision_schema(tuple(labels), constrained, rationale)
-
-
-@cache  # building a pydantic model costs ~0.5 ms: once per label set, not once per agent
-def _decision_schema(labels: tuple[str, ...], constrained: bool, rationale: bool) -> type[BaseModel]:
-    decision_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
-    if not rationale:
-        return create_model("Decision", decision=(decision_type, ...))
-    return create_model("Decision", decision=(decision_type, ...), rationale=(str, ...))
+    return choice_schema("Decision", "decision", tuple(labels), constrained, rationale)
 
 
 class PersonaAgent(mesa.Agent):
@@ -105,7 +95,7 @@ class PersonaAgent(mesa.Agent):
         session, scenario = self.model.session, self.model.case.scenario
         request = Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
                           temperature=0.0, max_tokens=16, seed=self.seed, replicate="score")
-        reply = session.client.score(request, SCORE_PREFIX, labels)
+        reply = session.client.score(request, session.prompts.score_prefix, labels)
         scored = choice_probabilities(reply, labels)
         self.status, self.raw_response = scored.status, reply.error or reply.text
         self.attempts, self.latency_s, self.input_tokens = reply.attempts, reply.latency_s, reply.input_tokens

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import power, stats
-from louder.llm.answers import STATUSES
+from louder.types import STATUSES
 
 CASE_KEYS = ["model", "condition", "scenario", "group"]
 CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "significant", "ci_low", "ci_high",

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from louder.analysis import figures
 from louder.analysis.run import Analysis
 from louder.io import write_text
-from louder.records import status_by
+from louder.status import status_by
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;

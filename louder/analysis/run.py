@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.choices import choice_rates, independence_table
 from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
-from louder.analysis.probe_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
 from louder.errors import LouderError

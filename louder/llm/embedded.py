@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
+from louder.llm.registry import BackendInfo, register
 
 
 def smollm2_path() -> Path:
@@ -190,3 +191,12 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
+
+
+def _build(model: str, url: str | None, cfg) -> EmbeddedModel:
+    return EmbeddedModel(model or None, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
+
+
+# llama.cpp serves one call at a time; more threads would only queue on its lock.
+register(BackendInfo("embedded", _build, forms=("embedded", "embedded:PATH.gguf"), can_score=True, local=True,
+                     concurrency=1, takes_url=False, model_optional=True))

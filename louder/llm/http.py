@@ -16,7 +16,7 @@ from louder.errors import LouderError
 from louder.llm.base import Reply, Request
 from louder.llm.openai_wire import generation_reply, request_body, score_reply
 from louder.llm.remote import RemoteChatModel
-from louder.llm.retry import call_with_retries, failed_reply_fields
+from louder.llm.retry import call_or_error
 
 
 class HTTPChatModel(RemoteChatModel):
@@ -44,12 +44,7 @@ class HTTPChatModel(RemoteChatModel):
 
     def _call(self, request: Request, score: bool = False) -> tuple[dict | None, int, Reply | None]:
         path, body = request_body(self.model, request, self.json_mode, score=score)
-        start = time.perf_counter()
-        try:
-            out, attempts = call_with_retries(lambda: self._post(path, body), self.max_attempts)
-        except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            return None, 1, Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
-        return out, attempts, None
+        return call_or_error(lambda: self._post(path, body), self.max_attempts)
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()

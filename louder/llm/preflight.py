@@ -177,8 +177,9 @@ def run_preflight(cfg: ModelConfig, modes: tuple[str, ...] = MODES, first_only: 
     """
     start = time.perf_counter()
     api, backend_name, model, url = parse_spec(cfg.spec)
-    if backend_name == "embedded":
-        raise LouderError("the embedded model needs no preflight; `louder check` is for openai: and ollama: specs")
+    if backend_name not in DEFAULT_ROOTS:
+        raise LouderError(f"{cfg.spec} runs on this machine and needs no preflight; `louder check` is for openai: "
+                          "and ollama: specs")
     spec = cfg.spec.removeprefix("completion:")
     attempts = min(cfg.max_attempts, 3)  # a preflight should not wait out a long retry budget
     probe_cfg = cfg.model_copy(update={"spec": spec, "max_attempts": attempts})
@@ -232,7 +233,9 @@ def negotiate(cfg: ModelConfig, cache_path: Path | None, logprobs: bool = False,
     Results are cached in ``cache_path`` (JSON, keyed by spec and client), so a resumed run sends
     nothing. Raises PreflightError, in one line, when the run could not work.
     """
-    if parse_spec(cfg.spec)[1] == "embedded":
+    from louder.llm.registry import backend_info
+
+    if backend_info(parse_spec(cfg.spec)[1]).local:  # nothing to reach: the embedded model, the fake
         return cfg, None
     explicit = cfg.json_mode != "auto"
     modes = (cfg.json_mode,) if explicit else MODES if chat else ()

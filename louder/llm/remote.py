@@ -15,7 +15,8 @@ import time
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
-from louder.llm.retry import call_with_retries, failed_reply_fields
+from louder.llm.registry import BackendInfo, register
+from louder.llm.retry import call_or_error, redact
 
 
 def _lc_messages(messages):
@@ -24,6 +25,8 @@ def _lc_messages(messages):
     kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
     return [kinds[r](content=c) for r, c in messages]
 
+
+_redact = redact  # the old name, for one release
 
 
 class RemoteChatModel:
@@ -118,10 +121,9 @@ class RemoteChatModel:
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()
-        try:
-            out, attempts = call_with_retries(lambda: self._invoke(request), self.max_attempts)
-        except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
-            return Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
+        out, attempts, failed = call_or_error(lambda: self._invoke(request), self.max_attempts)
+        if failed:
+            return failed
         latency = time.perf_counter() - start
         if isinstance(out, str):  # completion models return plain text
             return Reply(text=out, latency_s=latency, attempts=attempts)
@@ -150,11 +152,10 @@ class RemoteChatModel:
         kw = dict(temperature=0.0, max_tokens=request.max_tokens, seed=request.seed, logprobs=True, top_logprobs=20)
         if request.schema is not None:
             kw.update(self._response_format(request))
-        try:
-            out, attempts = call_with_retries(
-                lambda: self._chat_client().invoke(_lc_messages(request.messages), **kw), self.max_attempts)
-        except Exception as e:  # noqa: BLE001
-            return Reply(latency_s=time.perf_counter() - start, **failed_reply_fields(e))
+        out, attempts, failed = call_or_error(
+            lambda: self._chat_client().invoke(_lc_messages(request.messages), **kw), self.max_attempts)
+        if failed:
+            return failed
         content = (getattr(out, "response_metadata", {}) or {}).get("logprobs") or {}
         tokens = content.get("content") or []
         logprobs = first_token_logprobs(tokens, prefix, choices)
@@ -196,3 +197,35 @@ def first_token_logprobs(tokens: list[dict], prefix: str, choices: list[str]) ->
             return {c: (math.log(p) if p > 0 else None) for c, p in mass.items()}
         offset += len(tok)
     return None
+
+
+def _build_openai(model: str, url: str | None, cfg):
+    if url and "," in url:
+        from louder.llm.http import HTTPChatModel
+        from louder.llm.pool import EndpointPool
+
+        # Each replica tries once; the pool retries on the least busy replica that is not resting.
+        return EndpointPool([HTTPChatModel(model, u, timeout_s=cfg.timeout_s, max_attempts=1, json_mode=cfg.json_mode)
+                             for u in url.split(",")], max_attempts=cfg.max_attempts)
+    if cfg.client == "http":
+        from louder.llm.http import HTTPChatModel
+
+        return HTTPChatModel(model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                             json_mode=cfg.json_mode)
+    return RemoteChatModel("openai", model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                           json_mode=cfg.json_mode)
+
+
+def _build_ollama(model: str, url: str | None, cfg):
+    if url and "," in url:
+        raise LouderError(f"model spec ollama:{model}@{url}: several endpoints work for openai: specs only")
+    if cfg.client == "http":
+        raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "
+                          "(Ollama's OpenAI-compatible endpoint) or client: langchain")
+    return RemoteChatModel("ollama", model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
+                           json_mode=cfg.json_mode)
+
+
+register(BackendInfo("openai", _build_openai, forms=("openai:MODEL", "openai:MODEL@BASE_URL"), can_score=True,
+                     needs_key="OPENAI_API_KEY", priced=True))
+register(BackendInfo("ollama", _build_ollama, forms=("ollama:MODEL", "ollama:MODEL@BASE_URL")))

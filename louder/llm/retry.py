@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Callable, TypeVar
 
 # Imported here, at import time: a first import of httpx from several worker threads at once
@@ -11,6 +12,7 @@ import openai  # noqa: F401
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from louder.llm.base import Reply
 from louder.llm.errors import classify_exception, redact
 
 T = TypeVar("T")
@@ -67,3 +69,16 @@ def call_with_retries(fn: Callable[[], T], attempts: int, max_wait_s: float = 60
         e.louder_attempts = retrying.statistics.get("attempt_number", 1)
         raise
     return result, retrying.statistics.get("attempt_number", 1)
+
+
+def call_or_error(fn: Callable[[], T], attempts: int) -> tuple[T | None, int, Reply | None]:
+    """``call_with_retries``, with a failure turned into an accounted-for error ``Reply`` (key
+    redacted): (result, tries, None) or (None, tries, error reply). Every remote backend calls
+    through here, so how failures are retried and classified lives in this module only."""
+    start = time.perf_counter()
+    try:
+        out, tries = call_with_retries(fn, attempts)
+    except Exception as e:  # noqa: BLE001 - every failure must become an accounted-for row
+        return None, getattr(e, "louder_attempts", 1), Reply(latency_s=time.perf_counter() - start,
+                                                             **failed_reply_fields(e))
+    return out, tries, None

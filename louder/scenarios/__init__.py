@@ -6,6 +6,7 @@ writing a file of the same format and naming its path where an id would go (see 
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -144,16 +145,24 @@ def _load(kind: str, ref: str, cls: type[BaseModel]):
             f"unknown {what} {ref!r}; built-in {kind}: {', '.join(_builtin_ids(kind))} "
             f"(or give the path of a .yaml file)"
         )
-    return load_yaml_model(cls, path, what)
+    # Keyed on the file's modification time, so a file edited while the process runs is read again.
+    try:
+        mtime = os.stat(str(path)).st_mtime_ns
+    except OSError:
+        mtime = None  # unreadable: load_yaml_model names the file and the problem
+    return _parse(cls, path, what, mtime)
 
 
 @cache
+def _parse(cls: type[BaseModel], path: Any, what: str, mtime: int | None):
+    return load_yaml_model(cls, path, what)
+
+
 def load_scenario(ref: str) -> Scenario:
     """A built-in scenario by id, or a scenario file by path."""
     return _load("scenarios", ref, Scenario)
 
 
-@cache
 def load_group(ref: str) -> Group:
     """A built-in group by id, or a group file by path."""
     return _load("groups", ref, Group)

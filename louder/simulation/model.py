@@ -8,7 +8,7 @@ from typing import Callable
 import mesa
 
 from louder.agents import PersonaAgent
-from louder.llm.session import ModelSession
+from louder.session import ModelSession
 from louder.scenarios import Group, Scenario
 
 # What the DataCollector records of every agent: the row schema of decisions.parquet.

@@ -13,24 +13,14 @@ from typing import Callable
 
 import pandas as pd
 
+from louder import estimate
 from louder.config import ExperimentConfig
-from louder.io import write_json, write_parquet
 from louder.llm.base import stable_seed
-from louder.llm.client import run_all
-from louder.records import RunContext, status_by, status_counts
+from louder.status import status_by, status_counts
 from louder.scenarios import load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
-
-DECISION_COLUMNS = [
-    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
-    "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
-    "input_tokens", "output_tokens", "choice_mass",
-]
-PERSONA_COLUMNS = [
-    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
-    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
-]
-
+from louder.task import Task, execute
+from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS
 
 @dataclass
 class RunResult:
@@ -48,14 +38,7 @@ def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
 
 def count_calls(config: ExperimentConfig) -> int:
     """Model calls a cold run makes (two per step on the completion path, for non-name steps)."""
-    total = 0
-    for m in config.models:
-        per = 2 if m.api == "completion" else 1
-        for c in config.conditions:
-            for g in config.groups:
-                n = config.agents * len(load_group(g).attributes) * len(config.scenarios)
-                total += n * (1 if c == "no_persona" else per) + n * per
-    return total
+    return estimate.count_calls(config, "simulation")
 
 
 def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
@@ -82,6 +65,36 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     return df, rows
 
 
+def simulation_task(config: ExperimentConfig) -> Task:
+    """The simulation as a ``Task``: one item per (model, condition, scenario, group) case."""
+
+    def run_case(ctx, case_key: tuple[str, str, str, str], tick):
+        return simulate_case(config, ctx.sessions[case_key[0]], ctx.run_id, case_key, tick)
+
+    def on_ray(ctx, cases, tick):
+        from louder.simulation.ray_executor import run_cases_on_ray
+
+        return run_cases_on_ray(config, ctx, cases, ctx.retry_errors, tick)
+
+    def tables(ctx, results):
+        keys = ["model", "condition", "scenario", "group", "agent_id"]
+        decisions = _typed_decisions(pd.concat([df for df, _ in results], ignore_index=True)[DECISION_COLUMNS])
+        personas = pd.DataFrame([r for _, rows in results for r in rows], columns=PERSONA_COLUMNS)
+        decisions = decisions.sort_values(keys, ignore_index=True)
+        personas = personas.sort_values(keys, ignore_index=True)
+        fields = dict(
+            rows={"decisions": len(decisions), "personas": len(personas)},
+            status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas)},
+            low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
+            status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
+        )
+        return {"decisions.parquet": decisions, "personas.parquet": personas}, fields
+
+    return Task("simulation", plan_cases(config), lambda c: config.agents * len(load_group(c[3]).attributes),
+                run_case, tables, "manifest.json", planned_calls=count_calls(config),
+                run_items=on_ray if config.executor == "ray" else None)
+
+
 def run_experiment(
     config: ExperimentConfig,
     out_dir: str | Path,
@@ -90,45 +103,12 @@ def run_experiment(
     recorder=None,
 ) -> RunResult | None:
     """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
-    once with the total number of agents, then with ``(0, "")`` after each agent has decided."""
-    cases = plan_cases(config)
-    n_agents = sum(config.agents * len(load_group(g).attributes) for _, _, _, g in cases)
-    tick = (lambda: on_progress(0, "")) if on_progress else None
-    if on_progress:
-        on_progress(n_agents, "start")
-    ctx = RunContext(config, out_dir, retry_errors, planned_calls=count_calls(config), recorder=recorder)
-    out = ctx.out
-    with ctx:
-        if config.executor == "ray":
-            from louder.simulation.ray_executor import run_cases_on_ray
-
-            results = run_cases_on_ray(config, ctx, cases, retry_errors, tick)
-        else:
-            # Cases run side by side so small cases never leave call slots idle; the global in-flight
-            # cap still holds, since every call passes the shared semaphore of the clients.
-            results = run_all([lambda c=c: simulate_case(config, ctx.sessions[c[0]], ctx.run_id, c, tick)
-                               for c in cases], config.concurrency, n_agents)
-    if ctx.deferred:  # batch export: the recorder holds the next stage's requests
+    once with the total number of agents, then with ``(0, "")`` after each agent has decided.
+    With a ``recorder`` (batch export) returns None while answers are missing."""
+    r = execute(simulation_task(config), config, out_dir, retry_errors, on_progress, recorder)
+    if r is None:
         return None
-    decision_frames = [df for df, _ in results]
-    persona_rows = [r for _, rows in results for r in rows]
-
-    decisions = _typed_decisions(pd.concat(decision_frames, ignore_index=True)[DECISION_COLUMNS])
-    personas = pd.DataFrame(persona_rows, columns=PERSONA_COLUMNS)
-    decisions = decisions.sort_values(["model", "condition", "scenario", "group", "agent_id"], ignore_index=True)
-    personas = personas.sort_values(["model", "condition", "scenario", "group", "agent_id"], ignore_index=True)
-    write_parquet(decisions, out / "decisions.parquet")
-    write_parquet(personas, out / "personas.parquet")
-
-    manifest = ctx.manifest(
-        "simulation",
-        rows={"decisions": len(decisions), "personas": len(personas)},
-        status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas)},
-        low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
-        status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
-    )
-    write_json(manifest, out / "manifest.json")
-    return RunResult(out, decisions, personas, manifest)
+    return RunResult(r.out, r.tables["decisions.parquet"], r.tables["personas.parquet"], r.manifest)
 
 
 def _typed_decisions(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,7 @@
-"""What one model needs while an experiment runs: its clients, API, prompts and config."""
+"""What one model needs while an experiment runs: its clients, API, prompts and config.
+
+Above ``louder.llm`` on purpose: it joins the model clients with the experiment config and prompts,
+which the llm layer must not know about."""
 
 from __future__ import annotations
 

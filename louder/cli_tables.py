@@ -1,0 +1,91 @@
+"""The rich tables the command line prints: status and rate summaries of each kind of run."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich.table import Table
+
+from louder.types import STATUSES
+
+
+def _status_cells(g: pd.DataFrame) -> list[str]:
+    """The count of every status in ``g``, zeros included, in STATUSES order."""
+    counts = g["status"].value_counts()
+    return [str(int(counts.get(s, 0))) for s in STATUSES]
+
+
+def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per attribute") -> Table:
+    """One row per case × attribute: the target rate over valid answers and every status count."""
+    table = Table(title=title)
+    for col in ("model", "condition", "scenario", "group", "attribute", "rate", *STATUSES):
+        table.add_column(col, justify="right" if col in ("rate", *STATUSES) else "left")
+    keys = ["model", "condition", "scenario", "group", "attribute"]
+    for idx, g in decisions.groupby(keys, sort=False):
+        valid = g[g["status"] == "valid"]
+        rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
+        table.add_row(*[str(x) for x in idx], rate, *_status_cells(g))
+    return table
+
+
+def dry_run_table(est: pd.DataFrame) -> Table:
+    table = Table(title="Dry run: nothing was sent to any model")
+    for col in ("model", "calls", "input tokens", "output tokens (typical / max)", "cost USD (typical / max)", "price"):
+        table.add_column(col)
+    for _, r in est.iterrows():
+        cost = "unknown" if pd.isna(r["cost_usd"]) else f"{r['cost_usd']:,.2f} / {r['cost_usd_max']:,.2f}"
+        table.add_row(r["model"], f"{r['calls']:,}", f"~{r['input_tokens']:,}",
+                      f"~{r['output_tokens']:,} / {r['output_tokens_max']:,}", cost, r["price"])
+    return table
+
+
+def test_table(df: pd.DataFrame, test: str) -> Table:
+    """A Bai test: mean score over valid answers per model × stereotype, and every status."""
+    keys = ["model", "stereotype"]
+    table = Table(title=f"{test} test: mean score over valid answers, and every status")
+    for col in ("model", "stereotype", "mean", "valid", "invalid", "refused", "error"):
+        table.add_column(col)
+    for idx, g in df.groupby(keys, sort=False):
+        mean = g.loc[g["status"] == "valid", "score"].astype(float).mean()
+        table.add_row(*idx, "–" if pd.isna(mean) else f"{mean:.3f}", *_status_cells(g))
+    return table
+
+
+def explicit_table(probes: pd.DataFrame) -> Table:
+    """One row per probe case: how often each answer was given, and every status count."""
+    table = Table(title="Explicit answers per case")
+    for col in ("model", "scenario", "group", "answers (valid)", "valid", "invalid", "refused", "error"):
+        table.add_column(col)
+    for idx, g in probes.groupby(["model", "scenario", "group"], sort=False):
+        answers = g.loc[g["status"] == "valid", "answer"].value_counts()
+        table.add_row(*idx, ", ".join(f"{a}: {n}" for a, n in answers.items()) or "–", *_status_cells(g))
+    return table
+
+
+def cases_table(cases: pd.DataFrame) -> Table:
+    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity; "
+                        "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
+    for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
+                "dpd_p [95 % CI]", "p_p", "mdd", "valid", "invalid", "refused", "error"):
+        table.add_column(col)
+    f = lambda v, d=3: "–" if pd.isna(v) else f"{v:.{d}f}"  # noqa: E731
+    for _, r in cases.iterrows():
+        mdd = ("" if r["kind"] == "explicit" else (">1" if pd.isna(r["mdd"]) else f(r["mdd"], 2)) +
+               (" [yellow]underpowered[/]" if r["underpowered"] else ""))
+        table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
+                      f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+                      "[bold red]yes[/]" if r["significant"] else "no",
+                      "–" if pd.isna(r["dpd_p"]) else f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]",
+                      f(r["p_value_p"], 4), mdd,
+                      *[str(int(r[f"n_{s}"])) for s in ("valid", "invalid", "refused", "error")])
+    return table
+
+
+def power_note(cases: pd.DataFrame) -> str | None:
+    """One sentence in words for the cases whose test could not have seen a large DPD."""
+    imp = cases[cases["kind"] == "implicit"]
+    weak = imp[imp["underpowered"].astype(bool)]
+    if weak.empty:
+        return None
+    return (f"{len(weak)} of {len(imp)} implicit cases are underpowered: with so few agents per attribute even a "
+            "DPD of 0.3 would be missed more often than 1 time in 5, so a DPD near 0 or p = 1.0 there is "
+            "not evidence of no bias. `louder plan` gives the agents per attribute a finding needs.")

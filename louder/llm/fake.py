@@ -1,0 +1,96 @@
+"""``fake``: a deterministic stand-in model, for tests and for checking an analysis end to end
+without any model.
+
+Spec: ``fake`` or ``fake:seed=N,bias=WORD:P[,bias=WORD:P...]``. Each answer is drawn from a
+random generator seeded by ``seed`` and the request (so the same request always gets the same
+answer, and different replicates differ). A choice field of the request's schema (a ``Literal``,
+i.e. a JSON-schema ``enum``) gets one of its options: uniformly, or — when a bias WORD occurs in
+the prompt (whole word, any case) — the first option with probability P and the others uniformly
+with the rest. Free-text fields get a short filler sentence; ``score`` returns the same
+probabilities as log-probs. Nothing here imitates a real model: it exists to make the pipeline's
+arithmetic checkable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+
+from louder.errors import LouderError
+from louder.llm.base import Reply, Request, stable_hash
+from louder.llm.registry import BackendInfo, register
+
+
+def parse_options(text: str) -> tuple[int, dict[str, float]]:
+    """``seed=N,bias=WORD:P,...`` → (seed, {word: P}). Raises LouderError naming the bad part."""
+    seed, bias = 0, {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        try:
+            if key == "seed":
+                seed = int(value)
+                continue
+            if key == "bias":
+                word, _, p = value.rpartition(":")
+                if word and 0.0 <= float(p) <= 1.0:
+                    bias[word.lower()] = float(p)
+                    continue
+        except ValueError:
+            pass
+        raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER or bias=WORD:P with 0 ≤ P ≤ 1 "
+                          "(e.g. fake:seed=3,bias=woman:0.9)")
+    return seed, bias
+
+
+class FakeModel:
+    def __init__(self, options: str = ""):
+        self.options = options
+        self.seed, self.bias = parse_options(options)
+
+    def identity(self) -> dict:
+        return {"backend": "fake", "model": self.options or "default"}
+
+    def _rng(self, request: Request, *extra) -> random.Random:
+        return random.Random(stable_hash([self.seed, request.key_material(), *extra]))
+
+    def _hits(self, request: Request) -> dict[str, float]:
+        """The bias words in the request's prompt."""
+        text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
+        return {w: p for w, p in self.bias.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)}
+
+    def probabilities(self, request: Request, options: list[str]) -> list[float]:
+        """Uniform over ``options``, or the first one at P when a bias word is in the prompt
+        (the largest P if several are)."""
+        hits = list(self._hits(request).values())
+        if not hits or len(options) < 2:
+            return [1 / len(options)] * len(options)
+        p = max(hits)
+        return [p] + [(1 - p) / (len(options) - 1)] * (len(options) - 1)
+
+    def generate(self, request: Request) -> Reply:
+        rng = self._rng(request)
+        schema = request.schema_json()
+        # Free text repeats the prompt's bias words, so a persona written for a "woman" carries the
+        # bias into the decision prompt that quotes it.
+        words = "".join(f" {w}" for w in self._hits(request))
+        if not schema:
+            return Reply(text=f"A fake answer{words} ({rng.randrange(10**6)}).")
+        answer = {}
+        for name, prop in schema.get("properties", {}).items():
+            options = prop.get("enum")
+            if options:
+                answer[name] = rng.choices(options, weights=self.probabilities(request, options))[0]
+            else:
+                answer[name] = f"Fake {name}{words} {rng.randrange(10**6)}."
+        return Reply(text=json.dumps(answer))
+
+    def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
+        probs = self.probabilities(request, choices)
+        logprobs = {c: (math.log(p) if p > 0 else None) for c, p in zip(choices, probs)}
+        return Reply(text=json.dumps({"logprobs": logprobs, "method": "fake"}))
+
+
+register(BackendInfo("fake", lambda model, url, cfg: FakeModel(model), forms=("fake", "fake:seed=N,bias=WORD:P"),
+                     can_score=True, local=True, takes_url=False, model_optional=True))

