@@ -7,7 +7,7 @@ from typing import Literal
 
 import mesa
 import numpy as np
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Request, stable_seed
@@ -18,6 +18,11 @@ from louder.personas import Persona, generate_persona
 # action prompt (Appendix C) shows. A weak model spreads probability beyond the offered labels;
 # that shortfall is kept in `choice_mass`.
 SCORE_PREFIX = '{\n"decision": "'
+# Bounds that make a constrained answer close before max_tokens (200 decision tokens ≈ 800
+# characters); extra="forbid" stops invented keys.
+RATIONALE_MAX = 500
+FREE_CHOICE_MAX = 60
+STRICT = ConfigDict(extra="forbid")
 
 
 def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
@@ -28,9 +33,11 @@ def decision_schema(labels: list[str], constrained: bool, rationale: bool = True
 @cache  # building a pydantic model costs ~0.5 ms: once per label set, not once per agent
 def _decision_schema(labels: tuple[str, ...], constrained: bool, rationale: bool) -> type[BaseModel]:
     decision_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
+    decision = (decision_type, ... if constrained else Field(max_length=FREE_CHOICE_MAX))
     if not rationale:
-        return create_model("Decision", decision=(decision_type, ...))
-    return create_model("Decision", decision=(decision_type, ...), rationale=(str, ...))
+        return create_model("Decision", __config__=STRICT, decision=decision)
+    return create_model("Decision", __config__=STRICT, decision=decision,
+                        rationale=(str, Field(max_length=RATIONALE_MAX)))
 
 
 class PersonaAgent(mesa.Agent):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 from louder.llm.answers import is_refusal, parse_json_object
 from louder.llm.base import Request, stable_seed
@@ -43,12 +43,14 @@ class DecisionTrial:
 
 @cache
 def person_schema(labels: tuple[str, ...]) -> type[BaseModel]:
-    return create_model("Assignment", person=(Literal[labels], ...))  # type: ignore[valid-type]
+    # extra="forbid": a constrained decoder must not let the model invent keys.
+    return create_model("Assignment", __config__=ConfigDict(extra="forbid"),
+                        person=(Literal[labels], ...))  # type: ignore[valid-type]
 
 
 @cache
 def yes_no_schema() -> type[BaseModel]:
-    return create_model("YesNo", answer=(Literal["yes", "no"], ...))
+    return create_model("YesNo", __config__=ConfigDict(extra="forbid"), answer=(Literal["yes", "no"], ...))
 
 
 def _seed_spec(st: Stereotype) -> dict:

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Callable, Literal
 
 import pandas as pd
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from louder.config import ExperimentConfig
 from louder.io import write_json, write_parquet
@@ -30,6 +30,13 @@ PROBE_COLUMNS = [
 ]
 
 
+# Bounds that make a constrained answer close before max_tokens (200 tokens ≈ 800 characters);
+# extra="forbid" stops invented keys.
+RATIONALE_MAX = 500
+FREE_CHOICE_MAX = 60
+STRICT = ConfigDict(extra="forbid")
+
+
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
     """``{answer, rationale}``; with ``constrained`` the answer must be one of ``labels``."""
     return _answer_schema(tuple(labels), constrained)
@@ -38,7 +45,9 @@ def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
 @cache
 def _answer_schema(labels: tuple[str, ...], constrained: bool) -> type[BaseModel]:
     answer_type = Literal[tuple(labels)] if constrained else str  # type: ignore[valid-type]
-    return create_model("ExplicitAnswer", answer=(answer_type, ...), rationale=(str, ...))
+    answer = (answer_type, ... if constrained else Field(max_length=FREE_CHOICE_MAX))
+    return create_model("ExplicitAnswer", __config__=STRICT, answer=answer,
+                        rationale=(str, Field(max_length=RATIONALE_MAX)))
 
 
 def trials_for(config: ExperimentConfig, group: Group) -> int:
