@@ -62,6 +62,7 @@ def test_llguidance_answers_validate(model, schema, prompt):
         schema.model_validate_json(r.text)
 
 
+@pytest.mark.slow
 def test_length_bounds_make_the_answer_close(model):
     """A 60-character persona bound closes the JSON well inside 80 tokens, at any seed."""
     for seed in range(3):
@@ -87,6 +88,7 @@ class Exploding(SchemaProcessor):
         return super()._mask(input_ids, scores)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the printed, ignored exception
 def test_a_failing_processor_gives_an_error_not_free_text(model, monkeypatch):
     made = []
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 
 import numpy as np
 
@@ -31,7 +32,9 @@ class Constrainer:
         from llguidance.llamacpp import lltokenizer_from_vocab
 
         self.n_vocab = llm.n_vocab()
-        self.tokenizer = lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
+        with warnings.catch_warnings():  # llguidance calls a deprecated llama.cpp alias once per token
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.tokenizer = lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
         self._compiled: dict[str, object] = {}
         self._lock = threading.Lock()
 
