@@ -5,7 +5,7 @@ cache key."""
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from louder.agents import decision_schema
 from louder.llm.base import Request

@@ -95,7 +95,7 @@ class SchemaProcessor:
         scores[k:] = -np.inf
         return scores
 
-    def check(self, text: str, finish_reason: str | None) -> str | None:
+    def check(self) -> str | None:
         """Why the finished answer cannot be trusted as constrained, or None."""
         if self.error is not None:
             return f"constrained decoding failed ({self.error}); the answer was not kept"

@@ -123,7 +123,7 @@ class EmbeddedModel:
                 latency_s=time.perf_counter() - start,
                 finish_reason=finish,
             )
-            failure = processor.check(text, finish) if processor is not None else None
+            failure = processor.check() if processor is not None else None
             if failure:
                 # Whatever was generated after the failure was not constrained: never pass it on.
                 reply.text, reply.error = "", failure
