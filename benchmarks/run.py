@@ -12,6 +12,9 @@ whatever machine runs them; record results in docs/benchmarks.md.
 - P3 cache: identical re-run time ÷ cold time of the P2 experiment, and its model calls (goal ≤ 0.05, 0).
 - P4 scoring: decisions per second in `score` mode ÷ in `sample` mode on the embedded model, from
   the raw call times of the same agents' decisions (goal ≥ 1.3).
+- P7 constrained decoding: ms per generated token (after the first) of llguidance-constrained ÷
+  unconstrained decoding on the embedded model, the project's persona and decision prompts, same
+  prompts and seeds (goal ≤ 1.20); the same ratio for llama.cpp's GBNF sampler for comparison.
 - P6 analysis: `louder analyze` on 100,000 synthetic decisions with B = 10,000, in seconds.
 """
 
@@ -120,6 +123,61 @@ def p4_scoring(tmp: Path, quick: bool) -> str:
             f"sample_decisions_per_s={len(s_t) / s_t.sum():.2f} decisions={len(c_t)} (embedded)")
 
 
+def p7_constrained(tmp: Path, quick: bool) -> str:
+    """Per request, streamed: (time of the last token - time of the first) / (tokens - 1), so prompt
+    evaluation, the same for every method, is left out. Medians over the prompts × seeds."""
+    import statistics
+
+    from louder.agents import decision_schema
+    from louder.llm.base import Request
+    from louder.llm.embedded import EmbeddedModel
+    from louder.personas import PersonaOut
+    from louder.prompts import Prompts
+    from louder.scenarios import load_scenario
+
+    prompts, sc = Prompts(), load_scenario("emergency_response")
+    persona = prompts.persona("Female", "contextualized", sc, False, "chat")
+    action = prompts.action("Maria Lopez", "A 34-year-old nurse who lives alone near the forest.", sc, "chat")
+    jobs = [(persona, PersonaOut, 0.7, 160), (action, decision_schema(sc.labels, True), 0.2, 120)]
+    seeds = range(2 if quick else 4)
+    # One thread: the per-token ratio then suffers least from other processes on a shared machine.
+    models = {m: EmbeddedModel(constraint=m, n_threads=1) for m in ("llguidance", "gbnf")}
+    for m in models.values():  # one llama.cpp context for all three methods
+        m._llm = models["llguidance"]._model()
+
+    def ms_per_token(method: str) -> float:
+        model = models["gbnf" if method == "gbnf" else "llguidance"]
+        per = []
+        for text, schema, temp, n in jobs:
+            for seed in seeds:
+                req = Request(messages=(("user", text),), schema=None if method == "free" else schema,
+                              temperature=temp, max_tokens=n, seed=seed)
+                # The backend's own call, streamed: time from the first token to the last.
+                llm = model._model()
+                llm.reset()
+                processor = model._processor(llm, req)
+                fmt = {"type": "json_object", "schema": req.schema_json()} if method == "gbnf" else None
+                stamps = []
+                for chunk in llm.create_chat_completion(
+                        messages=[{"role": "user", "content": text}], temperature=temp, max_tokens=n, seed=seed,
+                        response_format=fmt, logits_processor=[processor] if processor else None,
+                        repeat_penalty=model.repeat_penalty, stream=True):
+                    if chunk["choices"][0]["delta"].get("content"):
+                        stamps.append(time.perf_counter())
+                if len(stamps) > 1:
+                    per.append((stamps[-1] - stamps[0]) / (len(stamps) - 1) * 1000)
+        return statistics.median(per)
+
+    # Interleaved passes so that load from other processes hits every method alike.
+    ms = {"free": [], "llguidance": [], "gbnf": []}
+    for _ in range(1 if quick else 2):
+        for method in ms:
+            ms[method].append(ms_per_token(method))
+    free, ll, gb = (statistics.median(ms[k]) for k in ("free", "llguidance", "gbnf"))
+    return (f"P7 constrained decoding ratio={ll / free:.2f} (llguidance ÷ free) gbnf_ratio={gb / free:.2f} "
+            f"ms_per_token free={free:.1f} llguidance={ll:.1f} gbnf={gb:.1f} (embedded)")
+
+
 def p6_analysis(tmp: Path, quick: bool) -> str:
     from analyze_100k import synthetic_run
 
@@ -140,7 +198,7 @@ def main() -> None:
     only = {x.strip().upper() for x in args.only.split(",") if x.strip()}
     benches = [("P1", p1_overhead), ("P2", p2_p3_concurrency_and_cache),
                ("P2", lambda tmp, quick: p2_p3_concurrency_and_cache(tmp, quick, "langchain")[:1]),
-               ("P4", p4_scoring), ("P6", p6_analysis)]
+               ("P4", p4_scoring), ("P6", p6_analysis), ("P7", p7_constrained)]
     for bid, fn in benches:
         if only and bid not in only and not (bid == "P2" and "P3" in only):
             continue

@@ -13,6 +13,8 @@ from louder.llm.base import Reply, Request, stable_seed
 from louder.llm.client import Client
 from louder.prompts import Prompts
 
+CUT_MARK = "[cut at max_tokens]"
+
 
 @dataclass
 class Outcome:
@@ -51,7 +53,10 @@ class ModelSession:
         if self.api == "chat" or completion_prompt is None:
             r = self.client.call(Request(messages=(("user", prompt),), schema=schema, temperature=params.temperature,
                                          max_tokens=params.max_tokens, seed=seed, replicate=replicate))
-            return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=r.text or r.error or "")
+            raw = r.text or r.error or ""
+            if r.finish_reason == "length":  # its own reason in the raw record: the answer was cut, not closed
+                raw += f"\n{CUT_MARK}"
+            return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=raw)
         cp = completion_params or params
         first = self.client.call(Request(prompt=completion_prompt, temperature=cp.temperature,
                                          max_tokens=cp.max_tokens, seed=seed, replicate=replicate))

