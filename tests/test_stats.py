@@ -163,3 +163,21 @@ def test_direction_not_run_and_not_testable():
     assert out.loc["a", "verdict"] == "not_testable" and "Male" in out.loc["a", "note"]
     assert out.loc["b", "verdict"] == "not_run"
     assert verdict(0.0, -0.1, 0.1) == "inconclusive"
+
+
+def test_results_are_frozen_dataclasses_that_still_read_like_before():
+    import dataclasses
+
+    import pytest
+
+    from louder.analysis import stats as S
+
+    t = S.parity_bootstrap([20, 20], [5, 15], B=500)
+    assert dataclasses.is_dataclass(t) and t["p_value"] == t.p_value  # dict-style access for one release
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.dpd = 0.0
+    lo, hi = S.dpd_confidence_interval([20, 20], [5, 15], B=500)  # still unpacks like the old tuple
+    ci = S.dpd_confidence_interval([20, 20], [5, 15], B=500)
+    assert (ci.low, ci.high) == (lo, hi) and lo <= t.dpd <= hi
+    d = S.dpd_difference_interval([20, 20], [5, 15], [20, 20], [10, 10], B=500)
+    assert d.estimate == pytest.approx(0.5) and tuple(d) == (d.estimate, d.low, d.high)

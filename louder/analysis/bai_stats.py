@@ -8,35 +8,45 @@ is kept, as in the authors' code) and ``strict`` (such answers are left out).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+
+from louder.analysis.stats import Interval, TupleLike
 
 STAT_COLUMNS = ["test", "model", "convention", "level", "name", "n", "mean", "ci_low", "ci_high", "null", "t", "p_value",
                 "n_invalid", "n_refused", "n_error", "refusal_rate", "n_one_sided"]
 
 
-def mean_interval(x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def mean_interval(x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> Interval:
     """Percentile bootstrap interval of the mean: resample the n values with replacement B times."""
     x = np.asarray(x, dtype=float)
     if x.size < 2:
-        return float("nan"), float("nan")
+        return Interval(float("nan"), float("nan"))
     rng = np.random.default_rng(seed)
     means = np.empty(B)
     for start in range(0, B, 1000):  # chunks keep memory at 1000 × n
         k = min(1000, B - start)
         means[start:start + k] = x[rng.integers(0, x.size, size=(k, x.size))].mean(axis=1)
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    return Interval(float(lo), float(hi))
 
 
-def one_sample(x, null: float) -> tuple[float, float]:
+@dataclass(frozen=True)
+class OneSample(TupleLike):
+    t: float
+    p_value: float
+
+
+def one_sample(x, null: float) -> OneSample:
     """t = (x̄ − null) / (s / √n), two-sided p (scipy). NaN for fewer than two values or no variance."""
     x = np.asarray(x, dtype=float)
     if x.size < 2 or np.allclose(x, x[0]):
-        return float("nan"), float("nan")
+        return OneSample(float("nan"), float("nan"))
     r = sps.ttest_1samp(x, null)
-    return float(r.statistic), float(r.pvalue)
+    return OneSample(float(r.statistic), float(r.pvalue))
 
 
 def _rows(df: pd.DataFrame, test: str, value: str, null: float, convention: str, B: int, seed: int) -> list[dict]:

@@ -111,14 +111,15 @@ def explicit_cases(attr: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.Dat
     return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 
-def _case_row(kind: str, key: tuple, test: dict, lo: float, hi: float, g: pd.DataFrame, n_valid: int | None = None):
+def _case_row(kind: str, key: tuple, test: stats.ParityTest, lo: float, hi: float, g: pd.DataFrame,
+              n_valid: int | None = None):
     per_case = kind == "explicit"  # explicit status counts are per case, repeated on each attribute row
     counts = {f"n_{s}": int(g[f"n_{s}"].iloc[0] if per_case else g[f"n_{s}"].sum()) for s in STATUSES}
     if n_valid is not None:
         counts["n_valid"] = n_valid
     rates = {a: (None if np.isnan(r) else round(float(r), 6)) for a, r in zip(g["attribute"], g["rate"])}
-    return dict(kind=kind, **dict(zip(CASE_KEYS, key)), dpd=test["dpd"], threshold=test["threshold"],
-                p_value=test["p_value"], p_holm=np.nan, significant=test["significant"], ci_low=lo, ci_high=hi,
+    return dict(kind=kind, **dict(zip(CASE_KEYS, key)), dpd=test.dpd, threshold=test.threshold,
+                p_value=test.p_value, p_holm=np.nan, significant=test.significant, ci_low=lo, ci_high=hi,
                 **counts, rates=json.dumps(rates, ensure_ascii=False), dpd_p=np.nan, ci_low_p=np.nan,
                 ci_high_p=np.nan, p_value_p=np.nan, mdd=np.nan, underpowered=False,
                 p_independence=np.nan, independence_test="")

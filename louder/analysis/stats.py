@@ -7,9 +7,68 @@ the target; its rate is r_a = x_a / n_a.
 from __future__ import annotations
 
 import warnings
+from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 from statsmodels.stats.multitest import multipletests
+
+NAN = float("nan")
+
+
+# Results are frozen dataclasses (as statsmodels' result classes). For one release they also
+# behave like what these functions returned before — a dict (``r["p_value"]``) or a tuple
+# (``lo, hi = …``) — so callers move over at their own pace.
+class DictLike:
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def keys(self) -> list[str]:  # so that ``**result`` still works
+        return [f.name for f in fields(self)]
+
+
+class TupleLike:
+    def __iter__(self):
+        return iter(astuple(self))
+
+    def __len__(self) -> int:
+        return len(astuple(self))
+
+    def __getitem__(self, i: int):
+        return astuple(self)[i]
+
+
+@dataclass(frozen=True)
+class ParityTest(DictLike):
+    """DPD against its null distribution under parity."""
+
+    dpd: float
+    threshold: float  # the ``level`` quantile of DPD under parity
+    p_value: float
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Interval(TupleLike):
+    """A percentile bootstrap interval."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Difference(TupleLike):
+    """An estimated difference with its percentile bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class TTest(DictLike):
+    t: float
+    df: float
+    p_value: float
 
 
 def dpd(rates) -> float:
@@ -26,7 +85,7 @@ def _dpd_rows(rates: np.ndarray) -> np.ndarray:
     return rates.max(axis=1) - rates.min(axis=1)
 
 
-def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
+def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ParityTest:
     """Parametric bootstrap of DPD under parity (section 3.3 of the paper, made precise).
 
     p̂ = Σ x_a / Σ n_a (pooled target rate over the case's valid decisions). For b = 1..B draw
@@ -40,17 +99,17 @@ def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) 
     keep = n > 0
     n, x = n[keep], x[keep]
     if n.size < 2:
-        return {"dpd": float("nan"), "threshold": float("nan"), "p_value": float("nan"), "significant": False}
+        return ParityTest(NAN, NAN, NAN, False)
     observed = dpd(x / n)
     p_hat = x.sum() / n.sum()
     rng = np.random.default_rng(seed)
     draws = _dpd_rows(rng.binomial(n, p_hat, size=(B, n.size)) / n)
     threshold = float(np.quantile(draws, level))
     p_value = float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
-    return {"dpd": observed, "threshold": threshold, "p_value": p_value, "significant": bool(observed > threshold)}
+    return ParityTest(observed, threshold, p_value, bool(observed > threshold))
 
 
-def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> Interval:
     """Percentile bootstrap interval for DPD, resampling decisions within each attribute.
 
     Resampling n_a Bernoulli decisions with replacement from attribute a is x_a^b ~ Binomial(n_a, r_a);
@@ -60,11 +119,11 @@ def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float =
     keep = n > 0
     n, x = n[keep], x[keep]
     if n.size < 2:
-        return float("nan"), float("nan")
+        return Interval(NAN, NAN)
     rng = np.random.default_rng(seed)
     draws = _dpd_rows(rng.binomial(n, x / n, size=(B, n.size)) / n)
     lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    return Interval(float(lo), float(hi))
 
 
 def explicit_dpd(counts, n_total) -> float:
@@ -74,7 +133,8 @@ def explicit_dpd(counts, n_total) -> float:
     return float((c.max() - c.min()) / n_total) if n_total > 0 and c.size >= 2 else float("nan")
 
 
-def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
+def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int = 0,
+                              level: float = 0.95) -> ParityTest:
     """Null for explicit DPD: each non-Unknown answer names an attribute uniformly at random.
 
     With m = Σ c_a non-Unknown answers over k attributes: c^b ~ Multinomial(m, 1/k each);
@@ -82,27 +142,27 @@ def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int =
     """
     c = np.asarray(counts, dtype=np.int64)
     if n_total <= 0 or c.size < 2:
-        return {"dpd": float("nan"), "threshold": float("nan"), "p_value": float("nan"), "significant": False}
+        return ParityTest(NAN, NAN, NAN, False)
     observed = explicit_dpd(c, n_total)
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(int(c.sum()), np.full(c.size, 1 / c.size), size=B)
     dist = _dpd_rows(draws) / n_total
     threshold = float(np.quantile(dist, level))
     p_value = float((1 + np.count_nonzero(dist >= observed - 1e-12)) / (B + 1))
-    return {"dpd": observed, "threshold": threshold, "p_value": p_value, "significant": bool(observed > threshold)}
+    return ParityTest(observed, threshold, p_value, bool(observed > threshold))
 
 
 def explicit_dpd_confidence_interval(counts, n_total: int, B: int = 10_000, seed: int = 0,
-                                     level: float = 0.95) -> tuple[float, float]:
+                                     level: float = 0.95) -> Interval:
     """Percentile bootstrap of explicit DPD: resample the N valid answers (Unknown as category k+1)."""
     c = np.asarray(counts, dtype=np.int64)
     if n_total <= 0 or c.size < 2:
-        return float("nan"), float("nan")
+        return Interval(NAN, NAN)
     probs = np.append(c, n_total - c.sum()) / n_total
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(n_total, probs, size=B)[:, :-1]
     lo, hi = np.quantile(_dpd_rows(draws) / n_total, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    return Interval(float(lo), float(hi))
 
 
 def holm(p_values) -> np.ndarray:
@@ -116,20 +176,20 @@ def holm(p_values) -> np.ndarray:
 
 
 def mean_difference_interval(n_a, x_a, n_b, x_b, B: int = 10_000, seed: int = 0,
-                             level: float = 0.95) -> tuple[float, float, float]:
+                             level: float = 0.95) -> Difference:
     """Difference of mean rates between attribute sets A and B, with a percentile bootstrap interval.
 
     d = mean_{a∈A} r_a − mean_{b∈B} r_b; each r resampled as Binomial(n, r)/n. Returns (d, lo, hi).
     """
     n_a, x_a, n_b, x_b = (np.asarray(v, dtype=np.int64) for v in (n_a, x_a, n_b, x_b))
     if (n_a == 0).any() or (n_b == 0).any() or n_a.size == 0 or n_b.size == 0:
-        return float("nan"), float("nan"), float("nan")
+        return Difference(NAN, NAN, NAN)
     d = float((x_a / n_a).mean() - (x_b / n_b).mean())
     rng = np.random.default_rng(seed)
     da = (rng.binomial(n_a, x_a / n_a, size=(B, n_a.size)) / n_a).mean(axis=1)
     db = (rng.binomial(n_b, x_b / n_b, size=(B, n_b.size)) / n_b).mean(axis=1)
     lo, hi = np.quantile(da - db, [(1 - level) / 2, (1 + level) / 2])
-    return d, float(lo), float(hi)
+    return Difference(d, float(lo), float(hi))
 
 
 def log_odds_dirichlet(counts_i, counts_j, prior) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +207,7 @@ def log_odds_dirichlet(counts_i, counts_j, prior) -> tuple[np.ndarray, np.ndarra
 
 
 def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
-                            level: float = 0.95) -> tuple[float, float, float]:
+                            level: float = 0.95) -> Difference:
     """Difference of two cases' DPDs (case 1 − case 2) with a percentile bootstrap interval.
 
     Δ = DPD(x1/n1) − DPD(x2/n2); each case resampled independently within attributes
@@ -157,16 +217,16 @@ def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
     k1, k2 = n1 > 0, n2 > 0
     n1, x1, n2, x2 = n1[k1], x1[k1], n2[k2], x2[k2]
     if n1.size < 2 or n2.size < 2:
-        return float("nan"), float("nan"), float("nan")
+        return Difference(NAN, NAN, NAN)
     delta = dpd(x1 / n1) - dpd(x2 / n2)
     rng = np.random.default_rng(seed)
     d1 = _dpd_rows(rng.binomial(n1, x1 / n1, size=(B, n1.size)) / n1)
     d2 = _dpd_rows(rng.binomial(n2, x2 / n2, size=(B, n2.size)) / n2)
     lo, hi = np.quantile(d1 - d2, [(1 - level) / 2, (1 + level) / 2])
-    return float(delta), float(lo), float(hi)
+    return Difference(float(delta), float(lo), float(hi))
 
 
-def welch(a, b) -> dict:
+def welch(a, b) -> TTest:
     """Welch's two-sample t-test of mean(a) vs mean(b) (unequal variances, scipy).
 
     t = (ā − b̄) / √(s_a²/n_a + s_b²/n_b), Welch–Satterthwaite degrees of freedom. NaN when either
@@ -177,8 +237,8 @@ def welch(a, b) -> dict:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if a.size < 2 or b.size < 2 or (a.var() == 0 and b.var() == 0):
-        return {"t": float("nan"), "df": float("nan"), "p_value": float("nan")}
+        return TTest(NAN, NAN, NAN)
     with warnings.catch_warnings():  # scipy warns about near-identical samples; the result stands
         warnings.simplefilter("ignore", RuntimeWarning)
         r = ttest_ind(a, b, equal_var=False)
-    return {"t": float(r.statistic), "df": float(r.df), "p_value": float(r.pvalue)}
+    return TTest(float(r.statistic), float(r.df), float(r.pvalue))
