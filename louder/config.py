@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from louder.errors import LouderError, describe_validation_error
 from louder.llm.spec import ModelConfig
+from louder.networks.graphs import NetworkConfig
 from louder.scenarios import builtin_groups, builtin_scenarios, load_group, load_scenario
 
 CONDITIONS = ("contextualized", "non_contextualized", "no_persona")
@@ -61,6 +62,15 @@ def flatten_sections(data: dict, where: str = "config") -> tuple[dict, list[str]
                 old.append(key)
             out[key] = value
     return out, old
+
+
+class ControlConfig(BaseModel):
+    """``control:`` — the no-LLM update rule of a network run (louder.networks.rounds.control_rule)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rule: Literal["majority", "threshold", "degroot"] = "majority"
+    threshold: float = Field(0.5, ge=0, le=1, description="threshold rule: share of neighbours that flips an agent")
+    self_weight: float = Field(0.5, ge=0, le=1, description="degroot rule: weight of the agent's own probability")
 
 
 class ExperimentConfig(BaseModel):
@@ -118,6 +128,24 @@ class ExperimentConfig(BaseModel):
         "local", description="local: cases run in this process; ray: cases run as Ray tasks (pip install louder[ray])")
     ray_address: str | None = Field(None, description="executor ray: ray.init(address=…) of an existing cluster; "
                                     "default: start a local Ray")
+    # --- populations (docs/populations.md) ---
+    population: str | None = Field(None, description="population file (or built-in id): agents carry one "
+                                   "attribute of every group; `agents` is then the number of agents drawn")
+    variants: list[str] = Field(default_factory=lambda: ["base"], min_length=1,
+                                description="policy variants of the scenarios to run ('base' = the text as written)")
+    twins: bool = Field(False, description="counterfactual twins: each persona re-expressed for every other "
+                        "attribute of its group, only the attribute changed")
+    # --- networks and influence (docs/networks.md) ---
+    network: NetworkConfig | None = Field(None, description="social network of the agents (networkx generator "
+                                          "or edge list); none: agents decide alone")
+    rounds: int = Field(0, ge=0, le=100, description="rounds of influence after the independent round 0")
+    control: ControlConfig = ControlConfig()
+    mode: Literal["agents", "archetype"] = Field(
+        "agents", description="agents: one persona and decision per agent; archetype: one scored call per "
+        "population cell × neighbour-share bucket × replicate, agents draw from its probability")
+    replicates: int = Field(5, ge=1, le=1000, description="archetype mode: replicates per archetype (K)")
+    buckets: int | list[float] = Field(8, description="archetype mode: neighbour-share buckets — a count "
+                                       "(0, 1/n, …, 1) or the list of bucket centres")
 
     @field_validator("models", mode="before")
     @classmethod
@@ -166,6 +194,26 @@ class ExperimentConfig(BaseModel):
         if len(set(out)) != len(out):
             raise ValueError("stereotypes are listed more than once")
         return out
+
+    @field_validator("population")
+    @classmethod
+    def _known_population(cls, v):
+        if v is None:
+            return v
+        from louder.populations import load_population
+
+        try:
+            load_population(v)
+        except LouderError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("variants")
+    @classmethod
+    def _distinct_variants(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError("variants are listed more than once")
+        return v
 
     @field_validator("conditions")
     @classmethod
