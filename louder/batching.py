@@ -43,7 +43,11 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
     _check_models(config)
     recorder = Recorder()
     for kind in kinds:
-        if kind == "simulation":
+        if kind == "simulation" and config.mode == "archetype":
+            from louder.simulation.archetype_run import run_archetype
+
+            run_archetype(config, out, recorder=recorder)  # every prompt is known up front: one stage
+        elif kind == "simulation":
             run_experiment(config, out, recorder=recorder)
         elif kind == "explicit":
             run_explicit(config, out, recorder=recorder)

@@ -61,6 +61,21 @@ def _dry_run(config, kind: str) -> None:
                   "per token.[/]")
 
 
+def _run_archetype(config, out: Path, retry_errors: bool) -> None:
+    """``mode: archetype`` (louder.simulation.archetype_run): calls per archetype, draws per agent."""
+    from louder.simulation.archetype_run import run_archetype
+
+    result = _with_progress("archetype calls (cell × bucket × replicate)", lambda on_progress: run_archetype(
+        config, out, retry_errors=retry_errors, on_progress=on_progress))
+    m = result.manifest
+    console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows: {m['population']['n']} agents × "
+                  f"{m['network']['rounds'] + 1} rounds × {len(config.groups)} groups × {len(config.scenarios)} "
+                  f"scenarios), archetypes.parquet ({m['rows']['archetype_calls']} calls), manifest.json")
+    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
+    console.print(f"status counts: calls {m['status_counts']['archetype_calls']}, "
+                  f"agent decisions {m['status_counts']['decisions']}")
+
+
 def _run(config, out: Path, retry_errors: bool) -> None:
     from louder.simulation import run_experiment
 
@@ -100,6 +115,8 @@ def run(
         cfg = load_config(config, overrides)
         if dry_run:
             return _dry_run(cfg, "simulation")
+        if cfg.mode == "archetype":
+            return _run_archetype(cfg, out, retry_errors)
         _run(cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))

@@ -63,6 +63,22 @@ def _simulation(config: ExperimentConfig, per: int) -> list[Part]:
     return out
 
 
+def _archetype(config: ExperimentConfig, per: int) -> list[Part]:
+    """``mode: archetype``: the exact plan of louder.simulation.archetype_run (cells × K × (1 + B)
+    per model × scenario), one scored call each; output ≈ the short JSON decision, at most 16 tokens."""
+    from louder.simulation.archetype_run import Plan, archetype_prompt, check_config
+
+    plan = Plan(config, check_config(config))
+    prompts, per_case = Prompts(), plan.calls_per_case()
+    desc = "a person who is 30 to 44 years old, a woman, Hispanic or Latino and politically moderate"
+    out = []
+    for sid in config.scenarios:
+        s = load_scenario(sid)
+        share = None if len(plan.call_buckets) == 1 else 0.5
+        out.append(_part(per_case, _tokens(archetype_prompt(prompts, desc, s, share)), 8, 16, per))
+    return out
+
+
 def _explicit(config: ExperimentConfig, per: int) -> list[Part]:
     from louder.probes.explicit import trials_for
 
@@ -106,6 +122,8 @@ def _parts(config: ExperimentConfig, api: str, kind: str) -> list[Part]:
     if kind not in _PARTS:
         raise ValueError(f"unknown kind of run {kind!r}; one of {', '.join(KINDS)}")
     # The completion path adds an extraction call (the Bai tests always use the chat API).
+    if kind == "simulation" and config.mode == "archetype":
+        return _archetype(config, 1)  # score mode: chat models only, no extraction call
     return _PARTS[kind](config, 2 if api == "completion" else 1)
 
 
