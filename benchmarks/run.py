@@ -16,6 +16,10 @@ whatever machine runs them; record results in docs/benchmarks.md.
   unconstrained decoding on the embedded model, the project's persona and decision prompts, same
   prompts and seeds (goal ≤ 1.20); the same ratio for llama.cpp's GBNF sampler for comparison.
 - P6 analysis: `louder analyze` on 100,000 synthetic decisions with B = 10,000, in seconds.
+- P5 archetype mode: 100,000 agents drawn from a four-group population (180 cells), 5 rounds on a
+  100,000-node Watts–Strogatz graph, K = 5, embedded model, buckets 0.25 and 0.75 (so 180 × 5 ×
+  (1 + 2) = 2,700 calls): wall seconds, model calls and peak memory (`--quick`: 10,000 agents).
+  Goal < 10 min and < 4 GB. ``LOUDER_P5_MODEL=fake`` checks the plumbing without the model.
 """
 
 from __future__ import annotations
@@ -178,6 +182,28 @@ def p7_constrained(tmp: Path, quick: bool) -> str:
             f"ms_per_token free={free:.1f} llguidance={ll:.1f} gbnf={gb:.1f} (embedded)")
 
 
+def p5_archetype(tmp: Path, quick: bool) -> str:
+    import os
+    import resource
+
+    from louder.simulation.archetype_run import run_archetype
+
+    n = 10_000 if quick else 100_000
+    cfg = build_config(dict(
+        models=[os.environ.get("LOUDER_P5_MODEL", "embedded")], population="us_adults_regions", agents=n,
+        mode="archetype", decision_mode="score", scenarios=["emergency_response"], groups=["political_ideology"],
+        replicates=5, buckets=[0.25, 0.75], rounds=5,
+        network={"generator": "watts_strogatz", "params": {"k": 8, "p": 0.1}, "seed": 0}))
+    start = time.perf_counter()
+    r = run_archetype(cfg, tmp / "p5")
+    wall = time.perf_counter() - start
+    m = r.manifest
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    return (f"P5 archetype seconds={wall:.0f} agents={n} calls={m['model_calls']} peak_mb={peak:.0f} "
+            f"cells={m['population']['cells']} replicates=5 buckets=2 rounds=5 model_call_s={m['model_seconds']:.0f} "
+            f"rows={m['rows']['decisions']} status={m['status_counts']['archetype_calls']} ({cfg.models[0].spec})")
+
+
 def p6_analysis(tmp: Path, quick: bool) -> str:
     from analyze_100k import synthetic_run
 
@@ -198,7 +224,7 @@ def main() -> None:
     only = {x.strip().upper() for x in args.only.split(",") if x.strip()}
     benches = [("P1", p1_overhead), ("P2", p2_p3_concurrency_and_cache),
                ("P2", lambda tmp, quick: p2_p3_concurrency_and_cache(tmp, quick, "langchain")[:1]),
-               ("P4", p4_scoring), ("P6", p6_analysis), ("P7", p7_constrained)]
+               ("P4", p4_scoring), ("P5", p5_archetype), ("P6", p6_analysis), ("P7", p7_constrained)]
     for bid, fn in benches:
         if only and bid not in only and not (bid == "P2" and "P3" in only):
             continue

@@ -75,7 +75,8 @@ def _archetype(config: ExperimentConfig, per: int) -> list[Part]:
     for sid in config.scenarios:
         s = load_scenario(sid)
         share = None if len(plan.call_buckets) == 1 else 0.5
-        out.append(_part(per_case, _tokens(archetype_prompt(prompts, desc, s, share)), 8, 16, per))
+        text = "".join(t for _, t in archetype_prompt(prompts, desc, s, share))
+        out.append(_part(per_case, _tokens(text), 8, 16, per))
     return out
 
 

@@ -80,7 +80,7 @@ class Flaky(FakeModel):
     unscorable answer (no log-probs)."""
 
     def score(self, request, prefix, choices):
-        text = request.messages[0][1]
+        text = request.messages[-1][1]
         if "Asian" in text:
             return Reply(error="HTTP 500: server error", error_cause="http_500")
         if "Black" in text:

@@ -15,9 +15,10 @@ The calls (``decision_mode: score``):
   export is one stage. (Asking only the buckets some agent lands in would save calls only where
   the network leaves a bucket empty, and would turn the run into one batch stage per round.)
 
-The prompt (``archetype.chat`` in prompts.yaml) is the Appendix C action prompt with the cell's
+The prompt (``archetype`` in prompts.yaml) is the Appendix C action prompt with the cell's
 intersectional description in place of a generated persona — no persona is written, which keeps
-calls at the count above. Score mode reads log-probs, which are deterministic for a prompt, so
+calls at the count above — and the situation first, as a system message shared by every call of
+the scenario (the embedded model keeps it evaluated; vLLM's prefix cache reuses it). Score mode reads log-probs, which are deterministic for a prompt, so
 identical prompts would make K identical replicates: replicate k therefore names the cell's
 attributes in its own order (k = 0: the population file's order; the next G! − 1 replicates of a
 cell take the other orders of its G groups, shuffled per cell, then they repeat). Each replicate has its own
@@ -142,18 +143,20 @@ class Plan:
         return build_graph(self.config.network, self.agents) if self.config.network else None
 
 
-def archetype_prompt(prompts, description: str, scenario, share: float | None) -> str:
-    """The archetype's decision prompt; ``share`` None: round 0 (no neighbour sentence)."""
+def archetype_prompt(prompts, description: str, scenario, share: float | None) -> tuple[tuple[str, str], ...]:
+    """The archetype's decision conversation (system: the situation, shared by every archetype of
+    the scenario; user: who the agent is and, from round 1, its neighbours' bucketed share)."""
     t = prompts.doc["archetype"]
     neighbours = "" if share is None else t["neighbours_separator"] + share_message(share, scenario.target)
-    return render(t["chat"], persona=description, scenario=scenario.prompt_text(), neighbours=neighbours,
-                  choice_list=or_list(scenario.labels))
+    return (("system", render(t["system"], scenario=scenario.prompt_text())),
+            ("user", render(t["user"], persona=description, neighbours=neighbours,
+                            choice_list=or_list(scenario.labels))))
 
 
-def _request(config, model: str, scenario_id: str, cell: int, b: int, k: int, prompt: str, labels) -> Request:
+def _request(config, model: str, scenario_id: str, cell: int, b: int, k: int, messages, labels) -> Request:
     from louder.agents import decision_schema
 
-    return Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
+    return Request(messages=messages, schema=decision_schema(labels, True, rationale=False),
                    temperature=0.0, max_tokens=16, seed=stable_seed(config.seed, model, scenario_id, cell, b, k),
                    replicate=f"archetype|{scenario_id}|{cell}|{b}|{k}")
 
@@ -170,9 +173,10 @@ def ask_archetypes(config, plan: Plan, session, run_id: str, model: str, scenari
     def one(job):
         c, b, k = job
         share = None if b == ROUND0 else float(plan.buckets[b])
-        prompt = archetype_prompt(prompts, desc[c, k], scenario, share)
-        reply = client.score(_request(config, model, scenario_id, c, b, k, prompt, labels), prompts.score_prefix,
+        messages = archetype_prompt(prompts, desc[c, k], scenario, share)
+        reply = client.score(_request(config, model, scenario_id, c, b, k, messages, labels), prompts.score_prefix,
                              labels)
+        prompt = "\n\n".join(text for _, text in messages)
         s = choice_probabilities(reply, labels)
         probs = s.probs or {}
         return dict(run_id=run_id, model=model, scenario=scenario.id, cell_id=c, bucket=b,
