@@ -194,13 +194,16 @@ def p5_archetype(tmp: Path, quick: bool) -> str:
         mode="archetype", decision_mode="score", scenarios=["emergency_response"], groups=["political_ideology"],
         replicates=5, buckets=[0.25, 0.75], rounds=5,
         network={"generator": "watts_strogatz", "params": {"k": 8, "p": 0.1}, "seed": 0}))
+    # LOUDER_P5_DIR keeps the run folder (and its cache) so an interrupted P5 resumes
+    out = Path(os.environ["LOUDER_P5_DIR"]) if os.environ.get("LOUDER_P5_DIR") else tmp / "p5"
     start = time.perf_counter()
-    r = run_archetype(cfg, tmp / "p5")
+    r = run_archetype(cfg, out)
     wall = time.perf_counter() - start
     m = r.manifest
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
     return (f"P5 archetype seconds={wall:.0f} agents={n} calls={m['model_calls']} peak_mb={peak:.0f} "
             f"cells={m['population']['cells']} replicates=5 buckets=2 rounds=5 model_call_s={m['model_seconds']:.0f} "
+            f"cache_hits={m['cache_hits']} "
             f"rows={m['rows']['decisions']} status={m['status_counts']['archetype_calls']} ({cfg.models[0].spec})")
 
 

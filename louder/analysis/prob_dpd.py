@@ -8,6 +8,12 @@ model's probability of the target choice. The sampled DPD throws most of that aw
 
 Agents are the independent units (each has its own persona), so the interval resamples agents
 within attributes and the test permutes attribute labels across agents.
+
+Clusters (issue 14 point 1; archetype mode): agents that share an archetype × replicate share one
+model call, hence one p — they are not independent. With a cluster id per agent the interval
+resamples clusters instead (``cluster_interval``) and the test permutes attribute labels across
+clusters (``cluster_permutation_p``). ``prob_dpd_table`` does this by itself for archetype rows
+(columns ``cell_id`` and ``bucket``): cluster = cell_id/replicate.
 """
 
 from __future__ import annotations
@@ -65,6 +71,92 @@ def permutation_p(samples: list[np.ndarray], B: int = 10_000, seed: int = 0) -> 
     return float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
 
 
+def _cluster_sums(p: np.ndarray, attribute: np.ndarray, cluster: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    """S[c, a] = Σ p_i and n[c, a] = #agents over the agents i of cluster c with attribute a."""
+    attrs = sorted(set(attribute))
+    ci, clusters = pd.factorize(cluster, sort=True)
+    ai = pd.Index(attrs).get_indexer(attribute)
+    S = np.zeros((len(clusters), len(attrs)))
+    n = np.zeros_like(S)
+    np.add.at(S, (ci, ai), p)
+    np.add.at(n, (ci, ai), 1)
+    return S, n, attrs
+
+
+def cluster_interval(p, attribute, cluster, B: int = 10_000, seed: int = 0,
+                     level: float = 0.95) -> tuple[float, float]:
+    """Percentile cluster bootstrap of DPD_p.
+
+    With C clusters, S_ca = Σ_{i ∈ c, a} p_i and n_ca = #{i ∈ c, a}: resample b draws C clusters
+    with replacement, w_bc = how often cluster c is drawn; m_a^b = Σ_c w_bc S_ca / Σ_c w_bc n_ca;
+    DPD_p^b = max_a m_a^b − min_a m_a^b over the attributes drawn (NaN when fewer than two); the
+    interval is the (1−level)/2 and (1+level)/2 quantiles of DPD_p^b. One agent per cluster gives
+    the plain bootstrap over agents (with the attribute sizes left free)."""
+    S, n, _ = _cluster_sums(np.asarray(p, float), np.asarray(attribute, object), np.asarray(cluster, object))
+    rng = np.random.default_rng(seed)
+    C = S.shape[0]
+    out = []
+    chunk = max(1, 20_000_000 // max(C, 1))
+    for start in range(0, B, chunk):
+        m = min(chunk, B - start)
+        w = np.stack([np.bincount(rng.integers(0, C, C), minlength=C) for _ in range(m)]).astype(float)
+        sb, nb = w @ S, w @ n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(nb > 0, sb / nb, np.nan)
+        ok = (~np.isnan(means)).sum(axis=1) >= 2
+        d = np.full(m, np.nan)
+        d[ok] = np.nanmax(means[ok], axis=1) - np.nanmin(means[ok], axis=1)
+        out.append(d)
+    lo, hi = np.nanquantile(np.concatenate(out), [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def cluster_permutation_p(p, attribute, cluster, B: int = 10_000, seed: int = 0) -> float:
+    """Permutation test of equal means across attributes, permuting whole clusters.
+
+    Each cluster lies within one attribute (an archetype's agents share its attributes; a cluster
+    that spans attributes raises ValueError). Shuffle the attribute labels over the C clusters,
+    keeping the count per attribute; m_a = Σ_{c ∈ a} S_c / Σ_{c ∈ a} n_c; statistic DPD_p;
+    p = (1 + #{DPD_p^b ≥ DPD_p^obs}) / (B + 1)."""
+    S, n, _ = _cluster_sums(np.asarray(p, float), np.asarray(attribute, object), np.asarray(cluster, object))
+    if ((n > 0).sum(axis=1) > 1).any():
+        raise ValueError("a cluster spans several attributes; clusters must lie within one attribute")
+    label = (n > 0).argmax(axis=1)
+    s, k = S.sum(axis=1), n.sum(axis=1)
+    A = S.shape[1]
+
+    def stat(lab: np.ndarray) -> np.ndarray:  # lab: (rows, C) labels → DPD per row
+        idx = (lab + A * np.arange(lab.shape[0])[:, None]).ravel()
+        size = A * lab.shape[0]
+        sums = np.bincount(idx, np.tile(s, lab.shape[0]), size).reshape(-1, A)
+        counts = np.bincount(idx, np.tile(k, lab.shape[0]), size).reshape(-1, A)
+        means = sums / counts
+        return means.max(axis=-1) - means.min(axis=-1)
+
+    observed = stat(label[None, :])[0]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 5_000_000 // max(label.size, 1))
+    draws = np.concatenate([stat(rng.permuted(np.broadcast_to(label, (min(chunk, B - i), label.size)), axis=1))
+                            for i in range(0, B, chunk)])
+    return float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
+
+
+def prob_dpd_clustered(p, attribute, cluster, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ProbDPD:
+    """DPD_p with the cluster bootstrap interval and the cluster permutation p-value; rows with a
+    NaN p are left out, fewer than two attributes give NaN."""
+    p, attribute, cluster = (np.asarray(x, dtype=float if i == 0 else object) for i, x in enumerate((p, attribute,
+                                                                                                      cluster)))
+    keep = ~np.isnan(p)
+    p, attribute, cluster = p[keep], attribute[keep], cluster[keep]
+    if len(set(attribute)) < 2:
+        return NAN
+    S, n, _ = _cluster_sums(p, attribute, cluster)
+    means = S.sum(axis=0) / n.sum(axis=0)
+    lo, hi = cluster_interval(p, attribute, cluster, B=B, seed=seed, level=level)
+    return ProbDPD(float(means.max() - means.min()), lo, hi, cluster_permutation_p(p, attribute, cluster, B=B,
+                                                                                     seed=seed + 1))
+
+
 def prob_dpd(samples: list, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ProbDPD:
     """DPD_p with its bootstrap interval and permutation p-value; attributes without any p are left
     out, and fewer than two attributes give NaN."""
@@ -78,18 +170,38 @@ def prob_dpd(samples: list, B: int = 10_000, seed: int = 0, level: float = 0.95)
     return ProbDPD(observed, lo, hi, permutation_p(samples, B=B, seed=seed + 1))
 
 
-def prob_dpd_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.DataFrame:
+def archetype_clusters(decisions: pd.DataFrame) -> pd.Series | None:
+    """cell_id/replicate for rows of an archetype run (columns cell_id and bucket), else None."""
+    if {"cell_id", "bucket", "replicate"} <= set(decisions.columns):
+        return decisions["cell_id"].astype(str) + "/" + decisions["replicate"].astype(str)
+    return None
+
+
+def prob_dpd_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0, cluster: str | None = None
+                   ) -> pd.DataFrame:
     """One row per case with ``p_target`` values: dpd_p, ci_low_p, ci_high_p, p_value_p.
 
-    Only valid rows with a p_target enter (sample-mode runs have none and give no rows).
+    Only valid rows with a p_target enter (sample-mode runs have none and give no rows). Runs with
+    rounds of influence use round 0, the independent decisions (per-round DPDs: analysis.network).
+    ``cluster`` names a column of cluster ids to resample and permute instead of agents; archetype
+    rows get cell_id/replicate clusters without being asked.
     """
     if decisions is None or "p_target" not in decisions or decisions.empty:
         return pd.DataFrame(columns=COLUMNS)
     d = decisions[(decisions["status"] == "valid") & decisions["p_target"].notna()]
+    if "round" in d.columns:
+        d = d[d["round"] == 0]
+    clusters = d[cluster] if cluster else archetype_clusters(d)
+    if clusters is not None:
+        d = d.assign(_cluster=clusters)
     rows = []
     for i, (key, g) in enumerate(d.groupby(CASE_KEYS, sort=True)):
         s = int(np.random.SeedSequence([seed, 7, i]).generate_state(1)[0])
-        r = prob_dpd([a["p_target"].to_numpy(dtype=float) for _, a in g.groupby("attribute")], B=B, seed=s)
+        if clusters is not None:
+            r = prob_dpd_clustered(g["p_target"].to_numpy(dtype=float), g["attribute"].to_numpy(object),
+                                   g["_cluster"].to_numpy(object), B=B, seed=s)
+        else:
+            r = prob_dpd([a["p_target"].to_numpy(dtype=float) for _, a in g.groupby("attribute")], B=B, seed=s)
         rows.append(dict(zip(CASE_KEYS, key), dpd_p=r.dpd, ci_low_p=r.ci_low, ci_high_p=r.ci_high,
                          p_value_p=r.p_value))
     return pd.DataFrame(rows, columns=COLUMNS)

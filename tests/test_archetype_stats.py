@@ -1,0 +1,117 @@
+"""Cluster-aware probability DPD (issue 14 point 1) and the archetype note (issue 12 §4)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from louder.analysis import prob_dpd as PD
+
+
+def clustered(seed=4):
+    """7 clusters (3 of attribute a, 2 of b, 2 of c), 2–4 agents each; agents of a cluster share p
+    up to a little noise, as archetype agents share one call."""
+    rng = np.random.default_rng(seed)
+    attrs, clusters, p = [], [], []
+    for c, a in enumerate("aaabbcc"):
+        size = int(rng.integers(2, 5))
+        base = rng.beta(2, 2)
+        attrs += [a] * size
+        clusters += [f"k{c}"] * size
+        p += list(np.clip(base + rng.normal(0, 0.02, size), 0, 1))
+    return np.array(p), np.array(attrs, dtype=object), np.array(clusters, dtype=object)
+
+
+def test_cluster_interval_and_p_against_brute_force():
+    p, attr, cl = clustered()
+    r = PD.prob_dpd_clustered(p, attr, cl, B=4000, seed=5)
+    means = pd.Series(p).groupby(attr).mean()
+    assert r.dpd == pytest.approx(means.max() - means.min())
+    # brute-force cluster bootstrap: a loop drawing 7 clusters with replacement, their agents pooled
+    ids = sorted(set(cl))
+    members = [(p[cl == c], attr[cl == c][0]) for c in ids]
+    g = np.random.default_rng(123)
+    boot = []
+    for _ in range(4000):
+        tot: dict = {}
+        for i in g.integers(0, len(ids), len(ids)):
+            vals, a = members[i]
+            s_, n_ = tot.get(a, (0.0, 0))
+            tot[a] = (s_ + vals.sum(), n_ + vals.size)
+        m = [s_ / n_ for s_, n_ in tot.values()]
+        if len(m) >= 2:
+            boot.append(max(m) - min(m))
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    assert abs(r.ci_low - lo) < 0.03 and abs(r.ci_high - hi) < 0.03
+    # exact permutation p: every assignment of the labels aaabbcc to the 7 clusters
+    s = pd.Series(p).groupby(cl).sum()
+    k = pd.Series(p).groupby(cl).size()
+    count = total = 0
+    for lab in set(itertools.permutations("aaabbcc")):
+        m = pd.Series(s.values).groupby(list(lab)).sum() / pd.Series(k.values).groupby(list(lab)).sum()
+        count += (m.max() - m.min()) >= r.dpd - 1e-12
+        total += 1
+    assert total == 210 and abs(r.p_value - count / total) < 0.02
+
+
+def test_cluster_spanning_attributes_is_refused():
+    with pytest.raises(ValueError, match="spans"):
+        PD.cluster_permutation_p([0.1, 0.2], ["a", "b"], ["k", "k"], B=10)
+
+
+def test_one_agent_per_cluster_matches_the_agent_bootstrap_width():
+    rng = np.random.default_rng(1)
+    samples = [rng.beta(2, 3, 60), rng.beta(3, 2, 50)]
+    p = np.concatenate(samples)
+    attr = np.array(["a"] * 60 + ["b"] * 50, dtype=object)
+    r = PD.prob_dpd_clustered(p, attr, np.arange(110).astype(str).astype(object), B=3000)
+    plain = PD.prob_dpd(samples, B=3000)
+    assert abs((r.ci_high - r.ci_low) - (plain.ci_high - plain.ci_low)) < 0.03
+
+
+def archetype_rows(seed: int, cells: int = 20, K: int = 5, per: int = 100, sd: float = 0.1) -> pd.DataFrame:
+    """No-bias archetype rows: 2 attributes × cells, K replicates each; every call p = 0.5 + N(0, sd)."""
+    rng = np.random.default_rng(seed)
+    n = 2 * cells * K * per
+    cell = np.repeat(np.arange(2 * cells), K * per)
+    rep = np.tile(np.repeat(np.arange(K), per), 2 * cells)
+    p_call = np.clip(0.5 + rng.normal(0, sd, (2 * cells, K)), 0, 1)
+    return pd.DataFrame({"model": "m", "condition": "no_persona", "scenario": "s", "group": "g",
+                         "attribute": np.where(cell < cells, "a", "b"), "status": "valid",
+                         "p_target": p_call[cell, rep], "cell_id": cell, "replicate": rep, "round": 0,
+                         "node": np.arange(n), "bucket": pd.array([pd.NA] * n, dtype="Float64")})
+
+
+@pytest.mark.slow
+def test_prob_dpd_table_clusters_archetype_rows_by_itself_and_holds_its_level():
+    """Under no bias the cluster test rejects about 5 % of the time; treating agents as independent
+    rejects far more often (here: the p-value of the agent-level permutation)."""
+    rows = archetype_rows(0)
+    t = PD.prob_dpd_table(rows, B=500)
+    agent = PD.prob_dpd([g["p_target"].to_numpy() for _, g in rows.groupby("attribute")], B=500)
+    assert (t["ci_high_p"] - t["ci_low_p"]).iloc[0] > 3 * (agent.ci_high - agent.ci_low)
+    hits_cluster = hits_agent = 0
+    seeds = 40
+    for s in range(seeds):
+        r = archetype_rows(s)
+        hits_cluster += PD.prob_dpd_table(r, B=200, seed=s)["p_value_p"].iloc[0] < 0.05
+        hits_agent += PD.prob_dpd([g["p_target"].to_numpy() for _, g in r.groupby("attribute")], B=200,
+                                  seed=s).p_value < 0.05
+    assert hits_cluster / seeds <= 0.12
+    assert hits_agent / seeds > 0.5
+
+
+def test_archetype_note_states_the_width_ratio_and_is_silent_for_other_runs():
+    from louder.analysis.archetype import archetype_note
+
+    rows = archetype_rows(1).assign(target=lambda d: np.random.default_rng(0).random(len(d)) < d["p_target"])
+    note = archetype_note(rows, B=300)
+    assert note.clusters == 200 and note.agents == 20_000
+    # design effect 1 + (100 − 1)·0.1²/0.25 ≈ 5: the cluster interval about √5 ≈ 2.2× wider
+    assert note.width_cluster > 1.5 * note.width_agent and "resamples the 200 archetype" in note.text
+    assert archetype_note(rows.drop(columns=["bucket"])) is None
