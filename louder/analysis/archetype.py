@@ -56,6 +56,9 @@ def archetype_note(decisions: pd.DataFrame, B: int = 500, seed: int = 0) -> Arch
             f"about {n / c:,.0f} agents per call. Agents of one call draw from the same probability, so they are not "
             f"independent observations: every interval here resamples the {c:,} archetype × replicate clusters, not "
             f"the agents. For {first['scenario']} × {first['group']} (round 0) the cluster interval of the DPD is "
-            f"{wc:.3f} wide; resampling agents would give {wa:.3f}, {ratio:.1f}× narrower — it would count each call's "
-            f"randomness once per agent and call almost any gap significant.")
+            f"{wc:.3f} wide; resampling agents would give {wa:.3f}" +
+            (f", {ratio:.1f}× narrower — it would count each call's randomness once per agent and call almost any "
+             f"gap significant." if ratio >= 1.2 else
+             " — about the same here, because the calls of one cell barely differ in this run; where they do, "
+             "agent-level intervals are far too narrow (docs/networks.md, \"Why clusters, not agents\")."))
     return ArchetypeNote(n, c, n / c, float(wc), float(wa), float(ratio), text)

@@ -182,6 +182,16 @@ def _choices(choices: pd.DataFrame | None) -> str:
                        "test), beside the target-only DPD."), _table(wide, scroll=True))
 
 
+def _archetype(a: Analysis) -> str:
+    """Archetype runs: why every interval resamples archetype × replicate clusters (analysis.archetype)."""
+    from louder.analysis.archetype import archetype_note
+
+    note = archetype_note(a.decisions)
+    if note is None:
+        return ""
+    return _section("Archetype mode: clusters, not agents", _p(html.escape(note.text)))
+
+
 def render(a: Analysis) -> str:
     t = a.tables
     sim = a.manifests.get("simulation", {})
@@ -198,6 +208,7 @@ def render(a: Analysis) -> str:
                     "".join(f"<li>{html.escape(m)}</li>" for m in a.missing) + "</ul></div>")
 
     sections = [
+        _archetype(a),
         _section("Demographic parity difference per case (cf. Fig. 3)",
                  _p("DPD = largest − smallest target-decision rate across a group's attributes (implicit) or "
                     "largest − smallest share of answers naming an attribute (explicit, Unknown in the "
