@@ -19,7 +19,9 @@ whatever machine runs them; record results in docs/benchmarks.md.
 - P5 archetype mode: 100,000 agents drawn from a four-group population (180 cells), 5 rounds on a
   100,000-node Watts–Strogatz graph, K = 5, embedded model, buckets 0.25 and 0.75 (so 180 × 5 ×
   (1 + 2) = 2,700 calls): wall seconds, model calls and peak memory (`--quick`: 10,000 agents).
-  Goal < 10 min and < 4 GB. ``LOUDER_P5_MODEL=fake`` checks the plumbing without the model.
+  Goal < 10 min and < 4 GB. ``LOUDER_P5_MODEL=fake`` checks the plumbing without the model;
+  ``LOUDER_P5_THREADS=1`` (llama.cpp threads; one is faster on a machine busy with other work);
+  ``LOUDER_P5_DIR=DIR`` keeps the run folder so an interrupted P5 resumes from its cache.
 """
 
 from __future__ import annotations
@@ -190,7 +192,8 @@ def p5_archetype(tmp: Path, quick: bool) -> str:
 
     n = 10_000 if quick else 100_000
     cfg = build_config(dict(
-        models=[os.environ.get("LOUDER_P5_MODEL", "embedded")], population="us_adults_regions", agents=n,
+        models=[{"spec": os.environ.get("LOUDER_P5_MODEL", "embedded"),
+                 **({"n_threads": int(os.environ["LOUDER_P5_THREADS"])} if os.environ.get("LOUDER_P5_THREADS") else {})}], population="us_adults_regions", agents=n,
         mode="archetype", decision_mode="score", scenarios=["emergency_response"], groups=["political_ideology"],
         replicates=5, buckets=[0.25, 0.75], rounds=5,
         network={"generator": "watts_strogatz", "params": {"k": 8, "p": 0.1}, "seed": 0}))

@@ -215,3 +215,41 @@ def test_cli_routes_archetype_mode_and_dry_run_prints_the_exact_count(tmp_path):
     assert res.exit_code == 0, res.output
     assert f"model_calls: {n} " in res.output
     assert not (tmp_path / "out" / "personas.parquet").exists()
+
+
+def test_batch_round_trip_is_one_stage_and_equals_a_live_run(fake_server, tmp_path):
+    """Every archetype prompt is known before any answer: one export stage holds the whole plan."""
+    from test_batch import round_trip
+
+    c = cfg(models=[{"spec": f"openai:fake@{fake_server.url}", "client": "http"}], agents=600, replicates=2,
+            buckets=1, rounds=1)
+    assert round_trip(c, fake_server.url, tmp_path / "batch") == [count_calls(c)]
+    done = run_archetype(c, tmp_path / "batch")
+    live = run_archetype(c, tmp_path / "live")
+    assert done.manifest["model_calls"] == 0 and live.manifest["model_calls"] == count_calls(c)
+    pd.testing.assert_frame_equal(done.tables["decisions.parquet"].drop(columns="run_id"),
+                                  live.tables["decisions.parquet"].drop(columns="run_id"))
+
+
+@pytest.mark.slow
+def test_embedded_scoring_of_a_shared_head_is_the_same_in_any_order():
+    """The embedded scorer keeps a multi-message prompt's head evaluated between calls: the answers
+    equal those of a fresh model, in reverse order too; one-message prompts are unaffected."""
+    from louder.llm.base import Request
+    from louder.llm.embedded import EmbeddedModel
+    from louder.prompts import Prompts
+    from louder.scenarios import load_scenario
+    from louder.simulation.archetype_run import archetype_prompt
+
+    p, sc = Prompts(), load_scenario("emergency_response")
+    reqs = [Request(messages=archetype_prompt(p, d, sc, s), max_tokens=16)
+            for d in ("a person who is a woman", "a person who is a man") for s in (None, 0.75)]
+    one = Request(messages=(("user", p.action("Alex", "a woman", sc, "chat")),), max_tokens=16)
+    m = EmbeddedModel(n_threads=1)
+    forward = [m.score(r, p.score_prefix, sc.labels).text for r in reqs]
+    single = m.score(one, p.score_prefix, sc.labels).text
+    backward = [m.score(r, p.score_prefix, sc.labels).text for r in reversed(reqs)][::-1]
+    fresh = EmbeddedModel(n_threads=1)
+    assert forward == backward == [fresh.score(r, p.score_prefix, sc.labels).text for r in reqs]
+    assert single == EmbeddedModel(n_threads=1).score(one, p.score_prefix, sc.labels).text
+    assert len(set(forward)) == 4
