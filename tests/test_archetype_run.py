@@ -184,6 +184,7 @@ def test_agents_of_a_cluster_share_their_archetype_call_and_replicates_differ_on
     (dict(network=None, rounds=2), "rounds: 2 needs a `network:`"),
     (dict(groups=["gender_identity", "religion"]), None),
     (dict(buckets=[0.5, 2.0]), "buckets:"),
+    (dict(twins=True), "twins: not available in mode: archetype"),
 ])
 def test_bad_configs_fail_with_one_line(tmp_path, change, message):
     try:

@@ -71,6 +71,13 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
     if config.decision_mode != "score":
         raise LouderError(f"mode: archetype reads each archetype's probability, so it needs decision_mode: score "
                           f"(it is {config.decision_mode}); add `decision_mode: score` under `simulation:`")
+    for field, bad, why in (("executor", config.executor != "local", "archetype mode runs here; its calls go to "
+                             "the model servers (use openai:MODEL@URL1,URL2,… replicas to spread them)"),
+                            ("variants", list(config.variants) != ["base"], "archetype prompts use the base scenario "
+                             "text; run each variant as its own config"),
+                            ("twins", config.twins, "archetypes have no persona to re-express")):
+        if bad:
+            raise LouderError(f"{field}: not available in mode: archetype — {why}")
     if config.rounds and config.network is None:
         raise LouderError(f"rounds: {config.rounds} needs a `network:` (who influences whom); drop rounds or add one")
     try:
