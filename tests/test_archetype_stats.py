@@ -115,3 +115,28 @@ def test_archetype_note_states_the_width_ratio_and_is_silent_for_other_runs():
     # design effect 1 + (100 − 1)·0.1²/0.25 ≈ 5: the cluster interval about √5 ≈ 2.2× wider
     assert note.width_cluster > 1.5 * note.width_agent and "resamples the 200 archetype" in note.text
     assert archetype_note(rows.drop(columns=["bucket"])) is None
+
+
+def test_null_level_with_archetype_clusters_fast():
+    """benchmarks/network_null.py, fewer seeds, through with_archetype_clusters (cell_id/replicate,
+    the ids an archetype run writes): about 5 % false positives, far more at agent level."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from network_null import null_rows
+
+    from louder.analysis.network import gap_interval, with_archetype_clusters
+
+    def rows(seed):
+        r = null_rows(seed, cells=20, replicates=5, agents_per_cluster=50)
+        ids = r["cluster"].str[1:].astype(int)  # "a17" → archetype 17 of attribute a
+        return with_archetype_clusters(r.assign(cell_id=r["attribute"] + (ids // 5).astype(str),
+                                                replicate=ids % 5))
+
+    def fp(seeds, cluster):
+        hits = 0
+        for s in range(seeds):
+            _, lo, hi = gap_interval(rows(s), "attribute", "a", "b", cluster=cluster, B=200, seed=s)
+            hits += lo > 0 or hi < 0
+        return hits / seeds
+
+    assert fp(80, "cluster") <= 0.125
+    assert fp(20, None) >= 0.2
