@@ -14,6 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from louder import estimate
+from louder.analysis import analyze
+from louder.analysis.network_tables import network_tables
+from louder.analysis.report import write_report
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError
@@ -32,11 +35,13 @@ class ShareModel:
 
     Round 0 (no neighbour message): Evacuate iff the prompt names the attribute ``Female``; with
     ``offlist`` set, an agent named ``Non-binary`` answers off the list (invalid). Rounds ≥ 1:
-    Evacuate iff at least half of the valid neighbours evacuated (K ≥ J in the message)."""
+    Evacuate iff at least half of the valid neighbours evacuated (K ≥ J in the message); with
+    ``stubborn`` set, the message is ignored and every round answers as round 0."""
 
     def __init__(self, options: str = ""):
         self.options = options
         self.offlist = "offlist" in options
+        self.stubborn = "stubborn" in options
         self.prompts: list[str] = []
         self.calls = 0
         self.fail_after: int | None = None  # raise once this many calls have been answered
@@ -47,7 +52,7 @@ class ShareModel:
 
     def _evacuate(self, prompt: str) -> bool | None:
         m = MESSAGE.search(prompt)
-        if m:
+        if m and not self.stubborn:
             k, j = int(m.group(2)), int(m.group(3))
             return k >= j
         if self.offlist and re.search(r"\bNon-binary\b", prompt):
@@ -276,3 +281,71 @@ def test_cli_runs_a_network_config_and_counts_its_calls(tmp_path):
     assert m["louder_kind"] == "network" and m["network"]["rounds"] == 1 and m["model_calls"] == 6 + 12
     bad = runner.invoke(app, ["run", "--out", str(tmp_path / "p"), "--rounds", "2", "-m", "sharefake"])
     assert bad.exit_code == 2 and "rounds" in bad.output and "network" in bad.output
+
+
+# --- analysis and report -------------------------------------------------------------------------
+
+def test_analysis_tables_follow_the_hand_computed_cascade(tmp_path):
+    # path graph: the share rule cascades to everyone evacuating (LLM DPD 1 → 0) while the majority control
+    # stays split (DPD 1)
+    path = edges_file(tmp_path, [(i, i + 1) for i in range(5)])
+    run(config(dict(generator="edge_list", params=dict(path=path))), tmp_path / "out")
+    a = analyze(tmp_path / "out", bootstrap=500)
+    amp = a.tables["amplification"]
+    assert amp["round"].tolist() == [0, 1, 2, 3] and amp["final"].tolist() == [False, False, False, True]
+    assert amp["amplification"].tolist() == pytest.approx([0, -1 / 2, -1, -1])  # round 1: rates 0.5, 1, 0.5
+    assert amp["ci_low"].iloc[0] == amp["ci_high"].iloc[0] == 0  # round 0 is shared by both runs
+    rounds = a.tables["network_rounds"]
+    llm3 = rounds[(rounds["source"] == "LLM") & (rounds["round"] == 3)]
+    assert llm3["rate"].tolist() == [1, 1, 1] and llm3["n_valid"].tolist() == [2, 2, 2]
+    assert (llm3["dpd"] == 0).all()
+    ctl = rounds[rounds["source"] == "control"]
+    assert set(ctl["dpd"]) == {1.0}
+    flips = a.tables["network_flips"]
+    f1 = flips[(flips["source"] == "LLM") & (flips["round"] == 1)].set_index("attribute")["flip_rate"]
+    assert f1.to_dict() == {"Female": 0.0, "Male": 0.5, "Non-binary": 0.5}
+    # the seed tables read round 0 only: 6 agents, not 6 × 4 rows
+    assert a.tables["cases"]["n_valid"].tolist() == [6] and len(a.decisions) == 6 and len(a.rounds) == 24
+    for name in ("network_rounds", "network_flips", "amplification"):
+        assert (tmp_path / "out" / f"{name}.csv").exists()
+
+
+def test_report_states_amplified_and_damped_per_case(tmp_path):
+    complete = dict(generator="erdos_renyi", params=dict(p=1.0))
+    # 30 agents who all know each other; round 0: the 10 Female agents evacuate. The share rule makes
+    # everyone stay (LLM DPD 0) while a threshold-1 control keeps round 0 (DPD 1): damped, −1.
+    run(config(complete, agents=10, control=dict(rule="threshold", threshold=1.0)), tmp_path / "damped")
+    a = analyze(tmp_path / "damped", bootstrap=500)
+    final = a.tables["amplification"].iloc[-1]
+    assert final["amplification"] == pytest.approx(-1) and final["verdict"] == "damped"
+    html = write_report(a).read_text()
+    section = html[html.index("<h2>Networks and influence</h2>"):]
+    assert "<b>damped</b> the disparity" in section and "gap with no LLM bias at all" in section
+    assert section.count('<img alt="figure"') == 2  # rates over rounds (LLM and control) and amplification
+    # a model that ignores its neighbours keeps the split (DPD 1) while the majority control converges
+    # (DPD 0): amplified, +1
+    run(config(complete, agents=10, models=["sharefake:stubborn"]), tmp_path / "amplified")
+    a = analyze(tmp_path / "amplified", bootstrap=500)
+    final = a.tables["amplification"].iloc[-1]
+    assert final["amplification"] == pytest.approx(1) and final["verdict"] == "amplified"
+    assert "<b>amplified</b> the disparity" in write_report(a).read_text()
+
+
+def test_archetype_rows_are_resampled_by_cluster():
+    # two attributes, 4 cells each × 2 replicates; all agents of a cluster decide alike, so the cluster
+    # bootstrap (8 clusters per attribute) gives a wider interval than resampling 400 agents as independent
+    rng = np.random.default_rng(0)
+    rows = []
+    for cell in range(8):
+        for k in range(2):
+            t = bool(rng.random() < 0.5)
+            for i in range(25):
+                rows.append(dict(model="m", condition="c", scenario="s", group="g", cell_id=cell, replicate=k,
+                                 attribute="a" if cell < 4 else "b", node=len(rows), round=0, status="valid",
+                                 target=t, changed=pd.NA, bucket=pd.NA))
+    d = pd.DataFrame(rows)
+    clustered = network_tables(d, None, B=400)["network_rounds"].iloc[0]
+    agents = network_tables(d.drop(columns="bucket"), None, B=400)["network_rounds"].iloc[0]
+    assert clustered["dpd"] == agents["dpd"]
+    width = lambda r: r["dpd_ci_high"] - r["dpd_ci_low"]  # noqa: E731
+    assert width(clustered) > 1.5 * width(agents)

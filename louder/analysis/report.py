@@ -182,6 +182,13 @@ def _choices(choices: pd.DataFrame | None) -> str:
                        "test), beside the target-only DPD."), _table(wide, scroll=True))
 
 
+def _network(a: Analysis) -> str:
+    """Networks and influence (a network run): louder/analysis/network_report.py."""
+    from louder.analysis.network_report import network_section
+
+    return network_section(a)
+
+
 def render(a: Analysis) -> str:
     t = a.tables
     sim = a.manifests.get("simulation", {})
@@ -226,6 +233,7 @@ def render(a: Analysis) -> str:
                     "direction, interval excluding 0; inconclusive: the interval includes 0."),
                  _png(figures.directions_figure(t["directions"])),
                  _table(t["directions"].drop(columns=["evidence"]), scroll=True)),
+        _network(a),
         _rationales(a),
         _siblings(a),
         _accounting(a),
