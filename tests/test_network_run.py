@@ -349,3 +349,31 @@ def test_archetype_rows_are_resampled_by_cluster():
     assert clustered["dpd"] == agents["dpd"]
     width = lambda r: r["dpd_ci_high"] - r["dpd_ci_low"]  # noqa: E731
     assert width(clustered) > 1.5 * width(agents)
+
+
+def test_the_view_replays_a_network_run(tmp_path):
+    import ipywidgets
+    import solara
+
+    from louder.view.app import make_page
+    from louder.view.data import load_view_data, rates_over_rounds
+    from louder.view.model import ReplayModel
+
+    net = dict(generator="homophily_sbm", params=dict(group="gender_identity", within=0.8, mean_degree=2), seed=1)
+    r = run(config(net, rounds=2, agents=4, models=["sharefake:offlist"]), tmp_path / "out")
+    m = ReplayModel(str(tmp_path / "out"))
+    assert m.n_nodes == 12 and m.last_round == 2 and not m.sampled
+    d = r.tables["decisions.parquet"]
+    for rnd in range(3):
+        rec = d[(d["round"] == rnd) & (d["status"] == "valid")].set_index("node")["target"].astype(bool).to_dict()
+        assert {a.node: a.target for a in m.agents if a.target is not None} == rec
+        assert sum(a.status == "invalid" for a in m.agents) == 4  # Non-binary agents answer off the list
+        m.step()
+    rates = rates_over_rounds(load_view_data(tmp_path / "out").decisions, r.tables["control.parquet"])
+    assert set(rates["source"]) == {"LLM", "control"}
+    # the control keeps the Non-binary agents' invalid status: no rate for them, not a rate of 0
+    none = rates["rate"].isna()
+    assert (rates.loc[none, "attribute"] == "Non-binary").all() and (rates.loc[none, "source"] == "control").all()
+    assert none.sum() == 3
+    box, rc = solara.render(make_page(str(tmp_path / "out")), handle_error=False)
+    assert len(rc.find(ipywidgets.Image).widgets) == 2

@@ -98,8 +98,8 @@ def network_section(a: Analysis) -> str:
         else:
             sentences.append(f"<li><b>{html.escape(label)}</b>: no control in this run folder, so no verdict.</li>")
         figs.append(f"<h3>{html.escape(label)}</h3>")
-        figs.append(_png(rounds_rates_figure({"LLM": llm, "control": ctl}, title=f"{label}: target rate per "
-                                             "attribute (solid: LLM, dashed: control)")))
+        figs.append(_png(rounds_rates_figure({"LLM": llm, "control": ctl},
+                                             title=f"{label}\ntarget rate per attribute (solid: LLM, dashed: control)")))
         figs.append(_png(amplification_figure(sel(amp).reset_index(drop=True) if len(amp) else None)))
     parts += ["<ul>" + "".join(sentences) + "</ul>", *figs,
               "<h3>Rates, answers and DPD per round</h3>",
