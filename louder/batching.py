@@ -43,13 +43,24 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
     _check_models(config)
     recorder = Recorder()
     for kind in kinds:
-        if kind == "simulation":
+        if kind == "simulation" and config.network is not None and config.mode == "agents":
+            _record_network(config, out, recorder)
+        elif kind == "simulation":
             run_experiment(config, out, recorder=recorder)
         elif kind == "explicit":
             run_explicit(config, out, recorder=recorder)
         else:
             run_test(config, kind, out, recorder=recorder)
     return recorder
+
+
+def _record_network(config: ExperimentConfig, out: Path, recorder: Recorder) -> None:
+    """A network run: each stage records what the next step needs (personas, round 0, then one round
+    of influence per stage, since round r's prompts quote round r − 1's answers)."""
+    from louder.simulation.network_run import network_task
+    from louder.task import execute
+
+    execute(network_task(config), config, out, recorder=recorder)
 
 
 @dataclass(frozen=True)

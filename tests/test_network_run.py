@@ -377,3 +377,20 @@ def test_the_view_replays_a_network_run(tmp_path):
     assert none.sum() == 3
     box, rc = solara.render(make_page(str(tmp_path / "out")), handle_error=False)
     assert len(rc.find(ipywidgets.Image).widgets) == 2
+
+
+def test_batch_stages_run_round_by_round_and_complete_the_run(fake_server, tmp_path):
+    from test_batch import round_trip
+
+    from louder.batching import status
+
+    cfg = build_config(dict(models=[{"spec": f"openai:fake@{fake_server.url}", "client": "http"}],
+                            scenarios=["emergency_response"], groups=["gender_identity"], conditions=["no_persona"],
+                            agents=2, rounds=2, network=dict(generator="watts_strogatz", params=dict(k=2, p=0.0))))
+    # each agent's name call is followed by its round-0 decision; then one stage per round of influence
+    assert round_trip(cfg, fake_server.url, tmp_path) == [6, 6, 6, 6]
+    assert status(cfg, tmp_path, ["simulation"]).needed == 0
+    n = len(fake_server.requests)
+    r = run(cfg, tmp_path)
+    assert r.manifest["model_calls"] == 0 and len(fake_server.requests) == n
+    assert len(r.tables["decisions.parquet"]) == 18 and r.manifest["cache_hits"] == 24
