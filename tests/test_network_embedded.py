@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 # 6 agents (2 per attribute) on a ring, rounds 0..2, score mode, name-only personas:
 # 6 name calls + 6 × 3 score calls = 24 calls.
 CONFIG = """\
-models: [embedded]
+models: [{spec: embedded, n_threads: 1}]
 simulation: {scenarios: [emergency_response], groups: [gender_identity], conditions: [no_persona], agents: 2,
-             decision_mode: score}
+             decision_mode: score, score_pick: draw}
 network: {generator: watts_strogatz, params: {k: 2, p: 0.0}, seed: 0}
 rounds: 2
 concurrency: 1
