@@ -17,8 +17,8 @@ RULES = {"majority": "majority (adopt the choice most valid neighbours made; kee
                     "iff p ≥ 0.5)"}
 
 
-def _fmt(x) -> str:
-    return "–" if x is None or pd.isna(x) else f"{x:.2f}"
+def _fmt(x, sign: str = "") -> str:
+    return "–" if x is None or pd.isna(x) else f"{x:{sign}.2f}"
 
 
 def case_sentence(label: str, amp_final: pd.Series, first_dpd: float, underpowered: bool = False) -> str:
@@ -28,9 +28,11 @@ def case_sentence(label: str, amp_final: pd.Series, first_dpd: float, underpower
     what = {"amplified": "<b>amplified</b> the disparity beyond what the control rule produces",
             "damped": "<b>damped</b> the disparity below what the control rule produces",
             "unchanged": "<b>left the disparity</b> where the control rule puts it (the interval covers 0)"}[v]
+    if pd.isna(lo) or pd.isna(hi):
+        what = "<b>cannot be judged</b>: no interval (fewer than two attributes with valid decisions)"
     text = (f"<b>{html.escape(label)}</b>: influence {what}. DPD {_fmt(first_dpd)} in round 0 → "
             f"{_fmt(amp_final['dpd_llm'])} with the LLM and {_fmt(amp_final['dpd_control'])} under the control in "
-            f"round {r}; amplification {a:+.2f} (95 % interval {lo:+.2f} to {hi:+.2f}).")
+            f"round {r}; amplification {_fmt(a, '+')} (95 % interval {_fmt(lo, '+')} to {_fmt(hi, '+')}).")
     if underpowered:
         text += (' <span class="warn">Underpowered: too few agents per attribute to see a moderate disparity, so '
                  "\"left the disparity\" here is not evidence of no effect.</span>")
