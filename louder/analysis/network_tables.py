@@ -26,9 +26,9 @@ FLIP_COLUMNS = ["source", "round", "attribute", "n_both_valid", "flips", "flip_r
 AMP_COLUMNS = ["round", "dpd_llm", "dpd_control", "amplification", "ci_low", "ci_high", "verdict", "final"]
 
 
-def case_keys(decisions: pd.DataFrame, control: pd.DataFrame | None = None) -> list[str]:
+def case_keys(decisions: pd.DataFrame) -> list[str]:
     """The columns that identify a case (``variant`` only in population runs)."""
-    return [k for k in CASE if k in decisions.columns and (control is None or k in control.columns)]
+    return [k for k in CASE if k in decisions.columns]
 
 
 def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
@@ -70,15 +70,18 @@ def case_network_tables(rows: pd.DataFrame, control: pd.DataFrame | None, cluste
 def network_tables(decisions: pd.DataFrame, control: pd.DataFrame | None, manifest: dict | None = None,
                    B: int = 2000, seed: int = 0) -> dict[str, pd.DataFrame]:
     """The three tables over every case of a network run, case columns first."""
-    keys = case_keys(decisions, control)
+    keys = case_keys(decisions)
     cluster = None
     if is_archetype(decisions, manifest):
         decisions, control = _clustered(decisions, control)
         cluster = "cluster"
     out: dict[str, list[pd.DataFrame]] = {n: [] for n in NETWORK_TABLES}
-    controls = dict(iter(control.groupby(keys, sort=False))) if control is not None else {}
+    # the control is matched on the case columns it has (a run may write it without ``variant``)
+    ckeys = [k for k in keys if control is not None and k in control.columns]
+    controls = dict(iter(control.groupby(ckeys, sort=False))) if ckeys else {}
     for key, rows in decisions.groupby(keys, sort=False):
-        for name, t in case_network_tables(rows, controls.get(key), cluster, B, seed).items():
+        ckey = tuple(v for k, v in zip(keys, key) if k in ckeys)
+        for name, t in case_network_tables(rows, controls.get(ckey), cluster, B, seed).items():
             if len(t):
                 out[name].append(t.assign(**dict(zip(keys, key)))[keys + list(t.columns)])
     empty = {"network_rounds": ROUND_COLUMNS, "network_flips": FLIP_COLUMNS, "amplification": AMP_COLUMNS}
