@@ -83,7 +83,7 @@ def _run_network(config, out: Path, retry_errors: bool) -> None:
     console.print(rounds_table(result.tables["decisions.parquet"], result.tables["control.parquet"]))
     m = result.manifest
     console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows: agents × rounds), personas.parquet, "
-                  f"network.parquet ({m['network']['edges']} edges), control.parquet "
+                  f"network.parquet ({m['rows']['network']} edges over the cases), control.parquet "
                   f"({m['network']['control']['rule']}), manifest.json")
     console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
     console.print(f"status counts: {m['status_counts']['decisions']}")

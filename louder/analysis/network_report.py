@@ -34,8 +34,9 @@ def case_sentence(label: str, amp_final: pd.Series, first_dpd: float, underpower
             f"{_fmt(amp_final['dpd_llm'])} with the LLM and {_fmt(amp_final['dpd_control'])} under the control in "
             f"round {r}; amplification {_fmt(a, '+')} (95 % interval {_fmt(lo, '+')} to {_fmt(hi, '+')}).")
     if underpowered:
-        text += (' <span class="warn">Underpowered: too few agents per attribute to see a moderate disparity, so '
-                 "\"left the disparity\" here is not evidence of no effect.</span>")
+        text += (' <span class="warn">Underpowered: too few agents per attribute to see a moderate disparity'
+                 + (", so \"left the disparity\" here is not evidence of no effect." if v == "unchanged" else
+                    "; a verdict from so few agents is fragile.") + "</span>")
     return text
 
 
