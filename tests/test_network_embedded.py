@@ -4,8 +4,6 @@ run; a re-run calls nothing; analyze, report and the view read it."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -20,18 +18,18 @@ from louder.view.app import make_page
 
 pytestmark = pytest.mark.slow
 
-# 6 agents (2 per attribute) on a ring, rounds 0..2, score mode, name-only personas:
-# 6 name calls + 6 × 3 score calls = 24 calls.
+# 3 agents (1 per attribute) on a ring, rounds 0..2, score mode, name-only personas:
+# 3 name calls + 3 × 3 score calls = 12 calls per run (a shared 2-core machine can be slow: long timeout).
 CONFIG = """\
 models: [{spec: embedded, n_threads: 1}]
-simulation: {scenarios: [emergency_response], groups: [gender_identity], conditions: [no_persona], agents: 2,
+simulation: {scenarios: [emergency_response], groups: [gender_identity], conditions: [no_persona], agents: 1,
              decision_mode: score, score_pick: draw}
 network: {generator: watts_strogatz, params: {k: 2, p: 0.0}, seed: 0}
 rounds: 2
 concurrency: 1
 """
-CALLS = 24
-ROUND_2_STARTS = 6 + 6 + 6  # names, round 0, round 1
+CALLS = 12
+ROUND_2_STARTS = 3 + 3 + 3  # names, round 0, round 1
 
 
 def _cached(path) -> int:
@@ -44,9 +42,10 @@ def _cached(path) -> int:
 
 def _run(cfg, out) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "louder.cli", "run", str(cfg), "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=1800)
 
 
+@pytest.mark.timeout(3600)
 def test_sigkill_in_round_two_then_resume_equals_uninterrupted(tmp_path):
     cfg = tmp_path / "net.yaml"
     cfg.write_text(CONFIG)
@@ -59,11 +58,13 @@ def test_sigkill_in_round_two_then_resume_equals_uninterrupted(tmp_path):
     out = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-m", "louder.cli", "run", str(cfg), "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
-    while _cached(out / "cache.sqlite") < ROUND_2_STARTS + 2 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        deadline = time.time() + 1800
+        while _cached(out / "cache.sqlite") < ROUND_2_STARTS + 1 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+    finally:  # SIGKILL (proc.kill) — and never leave the run behind, even if the test stops here
+        proc.kill()
+        proc.wait()
     done_before = _cached(out / "cache.sqlite")
     assert ROUND_2_STARTS < done_before < CALLS  # killed inside round 2
     assert not (out / "decisions.parquet").exists()
@@ -78,7 +79,7 @@ def test_sigkill_in_round_two_then_resume_equals_uninterrupted(tmp_path):
         b = pd.read_parquet(out / name).drop(columns=skip, errors="ignore")
         pd.testing.assert_frame_equal(a, b)
     d = pd.read_parquet(out / "decisions.parquet")
-    assert len(d) == 6 * 3 and sorted(d["round"].unique()) == [0, 1, 2]
+    assert len(d) == 3 * 3 and sorted(d["round"].unique()) == [0, 1, 2]
     assert set(d["status"]) <= {"valid", "invalid", "refused", "error"}
 
     again = _run(cfg, out)
