@@ -47,6 +47,8 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
             from louder.simulation.archetype_run import run_archetype
 
             run_archetype(config, out, recorder=recorder)  # every prompt is known up front: one stage
+        elif kind == "simulation" and config.network is not None:
+            _record_network(config, out, recorder)
         elif kind == "simulation":
             run_experiment(config, out, recorder=recorder)
         elif kind == "explicit":
@@ -54,6 +56,15 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
         else:
             run_test(config, kind, out, recorder=recorder)
     return recorder
+
+
+def _record_network(config: ExperimentConfig, out: Path, recorder: Recorder) -> None:
+    """A network run: each stage records what the next step needs (personas, round 0, then one round
+    of influence per stage, since round r's prompts quote round r − 1's answers)."""
+    from louder.simulation.network_run import network_task
+    from louder.task import execute
+
+    execute(network_task(config), config, out, recorder=recorder)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from louder.cli_tables import (  # noqa: F401
-    cases_table, dry_run_table, explicit_table, power_note, rates_table, test_table)
+    cases_table, dry_run_table, explicit_table, power_note, rates_table, rounds_table, test_table)
 from louder.errors import LouderError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -88,6 +88,22 @@ def _run(config, out: Path, retry_errors: bool) -> None:
     console.print(f"status counts: {m['status_counts']['decisions']}")
 
 
+def _run_network(config, out: Path, retry_errors: bool) -> None:
+    """A network run (agents mode): round 0 and R rounds of influence, the control beside."""
+    from louder.simulation.network_run import network_task
+    from louder.task import execute
+
+    result = _with_progress(f"agents × rounds 0..{config.rounds}", lambda on_progress: execute(
+        network_task(config), config, out, retry_errors, on_progress))
+    console.print(rounds_table(result.tables["decisions.parquet"], result.tables["control.parquet"]))
+    m = result.manifest
+    console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows: agents × rounds), personas.parquet, "
+                  f"network.parquet ({m['rows']['network']} edges over the cases), control.parquet "
+                  f"({m['network']['control']['rule']}), manifest.json")
+    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
+    console.print(f"status counts: {m['status_counts']['decisions']}")
+
+
 @app.command()
 def run(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
@@ -105,14 +121,21 @@ def run(
                                                   help="reproduce the paper's printed inconsistencies"),
     retry_errors: RetryOpt = False,
     dry_run: DryRunOpt = False,
+    rounds: Optional[int] = typer.Option(None, "--rounds", help="rounds of influence after round 0 (needs "
+                                         "`network:` in the config; docs/networks.md)"),
 ) -> None:
-    """Run (or resume) a simulation experiment."""
+    """Run (or resume) a simulation experiment (on a social network when the config has `network:`)."""
     from louder.config import load_config
 
     overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
-                     conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
+                     conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
+                     rounds=rounds)
     try:
         cfg = load_config(config, overrides)
+        if cfg.network is not None and cfg.mode == "agents":
+            if dry_run:
+                return _dry_run(cfg, "network")
+            return _run_network(cfg, out, retry_errors)
         if dry_run:
             return _dry_run(cfg, "simulation")
         if cfg.mode == "archetype":

@@ -89,3 +89,27 @@ def power_note(cases: pd.DataFrame) -> str | None:
     return (f"{len(weak)} of {len(imp)} implicit cases are underpowered: with so few agents per attribute even a "
             "DPD of 0.3 would be missed more often than 1 time in 5, so a DPD near 0 or p = 1.0 there is "
             "not evidence of no bias. `louder plan` gives the agents per attribute a finding needs.")
+
+
+def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None) -> Table:
+    """A network run: per case × round, the target rate per attribute and its DPD for the LLM and for
+    the no-LLM control, and every status of the round's answers."""
+    from louder.analysis.stats import dpd
+
+    table = Table(title="Rounds of influence: target rate per attribute (LLM | control)")
+    for col in ("case", "round", "LLM rates", "DPD", "control rates", "DPD ctl", *STATUSES):
+        table.add_column(col, justify="left" if col in ("case", "LLM rates", "control rates") else "right")
+    keys = ["model", "condition", "scenario", "group"]
+
+    def rates(g: pd.DataFrame) -> tuple[str, str]:
+        valid = g[g["status"] == "valid"]
+        r = valid.assign(t=valid["target"].astype(bool)).groupby("attribute")["t"].mean()
+        return ", ".join(f"{a} {v:.2f}" for a, v in r.items()) or "–", (f"{dpd(r.to_numpy()):.2f}" if len(r) > 1
+                                                                          else "–")
+
+    ctl = control.groupby(keys + ["round"]) if control is not None else None
+    for idx, g in decisions.groupby(keys + ["round"], sort=False):
+        llm, d = rates(g)
+        c, dc = rates(ctl.get_group(idx)) if ctl is not None and idx in ctl.groups else ("–", "–")
+        table.add_row(" | ".join(map(str, idx[:4])), str(idx[4]), llm, d, c, dc, *_status_cells(g))
+    return table

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from louder.errors import LouderError, describe_validation_error
 from louder.llm.spec import ModelConfig
@@ -223,6 +223,13 @@ class ExperimentConfig(BaseModel):
         if len(set(v)) != len(v):
             raise ValueError("conditions are listed more than once")
         return v
+
+    @model_validator(mode="after")
+    def _rounds_need_a_network(self):
+        if self.rounds and self.network is None:
+            raise ValueError(f"rounds: {self.rounds} rounds of influence need a social network; add `network:` "
+                             "(e.g. {generator: watts_strogatz, params: {k: 8, p: 0.1}}) or set rounds: 0")
+        return self
 
 
 def part(config: ExperimentConfig, section: str) -> SimpleNamespace:

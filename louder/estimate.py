@@ -20,7 +20,7 @@ from louder.llm.spec import parse_spec
 from louder.prompts import Prompts
 from louder.scenarios import load_group, load_scenario
 
-KINDS = ("simulation", "explicit", "association", "decision")
+KINDS = ("simulation", "explicit", "association", "decision", "network")
 
 
 @cache
@@ -80,6 +80,29 @@ def _archetype(config: ExperimentConfig, per: int) -> list[Part]:
     return out
 
 
+def _network(config: ExperimentConfig, per: int) -> list[Part]:
+    """A network run (agents mode): round 0 is the simulation; each round r ≥ 1 asks every agent
+    again, its decision prompt lengthened by the neighbour message (one per agent × round)."""
+    from louder.networks.rounds import NeighbourCounts, neighbour_message
+
+    out = _simulation(config, per)
+    prompts, typical = Prompts(), _numbers()["typical_output_tokens"]
+    persona_text = "x" * (typical["persona"] * _numbers()["chars_per_token"])
+    for sid in config.scenarios:
+        s = load_scenario(sid)
+        # a typical message: 8 neighbours split between the target and another choice
+        counts = {c: 0 for c in s.labels} | {s.target: 4, next(c for c in s.labels if c != s.target): 4}
+        message = neighbour_message(NeighbourCounts(8, counts, 0, 0, 0, 0.5), s.labels, s.target)
+        for gid in config.groups:
+            g = load_group(gid)
+            for c in config.conditions:
+                for a in g.attributes:
+                    act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else a, s, "chat", message)
+                    out.append(_part(config.agents * config.rounds, _tokens(act), typical["decision"],
+                                     config.decision.max_tokens, per))
+    return out
+
+
 def _explicit(config: ExperimentConfig, per: int) -> list[Part]:
     from louder.probes.explicit import trials_for
 
@@ -114,7 +137,8 @@ def _decision(config: ExperimentConfig, per: int) -> list[Part]:
     return out
 
 
-_PARTS = {"simulation": _simulation, "explicit": _explicit, "association": _association, "decision": _decision}
+_PARTS = {"simulation": _simulation, "explicit": _explicit, "association": _association, "decision": _decision,
+          "network": _network}
 
 
 def _parts(config: ExperimentConfig, api: str, kind: str) -> list[Part]:

@@ -71,14 +71,16 @@ class Prompts:
         return render(self.doc["persona"]["no_persona_text"], demographic_attribute=attribute)
 
     # --- action generation (Appendix C) ---
-    def action(self, name: str, persona: str, scenario: Scenario, api: str) -> str:
+    def action(self, name: str, persona: str, scenario: Scenario, api: str, neighbours: str | None = None) -> str:
+        """``neighbours`` (rounds of influence): one sentence on what the agent's neighbours chose,
+        put after the situation and before the choices; None gives the paper's prompt."""
         a = self.doc["action"]
         if api == "completion":
             question = scenario.completion.question if scenario.completion else render(
                 self.doc["fallbacks"]["completion_question"], choices=or_list(scenario.labels))
-            return render(a["completion"], name=name, persona=persona, scenario=scenario.prompt_text(),
+            return render(a["completion"], name=name, persona=persona, scenario=scenario.prompt_text(neighbours),
                           completion_question=question)
-        return render(a["chat"], name=name, persona=persona, scenario=scenario.prompt_text(),
+        return render(a["chat"], name=name, persona=persona, scenario=scenario.prompt_text(neighbours),
                       choice_list=or_list(scenario.labels))
 
     def action_extraction(self, text: str, scenario: Scenario) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields, replace
 
 import mesa
 import numpy as np
@@ -16,6 +17,26 @@ from louder.schemas import choice_schema
 # Score mode: each choice label is scored as the continuation of the JSON answer in the layout the
 # action prompt (Appendix C) shows (``score_prefix`` in prompts.yaml). A weak model spreads
 # probability beyond the offered labels; that shortfall is kept in `choice_mass`.
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of an agent and what it cost (the decision columns of decisions.parquet)."""
+
+    status: str
+    decision: str | None = None
+    target: bool | None = None
+    rationale: str | None = None
+    raw_response: str | None = None
+    attempts: int = 0
+    latency_s: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    p_target: float | None = None
+    choice_mass: float | None = None
+
+
+DECISION_FIELDS = tuple(f.name for f in fields(Decision))
 
 
 def decision_schema(labels: list[str], constrained: bool, rationale: bool = True) -> type[BaseModel]:
@@ -65,47 +86,56 @@ class PersonaAgent(mesa.Agent):
         """Decide (Appendix C). An agent whose persona failed is accounted with that status."""
         if self.persona is None:
             self.write_persona()
+        d = self.decide()
+        for name in DECISION_FIELDS:
+            setattr(self, name, getattr(d, name))
+
+    def decide(self, neighbours: str | None = None, round_: int = 0) -> Decision:
+        """The agent's decision, as a value (the agent's own fields are left alone). Round 0 is the
+        independent decision of the seed pipeline (same prompt, seed and cache key). In a round
+        r ≥ 1 of influence, ``neighbours`` (what its neighbours chose) is added to the scenario text,
+        and the seed and cache key carry r, so each round's call is cached on its own."""
         if self.persona.status != "valid":
-            self.status = self.persona.status
-            self.raw_response = f"[persona {self.persona.status}] {self.persona.outcome.raw}"
-            return
+            return Decision(status=self.persona.status,
+                            raw_response=f"[persona {self.persona.status}] {self.persona.outcome.raw}")
         session, scenario = self.model.session, self.model.case.scenario
+        seed = self.seed if round_ == 0 else stable_seed(self.seed, "round", round_)
+        tag = "" if round_ == 0 else f"|round{round_}"
         labels = scenario.labels
-        prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat")
+        prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", neighbours)
         if session.config.decision_mode == "score":
-            return self._score(prompt, labels)
-        completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion")
+            return self._score(prompt, labels, seed, "score" + tag)
+        completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion", neighbours)
                              if session.api == "completion" else None)
         schema = decision_schema(labels, session.config.constrain_choices)
         out, verdict = session.ask_choice(
-            prompt, schema, session.config.decision, self.seed, "decision|" + self.key, labels, "decision",
+            prompt, schema, session.config.decision, seed, "decision|" + self.key + tag, labels, "decision",
             completion_prompt=completion_prompt, completion_params=session.config.completion_decision,
             extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario))
-        self.status, self.decision, self.rationale = verdict.status, verdict.choice, verdict.rationale
-        self.target = (verdict.choice == scenario.target) if verdict.status == "valid" else None
-        self.raw_response = out.raw if out.raw else (out.reply.error or "")
+        raw = out.raw if out.raw else (out.reply.error or "")
         if session.api == "completion" and verdict.status != "error":
-            self.raw_response = f"{out.raw}\n[extracted] {out.text}"
-        self.attempts, self.latency_s = out.attempts, out.latency_s
-        self.input_tokens, self.output_tokens = out.input_tokens, out.output_tokens
+            raw = f"{out.raw}\n[extracted] {out.text}"
+        return Decision(status=verdict.status, decision=verdict.choice, rationale=verdict.rationale,
+                        target=(verdict.choice == scenario.target) if verdict.status == "valid" else None,
+                        raw_response=raw, attempts=out.attempts, latency_s=out.latency_s,
+                        input_tokens=out.input_tokens, output_tokens=out.output_tokens)
 
-    def _score(self, prompt: str, labels: list[str]) -> None:
+    def _score(self, prompt: str, labels: list[str], seed: int, replicate: str) -> Decision:
         """Score mode: the probability of each choice as the start of the JSON answer, then the
         argmax or a seeded draw. No rationale is generated."""
         session, scenario = self.model.session, self.model.case.scenario
         request = Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
-                          temperature=0.0, max_tokens=16, seed=self.seed, replicate="score")
+                          temperature=0.0, max_tokens=16, seed=seed, replicate=replicate)
         reply = session.client.score(request, session.prompts.score_prefix, labels)
         scored = choice_probabilities(reply, labels)
-        self.status, self.raw_response = scored.status, reply.error or reply.text
-        self.attempts, self.latency_s, self.input_tokens = reply.attempts, reply.latency_s, reply.input_tokens
-        self.choice_mass = scored.mass
+        d = Decision(status=scored.status, raw_response=reply.error or reply.text, attempts=reply.attempts,
+                     latency_s=reply.latency_s, input_tokens=reply.input_tokens, choice_mass=scored.mass)
         if scored.status != "valid":
-            return
+            return d
         if session.config.score_pick == "argmax":
-            self.decision = max(labels, key=lambda c: scored.probs[c])
+            decision = max(labels, key=lambda c: scored.probs[c])
         else:
-            rng = np.random.default_rng(stable_seed(self.seed, "draw"))
-            self.decision = str(rng.choice(labels, p=[scored.probs[c] for c in labels]))
-        self.target = self.decision == scenario.target
-        self.p_target = scored.probs[scenario.target]
+            rng = np.random.default_rng(stable_seed(seed, "draw"))
+            decision = str(rng.choice(labels, p=[scored.probs[c] for c in labels]))
+        return replace(d, decision=decision, target=decision == scenario.target,
+                       p_target=scored.probs[scenario.target])

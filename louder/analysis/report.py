@@ -192,6 +192,13 @@ def _archetype(a: Analysis) -> str:
     return _section("Archetype mode: clusters, not agents", _p(html.escape(note.text)))
 
 
+def _network(a: Analysis) -> str:
+    """Networks and influence (a network run): louder/analysis/network_report.py."""
+    from louder.analysis.network_report import network_section
+
+    return network_section(a)
+
+
 def render(a: Analysis) -> str:
     t = a.tables
     sim = a.manifests.get("simulation", {})
@@ -237,6 +244,7 @@ def render(a: Analysis) -> str:
                     "direction, interval excluding 0; inconclusive: the interval includes 0."),
                  _png(figures.directions_figure(t["directions"])),
                  _table(t["directions"].drop(columns=["evidence"]), scroll=True)),
+        _network(a),
         _rationales(a),
         _siblings(a),
         _accounting(a),

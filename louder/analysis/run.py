@@ -12,6 +12,7 @@ import pandas as pd
 from louder.analysis import cases as C
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.choices import choice_rates, independence_table
+from louder.analysis.network_tables import NETWORK_TABLES, network_tables
 from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
@@ -37,6 +38,8 @@ class Analysis:
     association: pd.DataFrame | None = None
     decision_test: pd.DataFrame | None = None
     seconds: float = 0.0
+    rounds: pd.DataFrame | None = None   # network run: decisions of every round (``decisions`` is round 0)
+    control: pd.DataFrame | None = None  # network run: the no-LLM control's rows
 
 
 def _read_json(path: Path) -> dict | None:
@@ -98,6 +101,16 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, p
     return decisions, probes, personas, manifests, missing
 
 
+def _network_split(run: Path, decisions: pd.DataFrame, missing: list[str]):
+    """A network run: (every round, round 0, control). The case tables above read round 0 — the
+    independent decisions, comparable with a run without a network; the rounds get their own tables."""
+    control = _read_parquet(run / "control.parquet")
+    if control is None:
+        missing.append("network: no control.parquet — amplification over the no-LLM control cannot be computed; "
+                       "re-run the same `louder run` command to write it")
+    return decisions, decisions[decisions["round"] == 0].reset_index(drop=True), control
+
+
 def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
             patterns: str | Path | None = None, write: bool = True) -> Analysis:
     """Compute every table of the run folder (and, with ``write``, save them as CSV there)."""
@@ -107,6 +120,9 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     run = Path(run_dir)
     decisions, probes, personas, manifests, missing = load_run(run)
     attrs = _group_attributes(manifests, [f for f in (decisions, probes) if f is not None])
+    rounds, control = None, None
+    if decisions is not None and "round" in decisions.columns:
+        rounds, decisions, control = _network_split(run, decisions, missing)
 
     attr_frames, case_frames = [], []
     if decisions is not None:
@@ -162,12 +178,16 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
                     ("decision_test", _read_json(run / "decision_manifest.json"))):
         if m:
             manifests[name] = m
-    result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test)
+    if rounds is not None:
+        tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed))
+    result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
+                      rounds=rounds, control=control)
     result.seconds = time.perf_counter() - start
     if write:
-        for name in TABLES + SIBLING_TABLES:
+        for name in TABLES + SIBLING_TABLES + NETWORK_TABLES:
             if name in tables:
                 write_csv(tables[name], run / f"{name}.csv")
         write_json({"bootstrap": bootstrap, "seed": seed, "missing": missing, "seconds": round(result.seconds, 3),
-                    "tables": {n: f"{n}.csv" for n in TABLES + SIBLING_TABLES if n in tables}}, run / "analysis.json")
+                    "tables": {n: f"{n}.csv" for n in TABLES + SIBLING_TABLES + NETWORK_TABLES if n in tables}},
+                   run / "analysis.json")
     return result

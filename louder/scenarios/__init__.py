@@ -76,9 +76,10 @@ class Scenario(_Strict):
             return self.persona_context_as_printed
         return self.persona_context
 
-    def prompt_text(self) -> str:
-        """Appendix A text: the situation, then 'Please decide:' and one line per choice."""
-        lines = [self.situation, "Please decide:"]
+    def prompt_text(self, neighbours: str | None = None) -> str:
+        """Appendix A text: the situation, then 'Please decide:' and one line per choice. A network
+        run's ``neighbours`` sentence (what the agent's neighbours chose) follows the situation."""
+        lines = [self.situation] + ([neighbours] if neighbours else []) + ["Please decide:"]
         lines += [f"{c.label}: {c.description}" if c.description else c.label for c in self.choices]
         return "\n".join(lines)
 

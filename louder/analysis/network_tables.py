@@ -1,0 +1,94 @@
+"""The tables `louder analyze` adds for a network run (decisions with a ``round`` column):
+
+* ``network_rounds`` — per case × source (LLM, control) × round × attribute: the target rate over
+  valid decisions with every status count, and the round's DPD with its bootstrap interval;
+* ``network_flips`` — per case × source × round ≥ 1 × attribute: flips / agents valid in both rounds;
+* ``amplification`` — per case × round: DPD_r(LLM) − DPD_r(control), its paired bootstrap interval
+  and the verdict (amplified / damped / unchanged); ``final`` marks the last round, whose verdict is
+  the case's.
+
+The statistics are ``louder.analysis.network``'s. Agents mode bootstraps agents (``cluster=None``);
+archetype runs (``bucket`` column or ``mode: archetype`` in the manifest) resample archetype ×
+replicate clusters (``with_archetype_clusters``), since the agents of one call share its randomness.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from louder.analysis.network import amplification, dpd_by_round, flip_rates, rates_by_round, with_archetype_clusters
+
+NETWORK_TABLES = ("network_rounds", "network_flips", "amplification")
+CASE = ["model", "condition", "scenario", "group", "variant"]
+ROUND_COLUMNS = ["source", "round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error",
+                 "dpd", "dpd_ci_low", "dpd_ci_high"]
+FLIP_COLUMNS = ["source", "round", "attribute", "n_both_valid", "flips", "flip_rate"]
+AMP_COLUMNS = ["round", "dpd_llm", "dpd_control", "amplification", "ci_low", "ci_high", "verdict", "final"]
+
+
+def case_keys(decisions: pd.DataFrame) -> list[str]:
+    """The columns that identify a case (``variant`` only in population runs)."""
+    return [k for k in CASE if k in decisions.columns]
+
+
+def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
+    return "bucket" in decisions.columns or ((manifest or {}).get("network") or {}).get("mode") == "archetype"
+
+
+def _clustered(rows: pd.DataFrame, control: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Archetype × replicate cluster of every row; the control's rows take their node's cluster."""
+    rows = with_archetype_clusters(rows)
+    if control is not None and "cluster" not in control.columns:
+        by_node = rows.drop_duplicates("node").set_index("node")["cluster"]
+        control = control.assign(cluster=control["node"].map(by_node))
+    return rows, control
+
+
+def case_network_tables(rows: pd.DataFrame, control: pd.DataFrame | None, cluster: str | None = None,
+                        B: int = 2000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The three tables of one case (rows and control of one case, with ``cluster`` if resampled by cluster)."""
+    rounds, flips = [], []
+    runs = {"LLM": rows, **({"control": control} if control is not None and len(control) else {})}
+    for source, df in runs.items():
+        d = dpd_by_round(df, "attribute", cluster=cluster, B=B, seed=seed)
+        r = rates_by_round(df, "attribute").merge(
+            d.rename(columns={"ci_low": "dpd_ci_low", "ci_high": "dpd_ci_high"}).drop(columns="n_valid"),
+            on="round", how="left")
+        rounds.append(r.assign(source=source)[ROUND_COLUMNS])
+        if "changed" in df.columns:
+            flips.append(flip_rates(df, "attribute").assign(source=source)[FLIP_COLUMNS])
+    if "control" in runs:
+        amp = amplification(rows, control, "attribute", cluster=cluster, B=B, seed=seed)
+        amp["final"] = amp["round"] == amp["round"].max()
+    else:
+        amp = pd.DataFrame(columns=AMP_COLUMNS)
+    return {"network_rounds": pd.concat(rounds, ignore_index=True),
+            "network_flips": pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(columns=FLIP_COLUMNS),
+            "amplification": amp[AMP_COLUMNS]}
+
+
+def network_tables(decisions: pd.DataFrame, control: pd.DataFrame | None, manifest: dict | None = None,
+                   B: int = 2000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The three tables over every case of a network run, case columns first."""
+    keys = case_keys(decisions)
+    cluster = None
+    if is_archetype(decisions, manifest):
+        decisions, control = _clustered(decisions, control)
+        cluster = "cluster"
+    out: dict[str, list[pd.DataFrame]] = {n: [] for n in NETWORK_TABLES}
+    # the control is matched on the case columns it has (a run may write it without ``variant``)
+    ckeys = [k for k in keys if control is not None and k in control.columns]
+    controls = dict(iter(control.groupby(ckeys, sort=False))) if ckeys else {}
+    for key, rows in decisions.groupby(keys, sort=False):
+        ckey = tuple(v for k, v in zip(keys, key) if k in ckeys)
+        for name, t in case_network_tables(rows, controls.get(ckey), cluster, B, seed).items():
+            if len(t):
+                out[name].append(t.assign(**dict(zip(keys, key)))[keys + list(t.columns)])
+    empty = {"network_rounds": ROUND_COLUMNS, "network_flips": FLIP_COLUMNS, "amplification": AMP_COLUMNS}
+    return {n: pd.concat(f, ignore_index=True) if f else pd.DataFrame(columns=keys + empty[n])
+            for n, f in out.items()}
+
+
+def case_verdicts(amp: pd.DataFrame) -> pd.DataFrame:
+    """The final round's row of every case: its verdict is the case's."""
+    return amp[amp["final"].astype(bool)].reset_index(drop=True) if len(amp) else amp
