@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from louder.errors import LouderError, describe_validation_error
 from louder.llm.spec import ModelConfig
@@ -221,6 +221,21 @@ class ExperimentConfig(BaseModel):
         if len(set(v)) != len(v):
             raise ValueError("conditions are listed more than once")
         return v
+
+    @model_validator(mode="after")
+    def _variants_of_every_scenario(self) -> ExperimentConfig:
+        """Every variant of the run must exist in every scenario (a variant is a case dimension)."""
+        for ref in self.scenarios:
+            s = load_scenario(ref)
+            for v in self.variants:
+                if v not in s.variant_ids:
+                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}; its variants are "
+                                     f"{', '.join(s.variant_ids)} (add it under `variants:` in the scenario file "
+                                     f"or drop it from the run)")
+        if self.twins and self.population is None:
+            raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
+                             "--population FILE) — a population of one group works")
+        return self
 
 
 def build_config(data: dict, where: str = "config") -> ExperimentConfig:

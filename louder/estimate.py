@@ -57,9 +57,12 @@ def _simulation(config: ExperimentConfig, per: int) -> list[Part]:
                     kind = "name" if c == "no_persona" else "persona"
                     out.append(_part(config.agents, _tokens(first), typical[kind], config.persona.max_tokens,
                                      1 if c == "no_persona" else per))
-                    act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else a, s, "chat")
-                    out.append(_part(config.agents, _tokens(act), typical["decision"], config.decision.max_tokens,
-                                     per))
+                    # one decision per policy variant; the persona is written once and shared by them
+                    for v in config.variants:
+                        act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else a, s.variant(v),
+                                             "chat")
+                        out.append(_part(config.agents, _tokens(act), typical["decision"],
+                                         config.decision.max_tokens, per))
     return out
 
 

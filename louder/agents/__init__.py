@@ -35,6 +35,10 @@ class PersonaAgent(mesa.Agent):
         # the case list never changes (or cache-misses) an existing agent's answers.
         self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
                                 attribute, replicate)
+        self._blank()
+
+    def _blank(self) -> None:
+        """The agent before it has written or decided anything."""
         self.persona: Persona | None = None
         self.name: str | None = None
         self.persona_text: str | None = None
@@ -55,9 +59,15 @@ class PersonaAgent(mesa.Agent):
         c = self.model.case
         return f"{c.scenario.id}|{c.group.id}|{c.condition}|{self.attribute}|{self.replicate}"
 
+    @property
+    def demographic(self) -> str:
+        """What the persona prompt names (its %demographic_attribute% slot): here the one attribute;
+        population agents name all of theirs."""
+        return self.attribute
+
     def write_persona(self) -> None:
         c = self.model.case
-        self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.attribute, self.seed,
+        self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
                                         "persona|" + self.key)
         self.name, self.persona_text = self.persona.name, self.persona.persona
 
@@ -69,6 +79,10 @@ class PersonaAgent(mesa.Agent):
             self.status = self.persona.status
             self.raw_response = f"[persona {self.persona.status}] {self.persona.outcome.raw}"
             return
+        self.decide()
+
+    def decide(self) -> None:
+        """The decision call(s) on the agent's valid persona (sample or score mode)."""
         session, scenario = self.model.session, self.model.case.scenario
         labels = scenario.labels
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat")
