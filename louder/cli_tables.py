@@ -89,3 +89,17 @@ def power_note(cases: pd.DataFrame) -> str | None:
     return (f"{len(weak)} of {len(imp)} implicit cases are underpowered: with so few agents per attribute even a "
             "DPD of 0.3 would be missed more often than 1 time in 5, so a DPD near 0 or p = 1.0 there is "
             "not evidence of no bias. `louder plan` gives the agents per attribute a finding needs.")
+
+
+def population_rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per group attribute "
+                           "(population run, unweighted)") -> Table:
+    """Population runs: one row per case × variant × group × attribute (the ``attr_<group>`` columns)."""
+    table = Table(title=title)
+    for col in ("model", "condition", "scenario", "variant", "group", "attribute", "rate", *STATUSES):
+        table.add_column(col, justify="right" if col in ("rate", *STATUSES) else "left")
+    for col in [c for c in decisions.columns if c.startswith("attr_")]:
+        for idx, g in decisions.groupby(["model", "condition", "scenario", "variant", col], sort=False):
+            valid = g[g["status"] == "valid"]
+            rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
+            table.add_row(*[str(x) for x in idx[:4]], col.removeprefix("attr_"), str(idx[4]), rate, *_status_cells(g))
+    return table
