@@ -135,6 +135,9 @@ class ExperimentConfig(BaseModel):
                                 description="policy variants of the scenarios to run ('base' = the text as written)")
     twins: bool = Field(False, description="counterfactual twins: each persona re-expressed for every other "
                         "attribute of its group, only the attribute changed")
+    twin_groups: list[str] | None = Field(None, description="twins: the population's groups whose attributes get "
+                                          "twins (default: every group); each twin is a name call (groups that "
+                                          "rename) and a decision per variant")
     # --- networks and influence (docs/networks.md) ---
     network: NetworkConfig | None = Field(None, description="social network of the agents (networkx generator "
                                           "or edge list); none: agents decide alone")
@@ -232,6 +235,14 @@ class ExperimentConfig(BaseModel):
                     raise ValueError(f"variants: scenario {s.id} has no variant {v!r}; its variants are "
                                      f"{', '.join(s.variant_ids)} (add it under `variants:` in the scenario file "
                                      f"or drop it from the run)")
+        if self.twin_groups is not None and self.population is not None:
+            from louder.populations import load_population
+
+            ids = load_population(self.population).group_ids
+            unknown = [g for g in self.twin_groups if g not in ids]
+            if unknown or not self.twin_groups:
+                raise ValueError(f"twin_groups: {', '.join(unknown) or '(empty)'} not a group of population "
+                                 f"{self.population}; its groups are {', '.join(ids)}")
         if self.twins and self.population is None:
             raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
                              "--population FILE) — a population of one group works")

@@ -117,7 +117,8 @@ def _population(config: ExperimentConfig, per: int) -> list[Part]:
     phrases = persona_phrases(pop.phrases, prompts)
     cells = agents.groupby(pop.group_ids).size()
     persona_text = "x" * (typical["persona"] * _numbers()["chars_per_token"])
-    twins = [(g, b) for g in pop.groups for b in g.attributes] if config.twins else []
+    twins = [(g, b) for g in pop.groups for b in g.attributes
+             if config.twin_groups is None or g.id in config.twin_groups] if config.twins else []
     for sid in config.scenarios:
         s = load_scenario(sid)
         for c in config.conditions:

@@ -225,3 +225,13 @@ def test_cli_population_run_analyze_and_report(tmp_path):
     for title in ("Population", "Intersections", "Policy variants", "Counterfactual twins"):
         assert f"<h2>{title}</h2>" in html
     assert html.count("data:image/png;base64,") >= 4
+
+
+def test_twin_groups_limit_the_twins_and_the_count(tmp_path):
+    c = cfg(tmp_path, twins=True, twin_groups=["political_ideology"], agents=12)
+    r = execute(population_task(c), c, tmp_path / "run")
+    tw = r.tables["twins.parquet"]
+    assert set(tw["group"]) == {"political_ideology"} and len(tw) == 12 * 3
+    assert r.manifest["model_calls"] == count_calls(c) == 12 + 12 + 12 * 2  # ideology does not rename
+    with pytest.raises(LouderError, match="twin_groups: age not a group"):
+        cfg(tmp_path, twins=True, twin_groups=["age"])

@@ -161,9 +161,10 @@ class PopulationModel(mesa.Model):
     decides, then (with twins) every twin is made and decides."""
 
     def __init__(self, case: PopulationCase, session: ModelSession, agents: pd.DataFrame, seed: int,
-                 twins: bool = False):
+                 twins: bool = False, twin_groups: list[str] | None = None):
         super().__init__(seed=seed)
         self.case, self.session, self.twins = case, session, twins
+        self.twin_groups = [g for g in case.population.groups if twin_groups is None or g.id in twin_groups]
         gids = case.population.group_ids
         replicate = agents.groupby("cell_id").cumcount()
         for row, r in zip(agents.itertuples(index=False), replicate):
@@ -183,13 +184,13 @@ class PopulationModel(mesa.Model):
         if self.twins:
             # made here (not in the worker threads): Mesa's agent registry is not thread-safe
             made = [TwinAgent(self, a, g.id, b) for a in sorted(people, key=lambda a: a.agent_id)
-                    for g in self.case.population.groups for b in g.attributes if b != a.attributes[g.id]]
+                    for g in self.twin_groups for b in g.attributes if b != a.attributes[g.id]]
             self.session.client.map(lambda t: t.step(), made, on_done)
         self.datacollector.collect(self)
 
 
-def twins_per_agent(population: Population) -> int:
-    return sum(len(g.attributes) - 1 for g in population.groups)
+def twins_per_agent(population: Population, twin_groups: list[str] | None = None) -> int:
+    return sum(len(g.attributes) - 1 for g in population.groups if twin_groups is None or g.id in twin_groups)
 
 
 def count_calls(config: ExperimentConfig) -> int:
@@ -212,8 +213,8 @@ def _case_frames(config: ExperimentConfig, pm: PopulationModel, run_id: str) -> 
         t[attr_column(g)] = t["attributes"].map(lambda a, g=g: a[g])
     t = t.drop(columns="attributes").rename(columns={"source": "agent_id"}).assign(original=False, **keys)
     # each twin set also holds the source agent itself (its own decision, no further call)
-    own = pd.concat([d.assign(group=g, source_attribute=d[attr_column(g)], attribute=d[attr_column(g)],
-                              twin_status="ok", original=True) for g in gids], ignore_index=True)
+    own = pd.concat([d.assign(group=g.id, source_attribute=d[attr_column(g.id)], attribute=d[attr_column(g.id)],
+                              twin_status="ok", original=True) for g in pm.twin_groups], ignore_index=True)
     t = pd.concat([own, t], ignore_index=True)
     t["twin_set"] = t["agent_id"].astype(str) + ":" + t["group"]
     return d, t[TWIN_COLUMNS + [attr_column(g) for g in gids]]
@@ -228,7 +229,8 @@ def run_population_case(config: ExperimentConfig, session: ModelSession, run_id:
     for i, variant in enumerate(config.variants):
         case = PopulationCase(model_label, condition, base.variant(variant), variant, population, config.seed)
         pm = PopulationModel(case, session, agents, stable_seed(config.seed, model_label, condition, base.id,
-                                                                 "population", population.id), config.twins)
+                                                                 "population", population.id), config.twins,
+                             config.twin_groups)
         pm.step(tick)
         d, t = _case_frames(config, pm, run_id)
         frames.append(d)
@@ -259,7 +261,7 @@ def population_task(config: ExperimentConfig) -> Task:
     diag = fit_diagnostics(fitted, agents)
     gids = population.group_ids
     items = [(m.label, c, s) for m in config.models for c in config.conditions for s in config.scenarios]
-    per_agent = 1 + (twins_per_agent(population) if config.twins else 0)
+    per_agent = 1 + (twins_per_agent(population, config.twin_groups) if config.twins else 0)
 
     def run_item(ctx, item, tick):
         return run_population_case(config, ctx.sessions[item[0]], ctx.run_id, population, agents, item, tick)
@@ -285,7 +287,8 @@ def population_task(config: ExperimentConfig) -> Task:
             made = twins[~twins["original"]]  # the source rows repeat decisions already counted
             counts["twins"] = status_counts(made)
             fields["rows"]["twins"] = len(twins)
-            twin_info = {"groups": gids, "per_agent": twins_per_agent(population),
+            twin_info = {"groups": config.twin_groups or gids,
+                         "per_agent": twins_per_agent(population, config.twin_groups),
                          "twin_status": {s: int(n) for s, n in made["twin_status"].value_counts().items()}}
         fields.update(
             status_counts=counts,
