@@ -43,7 +43,12 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
     _check_models(config)
     recorder = Recorder()
     for kind in kinds:
-        if kind == "simulation":
+        if kind == "simulation" and config.population is not None:  # a population run (issue 11)
+            from louder.simulation.population_run import population_task
+            from louder.task import execute
+
+            execute(population_task(config), config, out, recorder=recorder)
+        elif kind == "simulation":
             run_experiment(config, out, recorder=recorder)
         elif kind == "explicit":
             run_explicit(config, out, recorder=recorder)
