@@ -217,6 +217,9 @@ def test_cli_population_run_analyze_and_report(tmp_path):
     assert allrows.loc["mandatory", "rate"] - allrows.loc["base", "rate"] > 0.2  # fake: 0.9 vs 0.5
     assert (allrows["n_valid"] + allrows["n_invalid"] + allrows["n_refused"] + allrows["n_error"] == 60).all()
     assert len(eff) == 3 + 3
+    reg = pd.read_csv(out / "population_regression.csv")
+    assert len(reg) and reg["dropped"].str.contains("gender_identity=Non-binary").all()  # 6 agents < 10
+    assert not reg["attribute"].eq("Non-binary").any()
     cases = pd.read_csv(out / "cases.csv")
     assert set(cases["scenario"]) == {"emergency_response_policy", "emergency_response_policy [mandatory]"}
     rep = CliRunner().invoke(app, ["report", str(out), "-B", "500"])

@@ -80,17 +80,27 @@ def intersection_tables(decisions: pd.DataFrame, min_n: int = 30) -> pd.DataFram
                            "n_eff", "tested", "p_value", "p_bh", "significant"]]
 
 
-def regression_tables(decisions: pd.DataFrame) -> pd.DataFrame:
-    """Per case: the logistic regression on every group (``P.logistic_regression``); a case the data
-    cannot support gets one row with its status and no odds ratio."""
+def regression_tables(decisions: pd.DataFrame, min_n: int = 10) -> pd.DataFrame:
+    """Per case: the logistic regression on every group (``P.logistic_regression``). Agents with an
+    attribute the model cannot estimate — fewer than ``min_n`` valid decisions, or all of them the same
+    decision (separation) — are left out first and named in ``dropped``; a case the data still cannot
+    support gets one row with its status and no odds ratio."""
     cols, frames = attr_groups(decisions), []
     for key, d in decisions.groupby(POP_CASE, sort=True):
-        r = P.logistic_regression(d, cols)
+        v = P.valid(d)
+        keep = pd.Series(True, index=d.index)
+        dropped = []
+        for col in cols:
+            stats = v.groupby(col)["y"].agg(["size", "mean"])
+            bad = stats[(stats["size"] < min_n) | (stats["mean"] == 0) | (stats["mean"] == 1)].index
+            dropped += [f"{_gname(col)}={a}" for a in bad]
+            keep &= ~d[col].isin(bad)
+        r = P.logistic_regression(d[keep], cols)
         t = r.table if len(r.table) else pd.DataFrame([{c: np.nan for c in P.REGRESSION_COLUMNS}])
-        frames.append(t.assign(**dict(zip(POP_CASE, key)), status=r.status, n=r.n))
+        frames.append(t.assign(**dict(zip(POP_CASE, key)), status=r.status, n=r.n, dropped="; ".join(dropped)))
     out = pd.concat(frames, ignore_index=True)
     out["group"] = out["group"].map(lambda g: _gname(g) if isinstance(g, str) else g)
-    return out[POP_CASE + ["status", "n", *P.REGRESSION_COLUMNS]]
+    return out[POP_CASE + ["status", "n", "dropped", *P.REGRESSION_COLUMNS]]
 
 
 def overall_table(decisions: pd.DataFrame) -> pd.DataFrame:

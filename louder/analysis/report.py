@@ -221,7 +221,7 @@ def _population(a: Analysis) -> str:
                     "cannot support the model says why (too few data: fewer than 10 valid decisions per "
                     "parameter; no variation; separation)."))
     for key, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
-        parts.append(_png(figures.odds_ratio_figure(g, title=f"{' · '.join(key)}: odds ratios (95 % interval)")))
+        parts.append(_png(figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")))
     parts.append(_table(reg, scroll=True))
     return _section("Population", *parts)
 
@@ -241,8 +241,8 @@ def _intersections(a: Analysis) -> str:
                             f"population_intersections.csv)"))
             break
         fig = figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}),
-                                           key[4], key[5], title=f"{' · '.join(key[:4])}: target rate per "
-                                           f"{key[4]} × {key[5]} (hatched: n < 30, untested; ✱ BH-significant)")
+                                           key[4], key[5], title=f"{' · '.join(key[:4])}\ntarget rate per "
+                                           f"{key[4]} × {key[5]}\n(hatched: n < 30, untested; ✱ BH-significant)")
         parts.append(_png(fig))
         drawn += 1
     parts.append(_table(t, scroll=True))
