@@ -87,3 +87,19 @@ def test_variants_share_personas_and_recover_a_known_effect(tmp_path):
     overall = d.groupby("variant")["target"].mean()
     assert overall["mandatory"] - overall["base"] == pytest.approx(0.4, abs=0.12)  # fake: 0.9 vs 0.5
     assert len(eff) == 3 and (eff["lo"] > 0).all()
+
+
+def test_analyze_a_plain_run_with_variants(tmp_path):
+    from louder.analysis import analyze
+
+    run_experiment(cfg(variants=["base", "mandatory"], agents=30), tmp_path)
+    a = analyze(tmp_path, bootstrap=500)
+    assert set(a.tables["cases"]["scenario"]) == {"emergency_response_policy", "emergency_response_policy [mandatory]"}
+    eff = a.tables["variant_effects"]
+    assert list(eff["attribute"]) == ["Female", "Male", "Non-binary"] and (eff["group"] == "gender_identity").all()
+    assert (eff["difference"] > 0).all()  # fake: 0.9 under the mandatory order, 0.5 under base
+    rates = a.tables["variant_rates"]
+    allrows = rates[rates["attribute"] == "(all)"]
+    assert (allrows[["n_valid", "n_invalid", "n_refused", "n_error"]].sum(axis=1) == 90).all()
+    assert len(a.tables["variant_dpd"]) == 1 and "population_groups" not in a.tables
+    assert (tmp_path / "variant_effects.csv").exists()

@@ -126,9 +126,9 @@ def variant_tables(decisions: pd.DataFrame, B: int, seed: int) -> dict[str, pd.D
     base = "base" if "base" in variants else variants[0]
     rates, effects, dpds = [], [], []
     for i, (key, d) in enumerate(decisions.groupby(keys, sort=True)):
-        case = dict(zip(keys, key))
+        case = {k: v for k, v in zip(keys, key) if k != "group"}  # group: the analysed group, set below
         for col in cols:
-            g = _gname(col) if col != "attribute" else case.get("group")
+            g = _gname(col) if col != "attribute" else key[-1]
             r = P.variant_rates(d, col)
             counts = pd.concat([_status_counts(d, ["variant"]).assign(attribute="(all)"),
                                 _status_counts(d, ["variant", col]).rename(columns={col: "attribute"})])
