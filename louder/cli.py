@@ -102,9 +102,11 @@ def run(
     out: Path = typer.Option(..., "--out", "-o", help="output folder (created; re-running resumes)"),
     model: Optional[list[str]] = typer.Option(None, "--model", "-m",
                                               help="model spec, repeatable: embedded | openai:MODEL[@URL] | ollama:MODEL[@URL] | fake (see README)"),
-    agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case"),
+    agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case "
+                                         "(population runs: agents drawn from the population)"),
     scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
-    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
+    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable "
+                                              "(population runs take their groups from the population file)"),
     condition: Optional[list[str]] = typer.Option(None, "--condition", "-c",
                                                   help="contextualized | non_contextualized | no_persona, repeatable"),
     seed: SeedOpt = None,
@@ -119,13 +121,15 @@ def run(
                                                 "(base = as written), repeatable"),
     twins: Optional[bool] = typer.Option(None, "--twins/--no-twins", help="population runs: counterfactual "
                                          "twins of every persona for every other attribute of each group"),
+    twin_group: Optional[list[str]] = typer.Option(None, "--twin-group", help="with --twins: only this group of "
+                                                   "the population gets twins, repeatable"),
 ) -> None:
     """Run (or resume) a simulation experiment (a population run with --population)."""
     from louder.config import load_config
 
     overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
-                     population=population, variants=variant or None, twins=twins)
+                     population=population, variants=variant or None, twins=twins, twin_groups=twin_group or None)
     try:
         cfg = load_config(config, overrides)
         if _is_population_run(cfg):

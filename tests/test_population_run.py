@@ -192,6 +192,9 @@ def test_bad_population_input_is_one_line(tmp_path):
         build_config(dict(twins=True))
     r = CliRunner().invoke(app, ["run", "--population", "nowhere", "-m", "fake", "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "unknown population 'nowhere'" in r.output
+    r = CliRunner().invoke(app, ["run", "--population", write_pop(tmp_path), "--twins", "--twin-group", "region",
+                                 "-m", "fake", "--out", str(tmp_path / "o"), "--dry-run"])
+    assert r.exit_code == 2 and "twin_groups: region not a group" in r.output
 
 
 def test_cli_population_run_analyze_and_report(tmp_path):
