@@ -217,9 +217,11 @@ def _population(a: Analysis) -> str:
     ok = reg[reg["status"] == "ok"]
     parts.append(_p("<b>Logistic regression</b> of the target decision on every group's attributes (statsmodels, "
                     "treatment coding against each group's most frequent attribute): the odds ratio of an "
-                    "attribute holding the other groups fixed, with its 95 % Wald interval. A case whose data "
-                    "cannot support the model says why (too few data: fewer than 10 valid decisions per "
-                    "parameter; no variation; separation)."))
+                    "attribute holding the other groups fixed, with its 95 % Wald interval. Agents with an "
+                    "attribute the model cannot estimate (fewer than 10 valid decisions, or all the same decision) "
+                    "are left out first and named in <b>dropped</b>; a case whose data still cannot support the "
+                    "model says why (too few data: fewer than 10 valid decisions per parameter; no variation; "
+                    "separation)."))
     for key, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
         parts.append(_png(figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")))
     parts.append(_table(reg, scroll=True))
