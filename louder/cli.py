@@ -101,7 +101,7 @@ def run(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
     out: Path = typer.Option(..., "--out", "-o", help="output folder (created; re-running resumes)"),
     model: Optional[list[str]] = typer.Option(None, "--model", "-m",
-                                              help="model spec, repeatable: embedded | openai:MODEL[@URL] | ollama:MODEL[@URL] | fake (see README)"),
+                                              help="model spec, repeatable: embedded | openai:MODEL[@URL] | fake | … (`louder backends` lists all)"),
     agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case "
                                          "(population runs: agents drawn from the population)"),
     scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
@@ -500,14 +500,15 @@ def check(
     Prints one tab-separated row per capability, then the config line to use."""
     from louder.config import load_config
     from louder.llm.preflight import run_preflight
+    from louder.llm.registry import backend_info
     from louder.llm.spec import parse_spec
 
     try:
         cfg = load_config(config, dict(models=model or None))
-        remote = [m for m in cfg.models if parse_spec(m.spec)[1] != "embedded"]
+        remote = [m for m in cfg.models if not backend_info(parse_spec(m.spec)[1]).local]
         if not remote:
-            fail("louder check is for remote models (openai:MODEL[@URL], ollama:MODEL[@URL]); "
-                 "the embedded model needs no check")
+            fail("louder check is for remote models (`louder backends` lists them); "
+                 "a local model needs no check")
         usable = True
         typer.echo("model\tcapability\tstatus\tdetail")
         lines = []
@@ -524,6 +525,24 @@ def check(
         fail(str(e))
     if not usable:
         raise typer.Exit(1)
+
+
+@app.command()
+def backends() -> None:
+    """The model backends louder knows (the registry): spec forms and what each can do."""
+    from rich.table import Table
+
+    from louder.llm.registry import backend_info, prefixes
+
+    table = Table(title="Model backends")
+    for col in ("prefix", "spec forms", "score mode", "runs", "calls in flight", "API key"):
+        table.add_column(col)
+    for p in prefixes():
+        info = backend_info(p)
+        table.add_row(p, " | ".join(info.forms), "yes" if info.can_score else "no",
+                      "here" if info.local else "remote", str(info.concurrency or "config"),
+                      f"${info.needs_key}" if info.needs_key else "–")
+    console.print(table)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Literal
 
 import yaml
@@ -54,7 +55,8 @@ def flatten_sections(data: dict, where: str = "config") -> tuple[dict, list[str]
         if _is_section(key, value):
             for sub, v in value.items():
                 if sub not in SECTIONS[key]:
-                    raise LouderError(f"{where}: {key}.{sub} is not a field of {key}: (fields: "
+                    name = sub if str(sub).isidentifier() else repr(sub)  # a key with a line break stays one line
+                    raise LouderError(f"{where}: {key}.{name} is not a field of {key}: (fields: "
                                       f"{', '.join(SECTIONS[key])})")
                 out[SECTIONS[key][sub]] = v
         else:
@@ -247,6 +249,15 @@ class ExperimentConfig(BaseModel):
             raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
                              "--population FILE) — a population of one group works")
         return self
+
+
+def part(config: ExperimentConfig, section: str) -> SimpleNamespace:
+    """One section of ``config`` under its nested names (``part(cfg, "association").trials``) plus the
+    shared fields (``models``, ``seed``, ``concurrency``, …): what a component of that section may read."""
+    own = {key: getattr(config, flat) for key, flat in SECTIONS[section].items()}
+    shared = {k: getattr(config, k) for k in ("models", "seed", "concurrency", "paper_faithful", "stereotypes",
+                                              "egalitarian", "decision_mode")}
+    return SimpleNamespace(**shared, **own)
 
 
 def build_config(data: dict, where: str = "config") -> ExperimentConfig:

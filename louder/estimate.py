@@ -14,7 +14,7 @@ from importlib import resources
 import pandas as pd
 import yaml
 
-from louder.config import ExperimentConfig
+from louder.config import ExperimentConfig, part
 from louder.llm.registry import backend_info
 from louder.llm.spec import parse_spec
 from louder.prompts import Prompts
@@ -72,7 +72,7 @@ def _explicit(config: ExperimentConfig, per: int) -> list[Part]:
     prompts, typical = Prompts(), _numbers()["typical_output_tokens"]
     return [_part(trials_for(config, load_group(g)),
                   _tokens(prompts.explicit(load_scenario(s), load_group(g), config.paper_faithful, "chat")),
-                  typical["explicit"], config.explicit.max_tokens, per)
+                  typical["explicit"], part(config, "explicit").params.max_tokens, per)
             for s in config.scenarios for g in config.groups]
 
 
@@ -80,25 +80,23 @@ def _association(config: ExperimentConfig, per: int) -> list[Part]:
     from louder.probes.association import make_trial
     from louder.probes.bai_runner import selected
 
-    typical = _numbers()["typical_output_tokens"]["association"]
-    return [_part(config.association_trials, _tokens(make_trial(st, v, 0, config.seed).prompt), typical,
-                  config.association.max_tokens)
-            for st in selected(config) for v in config.association_variations]
+    typical, own = _numbers()["typical_output_tokens"]["association"], part(config, "association")
+    return [_part(own.trials, _tokens(make_trial(st, v, 0, own.seed).prompt), typical, own.params.max_tokens)
+            for st in selected(config) for v in own.variations]
 
 
 def _decision(config: ExperimentConfig, per: int) -> list[Part]:
     from louder.probes.decision_test import make_decision_trial
     from louder.probes.bai_runner import selected
 
-    typical, out = _numbers()["typical_output_tokens"], []
+    typical, out, own = _numbers()["typical_output_tokens"], [], part(config, "decision_test")
     for st in selected(config):
-        dt = make_decision_trial(st, 0, config.seed, config.decision_variant, config.egalitarian)
+        dt = make_decision_trial(st, 0, own.seed, own.variant, own.egalitarian)
         first = sum(_tokens(text) for _, text in dt.messages)
-        n = config.decision_trials
-        out.append(_part(n, first, typical["decision_test"], config.profiles.max_tokens))
+        out.append(_part(own.trials, first, typical["decision_test"], own.profiles.max_tokens))
         # the follow-up (or judge) call re-reads the conversation and the first answer
         again = first + typical["decision_test"] + _numbers()["followup_prompt_tokens"]
-        out.append(_part(n, again, typical["followup"], config.followup.max_tokens))
+        out.append(_part(own.trials, again, typical["followup"], own.followup.max_tokens))
     return out
 
 

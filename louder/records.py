@@ -15,7 +15,7 @@ from louder.errors import LouderError
 from louder.llm.batch import Recorder
 from louder.llm.cache import ResponseCache
 from louder.llm.client import Circuit, Client, fail_fast_window
-from louder.llm.limits import RateLimiter
+from louder.llm.limits import rate_limited
 from louder.llm.preflight import negotiate
 from louder.llm.registry import backend_info
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
@@ -55,14 +55,12 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                           f"({pf.detail('logprobs')}); use decision_mode: sample for it")
     negotiated = {} if pf is None else {"model": pf.summary(used.json_mode, "config" if mcfg.json_mode != "auto"
                                                               else "auto")}
-    backend = build_backend(mcfg.spec.removeprefix("completion:"), used)
+    backend = rate_limited(build_backend(mcfg.spec.removeprefix("completion:"), used),
+                           mcfg.requests_per_minute, mcfg.tokens_per_minute)
     # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
-    limiter = None
-    if mcfg.requests_per_minute or mcfg.tokens_per_minute:
-        limiter = RateLimiter(mcfg.requests_per_minute, mcfg.tokens_per_minute)
     window = fail_fast_window(planned_calls)
-    client = Client(backend, cache, concurrency, retry_errors, slots=slots, limiter=limiter,
+    client = Client(backend, cache, concurrency, retry_errors, slots=slots,
                     circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label)
     extractor = client
     if mcfg.extractor:

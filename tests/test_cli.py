@@ -60,3 +60,19 @@ def test_dry_run_counts_calls_and_calls_nothing(fake_server, tmp_path):
     expected = count_calls(build_config(dict(agents=7, conditions=["contextualized", "no_persona"])))
     assert f"{expected:,}" in r.output and "local: free" in r.output and "USD per 1M tokens" in r.output
     assert not fake_server.requests and not (tmp_path / "dry").exists()
+
+
+def test_backends_lists_the_registry(monkeypatch):
+    """`louder backends` reads the registry: a backend registered from outside appears with its capabilities."""
+    from louder.llm.registry import BackendInfo, register, unregister
+
+    register(BackendInfo("mine", lambda *a: None, forms=("mine:MODEL",), can_score=False, needs_key="MINE_KEY"))
+    try:
+        r = runner.invoke(app, ["backends"], env={"COLUMNS": "200"})
+    finally:
+        unregister("mine")
+    assert r.exit_code == 0, r.output
+    rows = {line.split("│")[1].strip(): line for line in r.output.splitlines() if line.count("│") > 5}
+    assert {"embedded", "openai", "ollama", "fake", "mine"} <= set(rows)
+    assert "$MINE_KEY" in rows["mine"] and "remote" in rows["mine"]
+    assert "here" in rows["embedded"]

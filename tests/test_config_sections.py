@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from louder.config import load_config
+from louder.config import build_config, load_config
 from louder.errors import LouderError
 
 NESTED = """
@@ -58,3 +58,16 @@ def test_unknown_key_in_a_section_names_it(tmp_path):
     (tmp_path / "bad.yaml").write_text("explicit:\n  trails: 3\n")
     with pytest.raises(LouderError, match=r"explicit\.trails is not a field of explicit"):
         load_config(tmp_path / "bad.yaml")
+
+
+def test_a_component_reads_its_own_part():
+    """`part` hands a component its section under the nested names, plus the shared fields only."""
+    from louder.config import part
+
+    cfg = build_config({"association": {"trials": 7, "variations": ["synonym"]}, "decision_test": {"trials": 3},
+                        "seed": 11})
+    a = part(cfg, "association")
+    assert (a.trials, a.variations, a.seed) == (7, ["synonym"], 11)
+    assert a.params.max_tokens == cfg.association.max_tokens
+    assert not hasattr(a, "decision_trials") and not hasattr(a, "agents")  # nothing of other sections
+    assert part(cfg, "decision_test").trials == 3

@@ -78,3 +78,54 @@ def test_requests_per_minute_budget_holds(fake_server, tmp_path):
     elapsed = time.perf_counter() - start
     # 30 calls at 10 a second with a burst of 10: at least 2 s.
     assert elapsed >= 1.9 and res.manifest["rate_limit_wait_s"] > 0
+
+
+def test_rate_limit_wraps_any_backend_and_keeps_cache_keys():
+    """The budget is a wrapper: the fake backend (no HTTP at all) obeys it, and the wrapped backend
+    answers under the same identity, so a cached run does not miss when a budget is added."""
+    from louder.llm.base import Request
+    from louder.llm.cache import cache_key
+    from louder.llm.limits import RateLimited, rate_limited
+    from louder.llm.spec import build_backend
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+
+        def sleep(self, s):
+            self.t += s
+
+    clock = Clock()
+    plain = build_backend("fake:seed=1")
+    assert rate_limited(plain, None, None) is plain
+    wrapped = RateLimited(plain, RateLimiter(60, None, clock=clock, sleep=clock.sleep))  # one a second
+    req = Request(messages=(("user", "hello"),), temperature=0.0, max_tokens=8, seed=1)
+    assert cache_key(wrapped.identity(), req) == cache_key(plain.identity(), req)
+    for _ in range(4):
+        assert wrapped.generate(req).text == plain.generate(req).text
+    assert wrapped.waited_s == pytest.approx(3.0)  # the first goes at once, then one a second
+    assert wrapped.bias == plain.bias  # attributes of the backend pass through
+
+
+def test_errors_are_redacted_whatever_the_backend(tmp_path, monkeypatch):
+    """Key redaction sits at the client, in front of every backend: an error text echoing the key is
+    stored redacted even from a backend that does not redact."""
+    from louder.llm.base import Reply, Request
+    from louder.llm.cache import ResponseCache
+    from louder.llm.client import Client
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-verysecretkey123")
+
+    class Leaky:
+        def identity(self):
+            return {"backend": "leaky"}
+
+        def generate(self, request):
+            return Reply(text="", error="401 bad key sk-test-verysecretkey123")
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reply = Client(Leaky(), cache).call(Request(messages=(("user", "x"),), temperature=0.0, max_tokens=4, seed=0))
+    assert "verysecret" not in reply.error
+    assert "verysecret" not in (tmp_path / "c.sqlite").read_bytes().decode("latin-1")

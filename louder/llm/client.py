@@ -7,6 +7,7 @@ costs resumability.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +17,7 @@ from louder.errors import LouderError
 from louder.llm.base import LanguageModel, Reply, Request, stable_hash
 from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
-from louder.llm.errors import TRANSIENT, fix_for
-from louder.llm.limits import RateLimiter, estimated_tokens
+from louder.llm.errors import TRANSIENT, fix_for, redact
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -101,7 +101,6 @@ class Client:
         concurrency: int = 1,
         retry_errors: bool = False,
         slots: threading.Semaphore | None = None,
-        limiter: RateLimiter | None = None,
         local: threading.local | None = None,
         recorder: Recorder | None = None,
         label: str = "",
@@ -118,8 +117,6 @@ class Client:
         self._identity = backend.identity()
         # One semaphore shared by every client of a run caps the calls in flight globally.
         self.slots = slots or threading.BoundedSemaphore(self.concurrency)
-        self.limiter = limiter
-        self.waited_s = 0.0
         # Per thread: answer from the cache only (map's first pass). Shared with the session's
         # extractor client, so a two-call answer obeys the same pass.
         self._local = local or threading.local()
@@ -130,6 +127,11 @@ class Client:
 
     def identity(self) -> dict:
         return self._identity
+
+    @property
+    def waited_s(self) -> float:
+        """Seconds this client's calls waited for their rate budget (``RateLimited`` backends)."""
+        return getattr(self.backend, "waited_s", 0.0)
 
     def call(self, request: Request) -> Reply:
         return self._cached(cache_key(self._identity, request), request, lambda: self.backend.generate(request))
@@ -157,12 +159,10 @@ class Client:
             raise CacheMiss(key)
         if self.circuit is not None:
             self.circuit.check()
-        if self.limiter is not None:
-            waited = self.limiter.acquire(estimated_tokens(request))
-            with self._count_lock:
-                self.waited_s += waited
         with self.slots:
             reply = compute()
+        if reply.error:  # whatever the backend, no key reaches the cache, the data or a log
+            reply = dataclasses.replace(reply, error=redact(reply.error))
         with self._count_lock:
             self.model_calls += 1
             self.model_seconds += reply.latency_s

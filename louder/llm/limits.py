@@ -62,3 +62,44 @@ def estimated_tokens(request) -> int:
     """What a provider counts against a token budget: prompt (≈ 4 characters a token) + max_tokens."""
     text = request.prompt or "".join(c for _, c in request.messages or ())
     return len(text) // 4 + request.max_tokens
+
+
+class RateLimited:
+    """Any backend behind a ``RateLimiter``: every ``generate``/``score`` first takes its request and
+    token budget. It answers for the backend it wraps — same identity (so cache keys do not change),
+    same attributes — and adds up the seconds it waited in ``waited_s`` for the manifest.
+
+    The wait happens inside the run's in-flight slot: a throttled call is in flight from the run's
+    point of view, which keeps a budget-bound model from flooding the other models' slots with
+    calls that could not be sent anyway."""
+
+    def __init__(self, backend, limiter: RateLimiter):
+        self.backend, self.limiter = backend, limiter
+        self.waited_s = 0.0
+        self._lock = threading.Lock()
+
+    def _take(self, request) -> None:
+        waited = self.limiter.acquire(estimated_tokens(request))
+        with self._lock:
+            self.waited_s += waited
+
+    def identity(self) -> dict:
+        return self.backend.identity()
+
+    def generate(self, request):
+        self._take(request)
+        return self.backend.generate(request)
+
+    def score(self, request, prefix: str, choices: list[str]):
+        self._take(request)
+        return self.backend.score(request, prefix, choices)
+
+    def __getattr__(self, name: str):  # model, json_mode, close(), … of the wrapped backend
+        return getattr(self.backend, name)
+
+
+def rate_limited(backend, requests_per_minute: float | None, tokens_per_minute: float | None):
+    """``backend`` wrapped in its budgets, or unchanged when it has none."""
+    if not (requests_per_minute or tokens_per_minute):
+        return backend
+    return RateLimited(backend, RateLimiter(requests_per_minute, tokens_per_minute))

@@ -10,7 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from louder import estimate
-from louder.config import ExperimentConfig
+from louder.config import ExperimentConfig, part
 from louder.probes.association import association_rows
 from louder.probes.decision_test import decision_rows
 from louder.probes.stimuli import get_stereotype, stereotypes
@@ -31,18 +31,16 @@ def test_task(config: ExperimentConfig, test: str, generated: dict[str, list[dic
     """A Bai test (``association`` or ``decision``) as a ``Task``: one item per model × stereotype
     (× variation for the association test; × generated scenario for the decision test).
     ``generated`` (stereotype → generated scenarios) adds their trials beside the seed's."""
+    own = part(config, "association" if test == "association" else "decision_test")
     if test == "association":
-        plan = [(m.label, st, v) for m in config.models for st in selected(config)
-                for v in config.association_variations]
-        size = lambda p: config.association_trials  # noqa: E731
-        run = lambda ctx, p, tick: association_rows(ctx.sessions[p[0]], p[1], p[2],  # noqa: E731
-                                                    config.association_trials, tick)
+        plan = [(m.label, st, v) for m in own.models for st in selected(config) for v in own.variations]
+        size = lambda p: own.trials  # noqa: E731
+        run = lambda ctx, p, tick: association_rows(ctx.sessions[p[0]], p[1], p[2], own.trials, tick)  # noqa: E731
     else:
-        plan = [(m.label, st, g) for m in config.models for st in selected(config)
+        plan = [(m.label, st, g) for m in own.models for st in selected(config)
                 for g in [None, *(generated or {}).get(st.name, [])]]
-        size = lambda p: config.decision_trials  # noqa: E731
-        run = lambda ctx, p, tick: decision_rows(ctx.sessions[p[0]], p[1], config.decision_trials,  # noqa: E731
-                                                 tick, p[2])
+        size = lambda p: own.trials  # noqa: E731
+        run = lambda ctx, p, tick: decision_rows(ctx.sessions[p[0]], p[1], own.trials, tick, p[2])  # noqa: E731
 
     def tables(ctx, results):
         df = pd.DataFrame([dict(r, model=p[0]) for p, rows in zip(plan, results) for r in rows])

@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from louder import estimate
-from louder.config import ExperimentConfig
+from louder.config import ExperimentConfig, part
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
 from louder.status import status_by, status_counts
@@ -32,7 +32,7 @@ def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
 
 def trials_for(config: ExperimentConfig, group: Group) -> int:
     """N trials per scenario × group: ``probe_trials`` or, as in the paper, 100 × #attributes."""
-    return config.probe_trials or 100 * len(group.attributes)
+    return part(config, "explicit").trials or 100 * len(group.attributes)
 
 
 def count_probe_calls(config: ExperimentConfig) -> int:
