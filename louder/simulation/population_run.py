@@ -41,12 +41,9 @@ from louder.session import ModelSession
 from louder.simulation.model import AGENT_REPORTERS
 from louder.status import status_by, status_counts
 from louder.task import Task
-from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS
+from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS, TWIN_COLUMNS
 
 JOINT_SEPARATOR = " | "  # the joint label of an agent: its attributes in the population's group order
-TWIN_COLUMNS = ["run_id", "model", "condition", "scenario", "variant", "group", "twin_set", "agent_id", "attribute",
-                "source_attribute", "original", "name", "persona", "decision", "target", "p_target", "status",
-                "twin_status", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "choice_mass"]
 
 
 def attr_column(group_id: str) -> str:
