@@ -50,12 +50,14 @@ def test_population_variants_twins_sigkill_then_resume_equals_uninterrupted(tmp_
     print(f"kill points seed {seed}")
     for kill_after in sorted(rng.sample(range(1, ref_calls - 1), 2)):
         proc = subprocess.Popen(cmd + [str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 900
-        while _cached(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(rng.uniform(0, 0.8))
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        try:
+            deadline = time.time() + 900
+            while _cached(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.8))
+        finally:  # never leave a run behind (a timeout would orphan it, writing into the folder)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
         assert not (out / "decisions.parquet").exists() and not (out / "twins.parquet").exists()
     done = subprocess.run(cmd + [str(out)], capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr
