@@ -49,6 +49,11 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
             run_archetype(config, out, recorder=recorder)  # every prompt is known up front: one stage
         elif kind == "simulation" and config.network is not None:
             _record_network(config, out, recorder)
+        elif kind == "simulation" and config.population is not None:  # a population run (issue 11)
+            from louder.simulation.population_run import population_task
+            from louder.task import execute
+
+            execute(population_task(config), config, out, recorder=recorder)
         elif kind == "simulation":
             run_experiment(config, out, recorder=recorder)
         elif kind == "explicit":

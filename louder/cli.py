@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from louder.cli_tables import (  # noqa: F401
-    cases_table, dry_run_table, explicit_table, power_note, rates_table, rounds_table, test_table)
+    cases_table, dry_run_table, explicit_table, population_rates_table, power_note, rates_table, rounds_table,
+    test_table)
 from louder.errors import LouderError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -104,15 +105,40 @@ def _run_network(config, out: Path, retry_errors: bool) -> None:
     console.print(f"status counts: {m['status_counts']['decisions']}")
 
 
+def _is_population_run(config) -> bool:
+    """A population run: `population:` set, agents deciding alone (network and archetype runs are theirs)."""
+    return config.population is not None and config.network is None and config.mode == "agents"
+
+
+def _run_population(config, out: Path, retry_errors: bool) -> None:
+    from louder.simulation.population_run import population_task
+    from louder.task import execute
+
+    result = _with_progress("agents (persona + decision" + (", twins)" if config.twins else ")"),
+                            lambda on_progress: execute(population_task(config), config, out, retry_errors,
+                                                        on_progress))
+    m = result.manifest
+    p = m["population"]
+    console.print(population_rates_table(result.tables["decisions.parquet"]))
+    console.print(f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
+                  f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})")
+    files = ", ".join(result.tables)
+    console.print(f"wrote {out}/: {files}, manifest.json ({m['rows']['decisions']} decisions)")
+    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
+    console.print(f"status counts: {m['status_counts']}")
+
+
 @app.command()
 def run(
     config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional)"),
     out: Path = typer.Option(..., "--out", "-o", help="output folder (created; re-running resumes)"),
     model: Optional[list[str]] = typer.Option(None, "--model", "-m",
                                               help="model spec, repeatable: embedded | openai:MODEL[@URL] | fake | … (`louder backends` lists all)"),
-    agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case"),
+    agents: Optional[int] = typer.Option(None, "--agents", "-n", help="agents per attribute per case "
+                                         "(population runs: agents drawn from the population)"),
     scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
-    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
+    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable "
+                                              "(population runs take their groups from the population file)"),
     condition: Optional[list[str]] = typer.Option(None, "--condition", "-c",
                                                   help="contextualized | non_contextualized | no_persona, repeatable"),
     seed: SeedOpt = None,
@@ -123,15 +149,27 @@ def run(
     dry_run: DryRunOpt = False,
     rounds: Optional[int] = typer.Option(None, "--rounds", help="rounds of influence after round 0 (needs "
                                          "`network:` in the config; docs/networks.md)"),
+    population: Optional[str] = typer.Option(None, "--population", help="population file or built-in id: agents "
+                                             "drawn from it carry one attribute of every group (--agents = how many)"),
+    variant: Optional[list[str]] = typer.Option(None, "--variant", help="policy variant of the scenarios "
+                                                "(base = as written), repeatable"),
+    twins: Optional[bool] = typer.Option(None, "--twins/--no-twins", help="population runs: counterfactual "
+                                         "twins of every persona for every other attribute of each group"),
+    twin_group: Optional[list[str]] = typer.Option(None, "--twin-group", help="with --twins: only this group of "
+                                                   "the population gets twins, repeatable"),
 ) -> None:
-    """Run (or resume) a simulation experiment (on a social network when the config has `network:`)."""
+    """Run (or resume) a simulation experiment: a population run with --population, on a social network
+    when the config has `network:`, archetype mode with `mode: archetype`."""
     from louder.config import load_config
 
     overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
-                     rounds=rounds)
+                     rounds=rounds, population=population, variants=variant or None, twins=twins,
+                     twin_groups=twin_group or None)
     try:
         cfg = load_config(config, overrides)
+        if _is_population_run(cfg):
+            return _dry_run(cfg, "population") if dry_run else _run_population(cfg, out, retry_errors)
         if cfg.network is not None and cfg.mode == "agents":
             if dry_run:
                 return _dry_run(cfg, "network")

@@ -113,3 +113,17 @@ def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None) -
         c, dc = rates(ctl.get_group(idx)) if ctl is not None and idx in ctl.groups else ("–", "–")
         table.add_row(" | ".join(map(str, idx[:4])), str(idx[4]), llm, d, c, dc, *_status_cells(g))
     return table
+
+
+def population_rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per group attribute "
+                           "(population run, unweighted)") -> Table:
+    """Population runs: one row per case × variant × group × attribute (the ``attr_<group>`` columns)."""
+    table = Table(title=title)
+    for col in ("model", "condition", "scenario", "variant", "group", "attribute", "rate", *STATUSES):
+        table.add_column(col, justify="right" if col in ("rate", *STATUSES) else "left")
+    for col in [c for c in decisions.columns if c.startswith("attr_")]:
+        for idx, g in decisions.groupby(["model", "condition", "scenario", "variant", col], sort=False):
+            valid = g[g["status"] == "valid"]
+            rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
+            table.add_row(*[str(x) for x in idx[:4]], col.removeprefix("attr_"), str(idx[4]), rate, *_status_cells(g))
+    return table

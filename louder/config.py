@@ -137,6 +137,9 @@ class ExperimentConfig(BaseModel):
                                 description="policy variants of the scenarios to run ('base' = the text as written)")
     twins: bool = Field(False, description="counterfactual twins: each persona re-expressed for every other "
                         "attribute of its group, only the attribute changed")
+    twin_groups: list[str] | None = Field(None, description="twins: the population's groups whose attributes get "
+                                          "twins (default: every group); each twin is a name call (groups that "
+                                          "rename) and a decision per variant")
     # --- networks and influence (docs/networks.md) ---
     network: NetworkConfig | None = Field(None, description="social network of the agents (networkx generator "
                                           "or edge list); none: agents decide alone")
@@ -229,6 +232,29 @@ class ExperimentConfig(BaseModel):
         if self.rounds and self.network is None:
             raise ValueError(f"rounds: {self.rounds} rounds of influence need a social network; add `network:` "
                              "(e.g. {generator: watts_strogatz, params: {k: 8, p: 0.1}}) or set rounds: 0")
+        return self
+
+    @model_validator(mode="after")
+    def _variants_of_every_scenario(self) -> ExperimentConfig:
+        """Every variant of the run must exist in every scenario (a variant is a case dimension)."""
+        for ref in self.scenarios:
+            s = load_scenario(ref)
+            for v in self.variants:
+                if v not in s.variant_ids:
+                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}; its variants are "
+                                     f"{', '.join(s.variant_ids)} (add it under `variants:` in the scenario file "
+                                     f"or drop it from the run)")
+        if self.twin_groups is not None and self.population is not None:
+            from louder.populations import load_population
+
+            ids = load_population(self.population).group_ids
+            unknown = [g for g in self.twin_groups if g not in ids]
+            if unknown or not self.twin_groups:
+                raise ValueError(f"twin_groups: {', '.join(unknown) or '(empty)'} not a group of population "
+                                 f"{self.population}; its groups are {', '.join(ids)}")
+        if self.twins and self.population is None:
+            raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
+                             "--population FILE) — a population of one group works")
         return self
 
 

@@ -20,7 +20,7 @@ from louder.llm.spec import parse_spec
 from louder.prompts import Prompts
 from louder.scenarios import load_group, load_scenario
 
-KINDS = ("simulation", "explicit", "association", "decision", "network")
+KINDS = ("simulation", "explicit", "association", "decision", "network", "population")
 
 
 @cache
@@ -57,9 +57,12 @@ def _simulation(config: ExperimentConfig, per: int) -> list[Part]:
                     kind = "name" if c == "no_persona" else "persona"
                     out.append(_part(config.agents, _tokens(first), typical[kind], config.persona.max_tokens,
                                      1 if c == "no_persona" else per))
-                    act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else a, s, "chat")
-                    out.append(_part(config.agents, _tokens(act), typical["decision"], config.decision.max_tokens,
-                                     per))
+                    # one decision per policy variant; the persona is written once and shared by them
+                    for v in config.variants:
+                        act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else a, s.variant(v),
+                                             "chat")
+                        out.append(_part(config.agents, _tokens(act), typical["decision"],
+                                         config.decision.max_tokens, per))
     return out
 
 
@@ -137,8 +140,49 @@ def _decision(config: ExperimentConfig, per: int) -> list[Part]:
     return out
 
 
+def _population(config: ExperimentConfig, per: int) -> list[Part]:
+    """A population run (louder/simulation/population_run.py): per model × condition × scenario, one
+    persona per drawn agent (shared by the variants), one decision per agent and variant; with twins,
+    per agent and every other attribute of every group a name call (groups that rename) and a
+    decision per variant. Counts assume every persona is valid (a failed one skips its calls)."""
+    from louder.populations import agent_description, draw_agents, load_population
+    from louder.populations.twins import group_lexicon
+    from louder.populations.persona import persona_phrases
+
+    prompts, typical, out = Prompts(), _numbers()["typical_output_tokens"], []
+    pop = load_population(config.population)
+    agents = draw_agents(pop, config.agents, config.seed)
+    phrases = persona_phrases(pop.phrases, prompts)
+    cells = agents.groupby(pop.group_ids).size()
+    persona_text = "x" * (typical["persona"] * _numbers()["chars_per_token"])
+    twins = [(g, b) for g in pop.groups for b in g.attributes
+             if config.twin_groups is None or g.id in config.twin_groups] if config.twins else []
+    for sid in config.scenarios:
+        s = load_scenario(sid)
+        for c in config.conditions:
+            for combo, n in cells.items():
+                attrs = dict(zip(pop.group_ids, combo if isinstance(combo, tuple) else (combo,)))
+                desc = agent_description(attrs, pop.phrases, prompts)
+                first = prompts.persona(desc, c, s, config.paper_faithful, "chat")
+                kind = "name" if c == "no_persona" else "persona"
+                out.append(_part(n, _tokens(first), typical[kind], config.persona.max_tokens,
+                                 1 if c == "no_persona" else per))
+                n_twins = sum(1 for g, b in twins if b != attrs[g.id])
+                n_named = sum(1 for g, b in twins if b != attrs[g.id]
+                              and group_lexicon(g, phrases.get(g.id)).rename)
+                if n_named:
+                    named = prompts.persona(desc, "no_persona", s, config.paper_faithful, "chat")
+                    out.append(_part(n * n_named, _tokens(named), typical["name"], config.persona.max_tokens))
+                for v in config.variants:
+                    act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else desc, s.variant(v),
+                                         "chat")
+                    out.append(_part(n * (1 + n_twins), _tokens(act), typical["decision"],
+                                     config.decision.max_tokens, per))
+    return out
+
+
 _PARTS = {"simulation": _simulation, "explicit": _explicit, "association": _association, "decision": _decision,
-          "network": _network}
+          "network": _network, "population": _population}
 
 
 def _parts(config: ExperimentConfig, api: str, kind: str) -> list[Part]:

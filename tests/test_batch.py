@@ -155,3 +155,20 @@ def test_round_trip_on_llama_cpp_server(llama_server, tmp_path):
     assert stages[0] == 3 and sum(stages[1:]) == int((done.personas["status"] == "valid").sum())
     live = run_experiment(config, tmp_path / "live")
     pd.testing.assert_frame_equal(done.decisions[COLS], live.decisions[COLS])
+
+
+def test_population_run_with_twins_round_trip_equals_live_run(fake_server, tmp_path):
+    """issue 11: a population run goes through batch stages and completes from the cache exactly as a
+    live run."""
+    from louder.simulation.population_run import population_task
+    from louder.task import execute
+
+    config = cfg(fake_server.url, population="us_adults", agents=4, twins=True, twin_groups=["gender_identity"])
+    stages = round_trip(config, fake_server.url, tmp_path / "batch")
+    assert stages == [4, 4, 8, 8]  # personas, decisions, twin names, twin decisions
+    done = execute(population_task(config), config, tmp_path / "batch")
+    assert done.manifest["model_calls"] == 0
+    live = execute(population_task(config), config, tmp_path / "live")
+    for name in ("decisions.parquet", "twins.parquet"):
+        cols = ["agent_id", "attribute", "name", "persona", "decision", "status"]
+        pd.testing.assert_frame_equal(done.tables[name][cols], live.tables[name][cols])

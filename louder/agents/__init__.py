@@ -56,6 +56,10 @@ class PersonaAgent(mesa.Agent):
         # the case list never changes (or cache-misses) an existing agent's answers.
         self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
                                 attribute, replicate)
+        self._blank()
+
+    def _blank(self) -> None:
+        """The agent before it has written or decided anything."""
         self.persona: Persona | None = None
         self.name: str | None = None
         self.persona_text: str | None = None
@@ -76,9 +80,15 @@ class PersonaAgent(mesa.Agent):
         c = self.model.case
         return f"{c.scenario.id}|{c.group.id}|{c.condition}|{self.attribute}|{self.replicate}"
 
+    @property
+    def demographic(self) -> str:
+        """What the persona prompt names (its %demographic_attribute% slot): here the one attribute;
+        population agents name all of theirs."""
+        return self.attribute
+
     def write_persona(self) -> None:
         c = self.model.case
-        self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.attribute, self.seed,
+        self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
                                         "persona|" + self.key)
         self.name, self.persona_text = self.persona.name, self.persona.persona
 
@@ -86,7 +96,10 @@ class PersonaAgent(mesa.Agent):
         """Decide (Appendix C). An agent whose persona failed is accounted with that status."""
         if self.persona is None:
             self.write_persona()
-        d = self.decide()
+        self.take(self.decide())
+
+    def take(self, d: Decision) -> None:
+        """Make ``d`` the agent's own decision (the fields the DataCollector records)."""
         for name in DECISION_FIELDS:
             setattr(self, name, getattr(d, name))
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 CONDITION_COLORS = {"contextualized": "#1f77b4", "non_contextualized": "#ff7f0e", "no_persona": "#2ca02c"}
 KIND_COLORS = {"implicit": "#c0392b", "explicit": "#7f8c8d"}
@@ -221,6 +222,10 @@ def odds_ratio_figure(table: pd.DataFrame, title: str = "") -> Figure | None:
                 color="#c0392b", ecolor="black", capsize=2, ms=4)
     ax.axvline(1.0, color="grey", ls="--", lw=1)
     ax.set_xscale("log")
+    # ticks at 1, 2, 5 × 10^k labelled as plain numbers; minor log ticks unlabelled (they would overlap)
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(y, [f"{g.replace('_', ' ')}: {a} (vs {r})" for g, a, r in
                       zip(t["group"], t["attribute"], t["reference"])], fontsize=7)
     ax.set_xlabel("odds ratio of the target decision (95 % interval)")

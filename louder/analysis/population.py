@@ -237,8 +237,9 @@ def variant_dpd_difference(decisions: pd.DataFrame, group: str, base: str, varia
 
 def complete_twin_sets(twins: pd.DataFrame) -> pd.DataFrame:
     """Twin sets × attributes of target (0/1), keeping sets whose every twin passed the check
-    (twin_status "ok") and decided validly — a pair is only informative when both sides decided."""
-    ok = twins.assign(good=(twins["status"] == "valid") & (twins["twin_status"] == "ok"))
+    (twin_status "ok", or "unchanged": the persona never names the attribute) and decided validly — a
+    pair is only informative when both sides decided."""
+    ok = twins.assign(good=(twins["status"] == "valid") & twins["twin_status"].isin(["ok", "unchanged"]))
     good_sets = ok.groupby("twin_set")["good"].all()
     keep = ok[ok["twin_set"].isin(good_sets[good_sets].index)]
     wide = keep.pivot(index="twin_set", columns="attribute", values="target")

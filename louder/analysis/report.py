@@ -197,6 +197,116 @@ def _network(a: Analysis) -> str:
     from louder.analysis.network_report import network_section
 
     return network_section(a)
+# --- population runs, policy variants and counterfactual twins (issue 11) ---
+MAX_HEATMAPS = 12  # intersection heat maps drawn (the table has every cell of every case)
+
+
+def _population_sections(a: Analysis) -> list[str]:
+    """"Population", "Intersections", "Policy variants" and "Counterfactual twins", for what the run holds."""
+    return [_population(a), _intersections(a), _variants(a), _twins(a)]
+
+
+def _population(a: Analysis) -> str:
+    t = a.tables
+    if "population_groups" not in t:
+        return ""
+    m = (a.manifests.get("simulation") or {}).get("population") or {}
+    parts = []
+    if m:
+        parts.append(_p(f"Population <b>{html.escape(str(m.get('id')))}</b> ({html.escape(str(m.get('path')))}): "
+                        f"{m.get('n')} agents drawn in {m.get('cells_drawn')} cells of "
+                        f"{html.escape(' × '.join(m.get('groups', [])))}. Fit: largest marginal error "
+                        f"{m.get('max_marginal_error', float('nan')):.2f} agents, Pearson chi-square "
+                        f"{m.get('chi2', float('nan')):.2f} on {m.get('df')} df against the fitted joint "
+                        f"(p = {m.get('p_value', float('nan')):.3f})."))
+    parts += [
+        _p("<b>Overall</b>: the population's target rate, weighted by each agent's post-stratification weight, "
+           "with a Wilson interval at the Kish effective size; every answer status counted beside it."),
+        _table(t["population_overall"], scroll=True),
+        _p("<b>Per group</b>: DPD across the group's attributes, each rate population-weighted over the other "
+           "groups (the gap as it exists in this population, composition included), against the parity "
+           "bootstrap threshold; interval by binomial bootstrap. Small cells make wide intervals: a "
+           "non-significant DPD at this N is not evidence of no bias."),
+        _table(t["population_groups"], scroll=True), _table(t["population_rates"], scroll=True)]
+    reg = t["population_regression"]
+    ok = reg[reg["status"] == "ok"]
+    parts.append(_p("<b>Logistic regression</b> of the target decision on every group's attributes (statsmodels, "
+                    "treatment coding against each group's most frequent attribute): the odds ratio of an "
+                    "attribute holding the other groups fixed, with its 95 % Wald interval. Agents with an "
+                    "attribute the model cannot estimate (fewer than 10 valid decisions, or all the same decision) "
+                    "are left out first and named in <b>dropped</b>; a case whose data still cannot support the "
+                    "model says why (too few data: fewer than 10 valid decisions per parameter; no variation; "
+                    "separation)."))
+    for key, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
+        parts.append(_png(figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")))
+    parts.append(_table(reg, scroll=True))
+    return _section("Population", *parts)
+
+
+def _intersections(a: Analysis) -> str:
+    t = a.tables.get("population_intersections")
+    if t is None or t.empty:
+        return ""
+    parts = [_p("Target rate and n per intersection of two groups. Cells with at least 30 valid decisions are "
+                "tested against the rest of the population (Fisher's exact test) with Benjamini–Hochberg across "
+                "the pair's tested cells (✱); smaller cells are shown hatched and not tested. The per-case p-values "
+                "of the DPD table above are Holm-adjusted across cases instead.")]
+    drawn = 0
+    for key, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
+        if drawn >= MAX_HEATMAPS:
+            parts.append(_p(f"(further heat maps left out; every cell is in the table and "
+                            f"population_intersections.csv)"))
+            break
+        fig = figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}),
+                                           key[4], key[5], title=f"{' · '.join(key[:4])}\ntarget rate per "
+                                           f"{key[4]} × {key[5]}\n(hatched: n < 30, untested; ✱ BH-significant)")
+        parts.append(_png(fig))
+        drawn += 1
+    parts.append(_table(t, scroll=True))
+    return _section("Intersections", *parts)
+
+
+def _variants(a: Analysis) -> str:
+    t = a.tables
+    if "variant_rates" not in t:
+        return ""
+    return _section(
+        "Policy variants",
+        _p("Each variant rewords the scenario (its file's <code>variants:</code>); agents keep their persona across "
+           "variants, so differences come from the wording. Rate per variant, overall ((all)) and per attribute "
+           "(population runs: weighted), with every answer status."),
+        _table(t["variant_rates"], scroll=True),
+        _p("Effect of each variant against base per attribute: rate(variant) − rate(base) over valid decisions "
+           "(unweighted), 95 % bootstrap interval."),
+        _table(t["variant_effects"], scroll=True),
+        _p("Does the variant widen the disparity? DPD(variant) − DPD(base) with a 95 % bootstrap interval: "
+           "<b>widens</b> / <b>narrows</b> when the interval excludes 0, else inconclusive."),
+        _table(t["variant_dpd"], scroll=True))
+
+
+def _twins(a: Analysis) -> str:
+    t = a.tables
+    if "twin_dpd" not in t:
+        return ""
+    return _section(
+        "Counterfactual twins",
+        _p("Each persona was written once and re-expressed for every other attribute of each group, changing only "
+           "the attribute's words, pronouns and (for gender and race/ethnicity) the name "
+           "(<code>louder/data/twins.yaml</code>); a difflib check verifies that nothing else changed. "
+           "twin_status: <b>ok</b> passed the check; <b>unchanged</b> the persona never names the attribute (same "
+           "text); <b>failed_check</b> other text changed or an old attribute word stayed; <b>no_persona</b> the "
+           "original persona was not valid; <b>invalid / refused / error</b> the twin's name call failed. Every "
+           "twin that has a text decides; the analysis uses twin sets whose every member passed and decided "
+           "validly."),
+        _table(t["twin_accounting"], scroll=True),
+        _p("<b>Paired vs unpaired DPD</b>: the paired DPD compares the attributes on the same personas (only the "
+           "attribute changed), the unpaired one the drawn agents (each with its own persona). "
+           "paired_to_unpaired near 1: the attribute alone explains the gap; near 0: the gap came from what the "
+           "model wrote into the personas."),
+        _table(t["twin_dpd"], scroll=True),
+        _p("Per attribute pair: flip rate = discordant twin pairs / complete sets; exact McNemar test (two-sided "
+           "binomial test of a_only among the discordant pairs at ½)."),
+        _table(t["twin_flips"], scroll=True))
 
 
 def render(a: Analysis) -> str:
@@ -245,6 +355,7 @@ def render(a: Analysis) -> str:
                  _png(figures.directions_figure(t["directions"])),
                  _table(t["directions"].drop(columns=["evidence"]), scroll=True)),
         _network(a),
+        *_population_sections(a),
         _rationales(a),
         _siblings(a),
         _accounting(a),

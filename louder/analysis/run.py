@@ -40,6 +40,9 @@ class Analysis:
     seconds: float = 0.0
     rounds: pd.DataFrame | None = None   # network run: decisions of every round (``decisions`` is round 0)
     control: pd.DataFrame | None = None  # network run: the no-LLM control's rows
+    # population runs (issue 11): the drawn agents and the counterfactual twins
+    population: pd.DataFrame | None = None
+    twins: pd.DataFrame | None = None
 
 
 def _read_json(path: Path) -> dict | None:
@@ -119,6 +122,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
     run = Path(run_dir)
     decisions, probes, personas, manifests, missing = load_run(run)
+    decisions = _variants_as_scenarios(decisions)
     attrs = _group_attributes(manifests, [f for f in (decisions, probes) if f is not None])
     rounds, control = None, None
     if decisions is not None and "round" in decisions.columns:
@@ -182,12 +186,44 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed))
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control)
+    _add_population(result, bootstrap, seed)
     result.seconds = time.perf_counter() - start
+    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES
     if write:
-        for name in TABLES + SIBLING_TABLES + NETWORK_TABLES:
+        for name in written:
             if name in tables:
                 write_csv(tables[name], run / f"{name}.csv")
         write_json({"bootstrap": bootstrap, "seed": seed, "missing": missing, "seconds": round(result.seconds, 3),
-                    "tables": {n: f"{n}.csv" for n in TABLES + SIBLING_TABLES + NETWORK_TABLES if n in tables}},
+                    "tables": {n: f"{n}.csv" for n in written if n in tables}},
                    run / "analysis.json")
     return result
+
+
+# --- population runs, policy variants and counterfactual twins (issue 11) ---
+POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",
+                     "population_overall", "variant_rates", "variant_effects", "variant_dpd", "twin_flips", "twin_dpd",
+                     "twin_accounting")
+
+
+def _variants_as_scenarios(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
+    """For the per-case tables (which key on model × condition × scenario × group), a policy variant
+    other than ``base`` reads as its own scenario, "scenario [variant]", so variants are never pooled."""
+    if decisions is None or "variant" not in decisions or (decisions["variant"] == "base").all():
+        return decisions
+    v = decisions["variant"].astype(str)
+    return decisions.assign(scenario=decisions["scenario"].where(v == "base", decisions["scenario"] + " [" + v + "]"))
+
+
+def _add_population(a: Analysis, bootstrap: int, seed: int) -> None:
+    """The population, variant and twin tables, when the run folder has what they need."""
+    from louder.analysis.population_tables import population_tables
+
+    a.population = _read_parquet(a.run_dir / "population.parquet")
+    a.twins = _read_parquet(a.run_dir / "twins.parquet")
+    if a.decisions is None:
+        return
+    d = a.decisions
+    if "variant" in d:  # the population/variant tables key on the variant, not on "scenario [variant]"
+        base_scenario = d["scenario"].str.replace(r" \[[^\]]*\]$", "", regex=True)
+        d = d.assign(scenario=base_scenario)
+    a.tables.update(population_tables(d, a.twins, B=bootstrap, seed=seed))

@@ -44,6 +44,39 @@ class ExplicitText(_Strict):
     extra_as_printed: str | None = None
 
 
+class Replacement(_Strict):
+    """Replace every occurrence of ``find`` (exact text) by ``with`` in the situation and the choice
+    descriptions."""
+
+    find: str = Field(min_length=1)
+    with_: str = Field(alias="with")
+
+
+class Variant(_Strict):
+    """A policy variant of a scenario (a what-if): alternative situation / choice wording, then text
+    replacements. The choice labels, the target and the persona context stay those of the scenario,
+    so every variant's decisions compare with the base's and an agent's persona is the same under
+    every variant."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    name: str = ""
+    situation: str | None = Field(None, min_length=1)
+    choices: dict[str, str] = {}  # choice label → alternative description
+    replace: list[Replacement] = []
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Variant:
+        if self.id == BASE:
+            raise ValueError(f"variant id {BASE!r} is reserved for the scenario as written; choose another id")
+        if self.situation is None and not self.choices and not self.replace:
+            raise ValueError(f"variant {self.id!r} changes nothing; give `situation`, `choices` or `replace`")
+        return self
+
+
+BASE = "base"  # the scenario as written: no variant
+
+
 class Scenario(_Strict):
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     name: str
@@ -56,6 +89,9 @@ class Scenario(_Strict):
     completion: CompletionText | None = None
     explicit: ExplicitText | None = None
     notes: list[str] = []
+    variants: list[Variant] = []
+    # An example shipped beside the paper's scenarios: loadable by id, but not in the default set a run uses.
+    example: bool = False
 
     @model_validator(mode="after")
     def _target_is_a_choice(self) -> Scenario:
@@ -64,7 +100,26 @@ class Scenario(_Strict):
             raise ValueError(f"choices must have distinct labels, got {labels}")
         if self.target not in labels:
             raise ValueError(f"target {self.target!r} must be one of the choice labels {labels}")
+        ids = [v.id for v in self.variants]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"variants: ids must be distinct, got {ids}")
+        for v in self.variants:
+            _apply(self, v)  # every replacement must find its text: a typo would silently change nothing
         return self
+
+    @property
+    def variant_ids(self) -> list[str]:
+        return [BASE] + [v.id for v in self.variants]
+
+    def variant(self, variant_id: str) -> Scenario:
+        """The scenario under ``variant_id`` (``base``: itself, unchanged). Same id, labels and target."""
+        if variant_id == BASE:
+            return self
+        for v in self.variants:
+            if v.id == variant_id:
+                return _apply(self, v)
+        raise LouderError(f"scenario {self.id}: no variant {variant_id!r}; its variants are "
+                          f"{', '.join(self.variant_ids)} (add it under `variants:` in the scenario file)")
 
     @property
     def labels(self) -> list[str]:
@@ -82,6 +137,24 @@ class Scenario(_Strict):
         lines = [self.situation] + ([neighbours] if neighbours else []) + ["Please decide:"]
         lines += [f"{c.label}: {c.description}" if c.description else c.label for c in self.choices]
         return "\n".join(lines)
+
+
+def _apply(scenario: Scenario, v: Variant) -> Scenario:
+    """``v``'s wording, then its replacements, on the situation and choice descriptions."""
+    unknown = sorted(set(v.choices) - set(scenario.labels))
+    if unknown:
+        raise ValueError(f"variant {v.id!r}: choices {unknown} are not labels of the scenario {scenario.labels}; "
+                         f"variants may reword a choice's description, not add or rename choices")
+    situation = v.situation if v.situation is not None else scenario.situation
+    descriptions = [v.choices.get(c.label, c.description) for c in scenario.choices]
+    for r in v.replace:
+        if r.find not in situation and not any(r.find in d for d in descriptions):
+            raise ValueError(f"variant {v.id!r}: replace.find {r.find[:60]!r} does not occur in the situation or "
+                             f"the choice descriptions; copy the text exactly")
+        situation = situation.replace(r.find, r.with_)
+        descriptions = [d.replace(r.find, r.with_) for d in descriptions]
+    choices = [Choice(label=c.label, description=d) for c, d in zip(scenario.choices, descriptions)]
+    return scenario.model_copy(update={"situation": situation, "choices": choices, "variants": []})
 
 
 class ExplicitOption(_Strict):
@@ -128,7 +201,8 @@ def _builtin_ids(kind: str) -> list[str]:
 
 
 def builtin_scenarios() -> list[str]:
-    return _builtin_ids("scenarios")
+    """The default scenarios of a run: the built-in files except examples (``example: true``)."""
+    return [s for s in _builtin_ids("scenarios") if not load_scenario(s).example]
 
 
 def builtin_groups() -> list[str]:

@@ -17,7 +17,7 @@ from louder import estimate
 from louder.config import ExperimentConfig
 from louder.llm.base import stable_seed
 from louder.status import status_by, status_counts
-from louder.scenarios import load_group, load_scenario
+from louder.scenarios import BASE, load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
 from louder.task import Task, execute
 from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS
@@ -43,9 +43,24 @@ def count_calls(config: ExperimentConfig) -> int:
 
 def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
                   tick: Callable[[], None] | None = None) -> tuple[pd.DataFrame, list[dict]]:
-    """One case as a Mesa model: its agents' decision rows (DataCollector) and persona rows."""
+    """One case as a Mesa model per policy variant: its agents' decision rows (DataCollector) and
+    persona rows. Variants run in turn: an agent's persona prompt is the same under every variant,
+    so after the first variant it comes from the cache and the agent keeps its persona. With the
+    default variants ["base"] the rows are exactly the single-attribute pipeline's (no variant column)."""
+    frames, rows = [], []
+    for i, variant in enumerate(config.variants):
+        df, persona_rows = _simulate_variant(config, session, run_id, case_key, variant, tick)
+        frames.append(df if config.variants == [BASE] else df.assign(variant=variant))
+        if i == 0:
+            rows = persona_rows
+    return pd.concat(frames, ignore_index=True), rows
+
+
+def _simulate_variant(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
+                      variant: str, tick: Callable[[], None] | None) -> tuple[pd.DataFrame, list[dict]]:
     model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
+    case = Case(model_label, condition, load_scenario(scenario_id).variant(variant), load_group(group_id),
+                config.seed)
     abm = BiasModel(case, session, config.agents,
                     seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
     abm.step(tick)
@@ -78,19 +93,23 @@ def simulation_task(config: ExperimentConfig) -> Task:
 
     def tables(ctx, results):
         keys = ["model", "condition", "scenario", "group", "agent_id"]
-        decisions = _typed_decisions(pd.concat([df for df, _ in results], ignore_index=True)[DECISION_COLUMNS])
+        columns = DECISION_COLUMNS if config.variants == [BASE] else DECISION_COLUMNS + ["variant"]
+        dkeys = keys if config.variants == [BASE] else keys[:3] + ["variant"] + keys[3:]
+        decisions = _typed_decisions(pd.concat([df for df, _ in results], ignore_index=True)[columns])
         personas = pd.DataFrame([r for _, rows in results for r in rows], columns=PERSONA_COLUMNS)
-        decisions = decisions.sort_values(keys, ignore_index=True)
+        decisions = decisions.sort_values(dkeys, ignore_index=True)
         personas = personas.sort_values(keys, ignore_index=True)
         fields = dict(
             rows={"decisions": len(decisions), "personas": len(personas)},
             status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas)},
             low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
-            status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]),
+            status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "group", "attribute"]
+                                          + ([] if config.variants == [BASE] else ["variant"])),
         )
         return {"decisions.parquet": decisions, "personas.parquet": personas}, fields
 
-    return Task("simulation", plan_cases(config), lambda c: config.agents * len(load_group(c[3]).attributes),
+    return Task("simulation", plan_cases(config),
+                lambda c: config.agents * len(load_group(c[3]).attributes) * len(config.variants),
                 run_case, tables, "manifest.json", planned_calls=count_calls(config),
                 run_items=on_ray if config.executor == "ray" else None)
 
