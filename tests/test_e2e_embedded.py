@@ -4,7 +4,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 from louder.config import build_config
 from louder.simulation import run_experiment
 from louder.types import DECISION_COLUMNS
+from cache_count import cached_replies
 
 pytestmark = pytest.mark.slow
 
@@ -63,14 +63,6 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     assert "data:image/png;base64," in html and "SmolLM2-135M" in html
 
 
-def _cached(path) -> int:
-    try:
-        with sqlite3.connect(path) as db:
-            return db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     reference = tmp_path / "ref"
     assert subprocess.run(CMD + [str(reference)], capture_output=True, timeout=600).returncode == 0
@@ -83,7 +75,7 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     for kill_after in sorted(rng.sample(range(1, 11), 3)):
         proc = subprocess.Popen(CMD + [str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 300
-        while _cached(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
+        while cached_replies(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
             time.sleep(0.02)
         time.sleep(rng.uniform(0, 0.8))
         os.kill(proc.pid, signal.SIGKILL)

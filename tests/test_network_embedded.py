@@ -4,7 +4,6 @@ run; a re-run calls nothing; analyze, report and the view read it."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 import solara
 
 from louder.view.app import make_page
+from cache_count import cached_replies
 
 pytestmark = pytest.mark.slow
 
@@ -30,14 +30,6 @@ concurrency: 1
 """
 CALLS = 12
 ROUND_2_STARTS = 3 + 3 + 3  # names, round 0, round 1
-
-
-def _cached(path) -> int:
-    try:
-        with sqlite3.connect(path) as db:
-            return db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def _run(cfg, out) -> subprocess.CompletedProcess:
@@ -60,12 +52,12 @@ def test_sigkill_in_round_two_then_resume_equals_uninterrupted(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 1800
-        while _cached(out / "cache.sqlite") < ROUND_2_STARTS + 1 and proc.poll() is None and time.time() < deadline:
+        while cached_replies(out / "cache.sqlite") < ROUND_2_STARTS + 1 and proc.poll() is None and time.time() < deadline:
             time.sleep(0.02)
     finally:  # SIGKILL (proc.kill) — and never leave the run behind, even if the test stops here
         proc.kill()
         proc.wait()
-    done_before = _cached(out / "cache.sqlite")
+    done_before = cached_replies(out / "cache.sqlite")
     assert ROUND_2_STARTS < done_before < CALLS  # killed inside round 2
     assert not (out / "decisions.parquet").exists()
 

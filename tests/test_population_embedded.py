@@ -7,7 +7,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -15,17 +14,10 @@ import time
 import pandas as pd
 import pytest
 import yaml
+from cache_count import cached_replies
 
 # ~60 embedded calls in all (reference, killed runs, resume): long on a shared 2-core machine
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
-
-
-def _cached(path) -> int:
-    try:
-        with sqlite3.connect(path) as db:
-            return db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def test_population_variants_twins_sigkill_then_resume_equals_uninterrupted(tmp_path):
@@ -52,7 +44,7 @@ def test_population_variants_twins_sigkill_then_resume_equals_uninterrupted(tmp_
         proc = subprocess.Popen(cmd + [str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.time() + 900
-            while _cached(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
+            while cached_replies(out / "cache.sqlite") < kill_after and proc.poll() is None and time.time() < deadline:
                 time.sleep(0.05)
             time.sleep(rng.uniform(0, 0.8))
         finally:  # never leave a run behind (a timeout would orphan it, writing into the folder)
@@ -64,7 +56,7 @@ def test_population_variants_twins_sigkill_then_resume_equals_uninterrupted(tmp_
     m = json.loads((out / "manifest.json").read_text())
     assert m["cache_hits"] >= kill_after and m["model_calls"] + m["cache_hits"] == ref_calls + ref["cache_hits"]
     # nothing asked twice: every distinct request is in the cache once, as many as the reference made
-    assert _cached(out / "cache.sqlite") == _cached(reference / "cache.sqlite") == ref_calls
+    assert cached_replies(out / "cache.sqlite") == cached_replies(reference / "cache.sqlite") == ref_calls
     for name, cols in (("decisions.parquet", ["variant", "agent_id", "attribute", "name", "persona", "decision",
                                                "p_target", "status", "raw_response"]),
                        ("twins.parquet", ["variant", "twin_set", "attribute", "name", "persona", "decision",

@@ -12,7 +12,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from louder.analysis import analyze
 from louder.analysis.population import logistic_regression, twin_flips
 from louder.cli import app
 from louder.config import build_config
@@ -134,7 +133,6 @@ class PronounModel:
 
     def score(self, request, prefix, choices):
         she = bool(re.search(r"\bshe\b", " ".join(c for _, c in request.messages), re.IGNORECASE))
-        import math
         return Reply(text=json.dumps({"logprobs": {choices[0]: 0.0 if she else -30.0,
                                                    choices[1]: -30.0 if she else 0.0}, "method": "test"}))
 

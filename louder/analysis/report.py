@@ -254,8 +254,8 @@ def _intersections(a: Analysis) -> str:
     drawn = 0
     for key, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
         if drawn >= MAX_HEATMAPS:
-            parts.append(_p(f"(further heat maps left out; every cell is in the table and "
-                            f"population_intersections.csv)"))
+            parts.append(_p("(further heat maps left out; every cell is in the table and "
+                            "population_intersections.csv)"))
             break
         fig = figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}),
                                            key[4], key[5], title=f"{' · '.join(key[:4])}\ntarget rate per "
