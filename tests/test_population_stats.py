@@ -52,6 +52,8 @@ def test_regression_statuses():
     sep = simulated(n=4000, rate=lambda a: (a["age_group"] == "65+").astype(float))
     r = logistic_regression(sep, GROUPS)
     assert r.status == "separation" and r.table.empty
+    # every row left out before the fit (the population tables drop separated attributes): a status, no crash
+    assert logistic_regression(d.iloc[:0], GROUPS).status == "no data"
 
 
 def test_group_dpd_null_and_effect():

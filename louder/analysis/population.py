@@ -145,14 +145,16 @@ def logistic_regression(decisions: pd.DataFrame, groups: list[str], level: float
 
     d = valid(decisions)
     empty = pd.DataFrame(columns=REGRESSION_COLUMNS)
-    refs = {g: d[g].value_counts().idxmax() for g in groups} if len(d) else {}
+    if d.empty:  # e.g. every attribute left out for separation before the fit
+        return Regression("no data", 0, empty)
+    if d["y"].nunique() < 2:
+        return Regression("no variation", len(d), empty)
+    refs = {g: d[g].value_counts().idxmax() for g in groups}
     cols, meta = [], []
     for g in groups:
         for a in sorted(set(d[g]) - {refs[g]}):
             cols.append((d[g] == a).astype(float).rename(f"{g}={a}"))
             meta.append((g, a, refs[g]))
-    if d["y"].nunique() < 2:
-        return Regression("no variation", len(d), empty)
     if len(d) < 10 * (len(cols) + 1):
         return Regression("too few data", len(d), empty)
     X = sm.add_constant(pd.concat(cols, axis=1) if cols else pd.DataFrame(index=d.index), has_constant="add")
