@@ -14,6 +14,12 @@ def _status_cells(g: pd.DataFrame) -> list[str]:
     return [str(int(counts.get(s, 0))) for s in STATUSES]
 
 
+def _rate_cell(g: pd.DataFrame) -> str:
+    """The target rate over ``g``'s valid answers, or – when none is valid."""
+    valid = g[g["status"] == "valid"]
+    return f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
+
+
 def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per attribute") -> Table:
     """One row per case × attribute: the target rate over valid answers and every status count."""
     table = Table(title=title)
@@ -21,9 +27,7 @@ def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per 
         table.add_column(col, justify="right" if col in ("rate", *STATUSES) else "left")
     keys = ["model", "condition", "scenario", "group", "attribute"]
     for idx, g in decisions.groupby(keys, sort=False):
-        valid = g[g["status"] == "valid"]
-        rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
-        table.add_row(*[str(x) for x in idx], rate, *_status_cells(g))
+        table.add_row(*[str(x) for x in idx], _rate_cell(g), *_status_cells(g))
     return table
 
 
@@ -123,7 +127,6 @@ def population_rates_table(decisions: pd.DataFrame, title: str = "Target-decisio
         table.add_column(col, justify="right" if col in ("rate", *STATUSES) else "left")
     for col in [c for c in decisions.columns if c.startswith("attr_")]:
         for idx, g in decisions.groupby(["model", "condition", "scenario", "variant", col], sort=False):
-            valid = g[g["status"] == "valid"]
-            rate = f"{valid['target'].astype(bool).mean():.2f}" if len(valid) else "–"
-            table.add_row(*[str(x) for x in idx[:4]], col.removeprefix("attr_"), str(idx[4]), rate, *_status_cells(g))
+            table.add_row(*[str(x) for x in idx[:4]], col.removeprefix("attr_"), str(idx[4]), _rate_cell(g),
+                          *_status_cells(g))
     return table

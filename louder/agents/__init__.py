@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 
 import mesa
 import numpy as np
@@ -63,17 +63,8 @@ class PersonaAgent(mesa.Agent):
         self.persona: Persona | None = None
         self.name: str | None = None
         self.persona_text: str | None = None
-        self.decision: str | None = None
-        self.target: bool | None = None
-        self.rationale: str | None = None
-        self.status: str | None = None
-        self.raw_response: str | None = None
-        self.attempts = 0
-        self.latency_s = 0.0
-        self.input_tokens: int | None = None
-        self.output_tokens: int | None = None
-        self.p_target: float | None = None
-        self.choice_mass: float | None = None
+        for f in fields(Decision):  # nothing decided yet: every decision column at its default, status None
+            setattr(self, f.name, None if f.default is MISSING else f.default)
 
     @property
     def key(self) -> str:

@@ -108,9 +108,7 @@ class TwinAgent(PersonaAgent):
     def key(self) -> str:
         return f"{self.source.key}|twin:{self.group_id}={self.attribute}"
 
-    @property
-    def demographic(self) -> str:
-        return agent_description(self.attributes, self.model.case.population.phrases, self.model.session.prompts)
+    demographic = PopulationAgent.demographic  # all of its attributes, the changed one included
 
     def write_persona(self) -> None:
         """Re-express the source's persona; a new name (model call, name-only prompt) when the group renames."""
