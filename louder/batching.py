@@ -19,9 +19,6 @@ from louder.llm.batch import ImportSummary, Recorder, batch_dir, export_stage, i
 from louder.llm.cache import ResponseCache
 from louder.llm.spec import parse_spec
 
-KINDS = ("simulation", "explicit", "association", "decision")
-
-
 def _check_models(config: ExperimentConfig) -> None:
     for m in config.models:
         _, backend, _, url = parse_spec(m.spec)
@@ -31,45 +28,20 @@ def _check_models(config: ExperimentConfig) -> None:
 
 
 def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
-    """Run ``kinds`` with recording clients: every answer the run still needs is written down, no
-    model is called, and no result file is written while anything is missing."""
-    from louder.probes.explicit import run_explicit
-    from louder.probes.bai_runner import run_test
-    from louder.simulation import run_experiment
-
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown:
-        raise LouderError(f"--kind {unknown[0]!r} is not one of {', '.join(KINDS)}")
-    _check_models(config)
-    recorder = Recorder()
-    for kind in kinds:
-        if kind == "simulation" and config.mode == "archetype":
-            from louder.simulation.archetype_run import run_archetype
-
-            run_archetype(config, out, recorder=recorder)  # every prompt is known up front: one stage
-        elif kind == "simulation" and config.network is not None:
-            _record_network(config, out, recorder)
-        elif kind == "simulation" and config.population is not None:  # a population run (issue 11)
-            from louder.simulation.population_run import population_task
-            from louder.task import execute
-
-            execute(population_task(config), config, out, recorder=recorder)
-        elif kind == "simulation":
-            run_experiment(config, out, recorder=recorder)
-        elif kind == "explicit":
-            run_explicit(config, out, recorder=recorder)
-        else:
-            run_test(config, kind, out, recorder=recorder)
-    return recorder
-
-
-def _record_network(config: ExperimentConfig, out: Path, recorder: Recorder) -> None:
-    """A network run: each stage records what the next step needs (personas, round 0, then one round
-    of influence per stage, since round r's prompts quote round r − 1's answers)."""
-    from louder.simulation.network_run import network_task
+    """Run ``kinds`` (``louder.kinds`` names; ``simulation`` = whatever ``louder run`` runs with this
+    config) with recording clients: every answer the run still needs is written down, no model is
+    called, and no result file is written while anything is missing. A network run records one step
+    per stage (personas, round 0, then one round of influence, since round r's prompts quote round
+    r − 1's answers); an archetype run knows every prompt up front: one stage."""
+    from louder import kinds as registry
     from louder.task import execute
 
-    execute(network_task(config), config, out, recorder=recorder)
+    resolved = [registry.resolve(k, config) for k in kinds]
+    _check_models(config)
+    recorder = Recorder()
+    for kind in resolved:
+        execute(kind.build(config), config, out, recorder=recorder)
+    return recorder
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from louder.cli_tables import (  # noqa: F401
-    cases_table, dry_run_table, explicit_table, population_rates_table, power_note, rates_table, rounds_table,
-    test_table)
+from louder.cli_tables import cases_table, dry_run_table, power_note
 from louder.errors import LouderError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -54,78 +52,26 @@ def _with_progress(label: str, work):
         return work(on_progress)
 
 
-def _dry_run(config, kind: str) -> None:
-    from louder.estimate import estimate
+def _dry_run(config, kind) -> None:
+    """Price ``kind``'s plan for ``config`` (louder/cost.py); no model is called."""
+    from louder.cost import price
 
-    console.print(dry_run_table(estimate(config, kind=kind)))
+    console.print(dry_run_table(price(kind.build(config).calls, config)))
     console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
                   "per token.[/]")
 
 
-def _run_archetype(config, out: Path, retry_errors: bool) -> None:
-    """``mode: archetype`` (louder.simulation.archetype_run): calls per archetype, draws per agent."""
-    from louder.simulation.archetype_run import run_archetype
-
-    result = _with_progress("archetype calls (cell × bucket × replicate)", lambda on_progress: run_archetype(
-        config, out, retry_errors=retry_errors, on_progress=on_progress))
-    m = result.manifest
-    console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows: {m['population']['n']} agents × "
-                  f"{m['network']['rounds'] + 1} rounds × {len(config.groups)} groups × {len(config.scenarios)} "
-                  f"scenarios), archetypes.parquet ({m['rows']['archetype_calls']} calls), manifest.json")
-    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
-    console.print(f"status counts: calls {m['status_counts']['archetype_calls']}, "
-                  f"agent decisions {m['status_counts']['decisions']}")
-
-
-def _run(config, out: Path, retry_errors: bool) -> None:
-    from louder.simulation import run_experiment
-
-    result = _with_progress("agents (persona + decision)", lambda on_progress: run_experiment(
-        config, out, retry_errors=retry_errors, on_progress=on_progress))
-    console.print(rates_table(result.decisions))
-    m = result.manifest
-    console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows), personas.parquet, manifest.json")
-    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
-    console.print(f"status counts: {m['status_counts']['decisions']}")
-
-
-def _run_network(config, out: Path, retry_errors: bool) -> None:
-    """A network run (agents mode): round 0 and R rounds of influence, the control beside."""
-    from louder.simulation.network_run import network_task
+def _execute(kind, config, out: Path, retry_errors: bool, **options):
+    """Run ``kind`` with ``config`` into ``out`` under a progress bar (louder.api.run), then print what
+    the kind shows of its result. Returns the ``Run``."""
+    from louder.api import Run
     from louder.task import execute
 
-    result = _with_progress(f"agents × rounds 0..{config.rounds}", lambda on_progress: execute(
-        network_task(config), config, out, retry_errors, on_progress))
-    console.print(rounds_table(result.tables["decisions.parquet"], result.tables["control.parquet"]))
-    m = result.manifest
-    console.print(f"wrote {out}/decisions.parquet ({m['rows']['decisions']} rows: agents × rounds), personas.parquet, "
-                  f"network.parquet ({m['rows']['network']} edges over the cases), control.parquet "
-                  f"({m['network']['control']['rule']}), manifest.json")
-    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
-    console.print(f"status counts: {m['status_counts']['decisions']}")
-
-
-def _is_population_run(config) -> bool:
-    """A population run: `population:` set, agents deciding alone (network and archetype runs are theirs)."""
-    return config.population is not None and config.network is None and config.mode == "agents"
-
-
-def _run_population(config, out: Path, retry_errors: bool) -> None:
-    from louder.simulation.population_run import population_task
-    from louder.task import execute
-
-    result = _with_progress("agents (persona + decision" + (", twins)" if config.twins else ")"),
-                            lambda on_progress: execute(population_task(config), config, out, retry_errors,
-                                                        on_progress))
-    m = result.manifest
-    p = m["population"]
-    console.print(population_rates_table(result.tables["decisions.parquet"]))
-    console.print(f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
-                  f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})")
-    files = ", ".join(result.tables)
-    console.print(f"wrote {out}/: {files}, manifest.json ({m['rows']['decisions']} decisions)")
-    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
-    console.print(f"status counts: {m['status_counts']}")
+    task = kind.build(config, **options)
+    result = _with_progress(kind.label, lambda on_progress: execute(task, config, out, retry_errors, on_progress))
+    for part in kind.show(result):
+        console.print(part, highlight=False)
+    return Run(out, result)
 
 
 @app.command()
@@ -158,8 +104,9 @@ def run(
     twin_group: Optional[list[str]] = typer.Option(None, "--twin-group", help="with --twins: only this group of "
                                                    "the population gets twins, repeatable"),
 ) -> None:
-    """Run (or resume) a simulation experiment: a population run with --population, on a social network
-    when the config has `network:`, archetype mode with `mode: archetype`."""
+    """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
+    when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
+    from louder import kinds
     from louder.config import load_config
 
     overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
@@ -168,17 +115,10 @@ def run(
                      twin_groups=twin_group or None)
     try:
         cfg = load_config(config, overrides)
-        if _is_population_run(cfg):
-            return _dry_run(cfg, "population") if dry_run else _run_population(cfg, out, retry_errors)
-        if cfg.network is not None and cfg.mode == "agents":
-            if dry_run:
-                return _dry_run(cfg, "network")
-            return _run_network(cfg, out, retry_errors)
+        kind = kinds.for_config(cfg)
         if dry_run:
-            return _dry_run(cfg, "simulation")
-        if cfg.mode == "archetype":
-            return _run_archetype(cfg, out, retry_errors)
-        _run(cfg, out, retry_errors)
+            return _dry_run(cfg, kind)
+        _execute(kind, cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
 
@@ -190,6 +130,7 @@ def demo(
 ) -> None:
     """A small real experiment on the embedded model, with explicit probes, analysis and report
     (about two minutes on 2 CPU cores)."""
+    from louder import kinds
     from louder.analysis import analyze as run_analysis
     from louder.analysis.report import write_report
     from louder.config import build_config
@@ -202,8 +143,8 @@ def demo(
         cfg = build_config(dict(models=["embedded"], scenarios=["emergency_response", "career_path_selection"],
                                 groups=["gender_identity"], agents=agents,
                                 probe_trials=6), where="demo")
-        _run(cfg, out, retry_errors=False)
-        _probe(cfg, out, retry_errors=False)
+        _execute(kinds.get("simulation"), cfg, out, retry_errors=False)
+        _execute(kinds.get("explicit"), cfg, out, retry_errors=False)
         a = run_analysis(out)
         console.print(cases_table(a.tables["cases"]))
         if note := power_note(a.tables["cases"]):
@@ -254,10 +195,12 @@ def plan(
         console.print(f"{cases} cases × {attributes} attributes × {n} agents = {cases * attributes * n:,} agents "
                       f"(~{2 * cases * attributes * n:,} model calls: persona + decision)")
         if config is not None or model:
+            from louder import kinds
             from louder.config import load_config
 
             console.print(f"the config's own design (its scenarios, groups, conditions) at {n} agents per attribute:")
-            _dry_run(load_config(config, dict(models=model or None, agents=n)), "simulation")
+            cfg = load_config(config, dict(models=model or None, agents=n))
+            _dry_run(cfg, kinds.for_config(cfg))
     except LouderError as e:
         fail(str(e))
 
@@ -284,46 +227,28 @@ def probe_explicit(
     dry_run: DryRunOpt = False,
 ) -> None:
     """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
-    from louder.config import load_config
-
     overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, probe_trials=trials,
                      seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
     try:
-        cfg = load_config(config, overrides)
-        if dry_run:
-            return _dry_run(cfg, "explicit")
-        _probe(cfg, out, retry_errors)
+        _probe("explicit", config, out, overrides, retry_errors, dry_run)
     except LouderError as e:
         fail(str(e))
 
 
-def _probe(config, out: Path, retry_errors: bool) -> None:
-    from louder.probes.explicit import run_explicit
-
-    probes, m = _with_progress("explicit probes", lambda on_progress: run_explicit(
-        config, out, retry_errors=retry_errors, on_progress=on_progress))
-    console.print(explicit_table(probes))
-    console.print(f"wrote {out}/probes.parquet ({len(probes)} rows), probes_manifest.json")
-    console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
-    console.print(f"status counts: {m['status_counts']['probes']}")
-
-
-def _sibling(test: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool,
-             generate: int = 0, generator: Optional[str] = None) -> None:
+def _probe(name: str, config, out: Optional[Path], overrides: dict, retry_errors: bool, dry_run: bool,
+           generate: int = 0, generator: Optional[str] = None) -> None:
+    """`louder probe NAME`: the probe kind ``name`` (louder/kinds.py) with the config and flags."""
+    from louder import kinds
     from louder.config import load_config
-    from louder.probes.bai_runner import FILES, run_test
 
     cfg = load_config(config, overrides)
+    kind = kinds.get(name)
     if dry_run:
-        return _dry_run(cfg, test)
+        return _dry_run(cfg, kind)
     if out is None:
         fail("--out is required (the run folder to write to)")
-    generated = _generate(cfg, config, overrides, out, generate, generator) if generate else None
-    df, m = _with_progress(f"{test} test", lambda on_progress: run_test(
-        cfg, test, out, retry_errors=retry_errors, on_progress=on_progress, generated=generated))
-    console.print(test_table(df, test))
-    console.print(f"wrote {out}/{FILES[test]} ({len(df)} rows), {test}_manifest.json; "
-                  f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}")
+    options = {"generated": _generate(cfg, config, overrides, out, generate, generator)} if generate else {}
+    _execute(kind, cfg, out, retry_errors, **options)
 
 
 def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Optional[str]) -> dict:
@@ -369,7 +294,7 @@ def probe_association(
     try:
         if rescore is not None:
             return _rescore(rescore, stereotype, text_column, variation)
-        _sibling("association", config, out, dict(
+        _probe("association", config, out, dict(
             models=model or None, stereotypes=stereotype or None, association_trials=trials,
             association_variations=variation or None, egalitarian=egalitarian, seed=seed, concurrency=concurrency),
             retry_errors, dry_run)
@@ -458,7 +383,7 @@ def probe_decision(
 ) -> None:
     """LLM Relative Decision Test (Bai et al.): writes decision_test.parquet."""
     try:
-        _sibling("decision", config, out, dict(
+        _probe("decision", config, out, dict(
             models=model or None, stereotypes=stereotype or None, decision_trials=trials, decision_variant=variation,
             decision_extraction=extraction, egalitarian=egalitarian, seed=seed, concurrency=concurrency),
             retry_errors, dry_run, generate, generator)
@@ -584,6 +509,22 @@ def backends() -> None:
         table.add_row(p, " | ".join(info.forms), "yes" if info.can_score else "no",
                       "here" if info.local else "remote", str(info.concurrency or "config"),
                       f"${info.needs_key}" if info.needs_key else "–")
+    console.print(table)
+
+
+@app.command("kinds")
+def kinds_cmd() -> None:
+    """The kinds of run louder knows (the registry, louder/kinds.py): how each starts and what it writes."""
+    from louder import kinds
+
+    table = Table(title="Kinds of run")
+    for col in ("kind", "started by", "writes", "what it does"):
+        table.add_column(col)
+    for name in kinds.names():
+        k = kinds.get(name)
+        start = "louder run (" + ("the default" if k.recognise is None else "recognised from the config") + ")" \
+            if k.command == "run" else f"louder {k.command}"
+        table.add_row(k.name, start, ", ".join(k.files), k.summary)
     console.print(table)
 
 

@@ -25,7 +25,8 @@ ScenarioOpt = Annotated[Optional[list[str]], typer.Option("--scenario", "-s", he
 GroupOpt = Annotated[Optional[list[str]], typer.Option("--group", "-g", help="group id or YAML, repeatable")]
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="root seed")]
 KindOpt = Annotated[Optional[list[str]], typer.Option(
-    "--kind", "-k", help="simulation (default) | explicit | association | decision, repeatable")]
+    "--kind", "-k", help="simulation (default: what `louder run` runs with the config) or a probe kind "
+    "(`louder kinds` lists them), repeatable")]
 
 
 def _fail(message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
-from louder.types import STATUSES
+from louder.types import CASE_KEYS, STATUSES
 
 
 def _status_cells(g: pd.DataFrame) -> list[str]:
@@ -25,7 +25,7 @@ def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per 
     table = Table(title=title)
     for col in ("model", "condition", "scenario", "group", "attribute", "rate", *STATUSES):
         table.add_column(col, justify="right" if col in ("rate", *STATUSES) else "left")
-    keys = ["model", "condition", "scenario", "group", "attribute"]
+    keys = CASE_KEYS + ["attribute"]
     for idx, g in decisions.groupby(keys, sort=False):
         table.add_row(*[str(x) for x in idx], _rate_cell(g), *_status_cells(g))
     return table
@@ -103,7 +103,7 @@ def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None) -
     table = Table(title="Rounds of influence: target rate per attribute (LLM | control)")
     for col in ("case", "round", "LLM rates", "DPD", "control rates", "DPD ctl", *STATUSES):
         table.add_column(col, justify="left" if col in ("case", "LLM rates", "control rates") else "right")
-    keys = ["model", "condition", "scenario", "group"]
+    keys = CASE_KEYS
 
     def rates(g: pd.DataFrame) -> tuple[str, str]:
         valid = g[g["status"] == "valid"]
@@ -130,3 +130,48 @@ def population_rates_table(decisions: pd.DataFrame, title: str = "Target-decisio
             table.add_row(*[str(x) for x in idx[:4]], col.removeprefix("attr_"), str(idx[4]), _rate_cell(g),
                           *_status_cells(g))
     return table
+
+
+# --- what `louder run` / `louder probe …` print after a run (each kind names its own, louder/kinds.py) ---
+
+def _footer(result, main: str = "decisions") -> list[str]:
+    m = result.manifest
+    files = ", ".join(f"{name} ({len(df):,} rows)" for name, df in result.tables.items())
+    return [f"wrote {result.out}/: {files}, {result.manifest_file}",
+            f"model_calls: {m['model_calls']} (planned for a cold run: {m['planned_calls']})  cache_hits: "
+            f"{m['cache_hits']}  wall_time_s: {m['wall_time_s']}",
+            f"status counts: {m['status_counts'].get(main, m['status_counts'])}"]
+
+
+def simulation_console(result) -> list:
+    return [rates_table(result.tables["decisions.parquet"]), *_footer(result)]
+
+
+def network_console(result) -> list:
+    return [rounds_table(result.tables["decisions.parquet"], result.tables["control.parquet"]), *_footer(result)]
+
+
+def population_console(result) -> list:
+    p = result.manifest["population"]
+    return [population_rates_table(result.tables["decisions.parquet"]),
+            f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
+            f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})", *_footer(result)]
+
+
+def archetype_console(result) -> list:
+    m = result.manifest
+    return [f"{m['population']['n']:,} agents × {m['network']['rounds'] + 1} rounds from "
+            f"{m['rows']['archetype_calls']:,} archetype calls (status {m['status_counts']['archetype_calls']})",
+            *_footer(result)]
+
+
+def explicit_console(result) -> list:
+    return [explicit_table(result.tables["probes.parquet"]), *_footer(result, "probes")]
+
+
+def association_console(result) -> list:
+    return [test_table(result.tables["association.parquet"], "association"), *_footer(result, "association")]
+
+
+def decision_console(result) -> list:
+    return [test_table(result.tables["decision_test.parquet"], "decision"), *_footer(result, "decision_test")]

@@ -279,10 +279,17 @@ def build_config(data: dict, where: str = "config") -> ExperimentConfig:
         raise LouderError(f"{where}: {e}") from None
 
 
-def load_config(path: str | Path | None, overrides: dict | None = None) -> ExperimentConfig:
-    """Read a YAML config (or none: defaults) and apply CLI ``overrides`` on top."""
+def load_config(path: str | Path | dict | ExperimentConfig | None, overrides: dict | None = None) -> ExperimentConfig:
+    """Read a YAML config (or none: defaults) and apply CLI ``overrides`` on top. ``path`` may also be
+    a dict in the YAML's shape (sections or flat fields) or an ``ExperimentConfig``, as the Python API
+    takes them."""
     data: dict = {}
-    if path is not None:
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if isinstance(path, ExperimentConfig):  # validated already: only the overrides are new
+        return build_config({**path.model_dump(exclude_unset=True), **overrides}) if overrides else path
+    if isinstance(path, dict):
+        data, path = dict(path), None
+    elif path is not None:
         p = Path(path)
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
@@ -297,5 +304,5 @@ def load_config(path: str | Path | None, overrides: dict | None = None) -> Exper
     if old:
         warnings.warn(f"{where}: flat keys are deprecated and will stop working in the next release; move "
                       + ", ".join(f"{k} → {MOVED[k]}" for k in old), FutureWarning, stacklevel=2)
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    data.update(overrides)
     return build_config(data, where=where)

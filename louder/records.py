@@ -1,7 +1,6 @@
 """The run context every kind of run opens: output folder, run id, cache, prompts, one session per model.
 
-Status counting lives in ``louder.status`` and the manifest fields in ``louder.manifest``; their
-names stay importable from here for one release."""
+Status counting lives in ``louder.status`` and the manifest fields in ``louder.manifest``."""
 
 from __future__ import annotations
 
@@ -19,10 +18,9 @@ from louder.llm.limits import rate_limited
 from louder.llm.preflight import negotiate
 from louder.llm.registry import backend_info
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
-from louder.manifest import call_counts, model_identities, package_versions  # noqa: F401 (re-export)
+from louder.manifest import call_counts, model_identities, package_versions
 from louder.prompts import Prompts
 from louder.session import ModelSession
-from louder.status import status_by, status_counts  # noqa: F401 (re-export)
 
 
 def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts, retry_errors: bool,
@@ -88,6 +86,7 @@ class RunContext:
         self.cache = ResponseCache(config.cache or self.out / "cache.sqlite")
         self.prompts = Prompts()
         self.retry_errors = retry_errors
+        self.planned_calls = planned_calls  # model calls of a cold run, from the task's plan
         # Batch export: calls are recorded, not made; a run that still waits for answers writes nothing.
         self.recorder = recorder
         self._remote_counts: dict[str, float] = {}  # calls made by workers of other processes (Ray)
@@ -125,6 +124,7 @@ class RunContext:
             "started_at": self.started_at,
             "finished_at": datetime.now(timezone.utc).isoformat(),
             "wall_time_s": round(time.perf_counter() - self.start, 3),
+            "planned_calls": self.planned_calls,
             **self.counts(),
             "seed": self.config.seed,
             "config": self.config.model_dump(mode="json"),

@@ -1,4 +1,5 @@
-"""Status counting: how many answers of a table are valid / invalid / refused / error.
+"""Status counting: how many answers of a table are valid / invalid / refused / error, and the
+manifest's status block that every kind of run writes.
 
 Pure pandas, so the analysis can count statuses without importing the model stack."""
 
@@ -14,6 +15,11 @@ def status_counts(df: pd.DataFrame) -> dict:
     return {s: int(counts.get(s, 0)) for s in STATUSES}
 
 
+def _plain(v):
+    """numpy scalars as Python values, so the manifest's JSON keeps numbers as numbers."""
+    return v.item() if hasattr(v, "item") else v
+
+
 def status_by(df: pd.DataFrame, keys: list[str]) -> list[dict]:
     """One record per ``keys`` combination with the count of every status (zeros included)."""
     if df.empty:
@@ -21,7 +27,22 @@ def status_by(df: pd.DataFrame, keys: list[str]) -> list[dict]:
     table = df.groupby(keys + ["status"]).size().unstack("status", fill_value=0)
     rows = []
     for idx, r in table.iterrows():
-        row = dict(zip(keys, idx if isinstance(idx, tuple) else (idx,)))
+        row = {k: _plain(v) for k, v in zip(keys, idx if isinstance(idx, tuple) else (idx,))}
         row.update({s: int(r.get(s, 0)) for s in STATUSES})
         rows.append(row)
     return rows
+
+
+def status_block(tables: dict[str, pd.DataFrame], by: list[str], main: str = "decisions",
+                 by_name: str = "status_by_attribute", mass: str | None = None) -> dict:
+    """The manifest fields every run writes about its answers: ``rows`` and ``status_counts`` of
+    each table (that holds answers), ``low_mass_rows`` (score mode: rows of ``mass``, default ``main``,
+    whose offered choices got under 0.99 of the probability) and ``main``'s status counts per ``by``
+    combination (``by_name``)."""
+    d, m = tables[main], tables[mass or main]
+    out = dict(rows={k: len(v) for k, v in tables.items()},
+               status_counts={k: status_counts(v) for k, v in tables.items() if "status" in v.columns})
+    if "choice_mass" in m.columns:
+        out["low_mass_rows"] = int((m["choice_mass"] < 0.99).sum())
+    out[by_name] = status_by(d, [k for k in by if k in d.columns])
+    return out

@@ -1,9 +1,10 @@
 """One skeleton for every kind of run: plan → context → run all items → tables → write → manifest.
 
-A ``Task`` says what differs between the simulation, the explicit probes and the two Bai tests:
-the planned items, how many model answers (progress units) each yields, how to run one item in a
-``RunContext``, and how to turn the items' results into the output tables and manifest fields.
-``execute`` does the rest the same way for all of them.
+A ``Task`` says what differs between the kinds of run (``louder.kinds``): the planned items — each
+with its progress units and the model calls a cold run makes for it (``Calls``: what
+``--dry-run`` counts and prices, and what the manifest records as ``planned_calls``) — how to run
+one item in a ``RunContext``, and how to turn the items' results into the output tables and
+manifest fields. ``execute`` does the rest the same way for all of them.
 """
 
 from __future__ import annotations
@@ -24,17 +25,48 @@ Progress = Callable[[int, str], None]
 
 
 @dataclass(frozen=True)
+class Calls:
+    """``n`` model calls of one shape in a plan: ``model``'s calls that send about ``prompt`` and
+    answer up to ``max_tokens`` tokens (typically the ``output`` entry of louder/data/estimates.yaml).
+    The prompt stands for the shape (a stand-in persona where a written one will go); the estimate
+    counts its tokens, the run counts ``n``."""
+
+    model: str
+    n: int
+    prompt: str
+    output: str
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Item:
+    """One unit of work of a task: its ``key`` (what ``run_item`` gets), its progress units (answers)
+    and the model calls a cold run makes for it."""
+
+    key: Any
+    size: int
+    calls: tuple[Calls, ...] = ()
+
+
+@dataclass(frozen=True)
 class Task:
     kind: str  # the manifest's louder_kind
-    items: list  # what to run, in run order
-    size: Callable[[Any], int]  # progress units (answers) of one item
-    run_item: Callable[[RunContext, Any, Callable[[], None] | None], Any]
+    items: list[Item]  # what to run, in run order: the plan
+    run_item: Callable[[RunContext, Any, Callable[[], None] | None], Any]  # (context, item key, tick)
     # results of all items (in order) → ({file name: table}, extra manifest fields)
     tables: Callable[[RunContext, list], tuple[dict[str, pd.DataFrame], dict]]
     manifest_file: str
-    planned_calls: int | None = None  # model calls of a cold run (the fail-fast window is a share of it)
     # runs every item elsewhere (executor: ray) and returns their results in order; default: threads here
     run_items: Callable[[RunContext, list, Callable[[], None] | None], list] | None = None
+
+    @property
+    def calls(self) -> list[Calls]:
+        return [c for item in self.items for c in item.calls]
+
+    @property
+    def planned_calls(self) -> int:
+        """Model calls of a cold run (no answer cached yet, every persona valid, nothing re-asked)."""
+        return sum(c.n for c in self.calls)
 
 
 @dataclass(frozen=True)
@@ -42,6 +74,7 @@ class TaskResult:
     out: Path
     tables: dict[str, pd.DataFrame]
     manifest: dict
+    manifest_file: str = "manifest.json"
 
 
 def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,
@@ -51,18 +84,19 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
 
     With a ``recorder`` (batch export) no model is called: the requests that miss the cache are
     recorded, and while any is missing nothing is written and None is returned."""
-    total = sum(task.size(item) for item in task.items)
+    total = sum(item.size for item in task.items)
     if on_progress:
         on_progress(total, "start")
     tick = (lambda: on_progress(0, "")) if on_progress else None
-    with RunContext(config, out_dir, retry_errors, planned_calls=task.planned_calls, recorder=recorder) as ctx:
+    keys = [item.key for item in task.items]
+    planned = task.planned_calls
+    with RunContext(config, out_dir, retry_errors, planned_calls=planned, recorder=recorder) as ctx:
         if task.run_items is not None:
-            results = task.run_items(ctx, task.items, tick)
+            results = task.run_items(ctx, keys, tick)
         else:
             # Items run side by side so small ones never leave call slots idle; the global in-flight
             # cap still holds, since every call passes the shared semaphore of the clients.
-            results = run_all([lambda i=i: task.run_item(ctx, i, tick) for i in task.items], config.concurrency,
-                              total)
+            results = run_all([lambda k=k: task.run_item(ctx, k, tick) for k in keys], config.concurrency, total)
     if ctx.deferred:
         return None
     tables, fields = task.tables(ctx, results)
@@ -70,4 +104,4 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
         write_parquet(df, ctx.out / name)
     manifest = ctx.manifest(task.kind, **fields)
     write_json(manifest, ctx.out / task.manifest_file)
-    return TaskResult(ctx.out, tables, manifest)
+    return TaskResult(ctx.out, tables, manifest, task.manifest_file)

@@ -1,26 +1,31 @@
-"""The shared vocabulary of louder: the model call and its answer, the answer statuses, and the
-columns of every Parquet file a run writes. Import these names from here.
+"""The shared vocabulary of louder: the model call and its answer, the answer statuses, the case
+keys, and the columns and dtypes of every Parquet file a run writes. Import these names from here.
 
 ``Request``/``Reply``/``STATUSES`` are defined in the model layer (``louder.llm``), which must not
 import anything above it; this module re-exports them next to the output contracts."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from louder.llm.answers import STATUSES
 from louder.llm.base import Reply, Request
 
-__all__ = ["Request", "Reply", "STATUSES", "DECISION_COLUMNS", "PERSONA_COLUMNS", "PROBE_COLUMNS", "TWIN_COLUMNS",
-           "FILES"]
+__all__ = ["Request", "Reply", "STATUSES", "CASE_KEYS", "DECISION_COLUMNS", "PERSONA_COLUMNS", "PROBE_COLUMNS",
+           "TWIN_COLUMNS", "NETWORK_COLUMNS", "DTYPES", "typed"]
+
+# A case of the analysis: one DPD is computed per case (model × condition × scenario × group).
+CASE_KEYS = ["model", "condition", "scenario", "group"]
 
 # decisions.parquet: one row per agent decision of the simulation.
 DECISION_COLUMNS = [
-    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
+    "run_id", *CASE_KEYS, "attribute", "agent_id", "replicate", "name", "persona",
     "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
     "input_tokens", "output_tokens", "choice_mass",
 ]
 # personas.parquet: one row per generated persona (and its prompt) of the simulation.
 PERSONA_COLUMNS = [
-    "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
+    "run_id", *CASE_KEYS, "attribute", "agent_id", "replicate", "name", "persona",
     "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
 ]
 # probes.parquet: one row per explicit-probe answer.
@@ -35,6 +40,22 @@ TWIN_COLUMNS = [
     "source_attribute", "original", "name", "persona", "decision", "target", "p_target", "status", "twin_status",
     "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "choice_mass",
 ]
-# The file each kind of run writes into the run folder.
-FILES = {"simulation": "decisions.parquet", "explicit": "probes.parquet", "association": "association.parquet",
-         "decision": "decision_test.parquet"}
+# decisions.parquet of a network run: DECISION_COLUMNS, then these.
+NETWORK_COLUMNS = ["round", "node", "neighbours", "neighbours_valid", "neighbour_share", "changed"]
+
+# The one dtype of every column a run writes (nullable where rows can be null), so every run's
+# Parquet schema is the same whatever its rows hold.
+DTYPES = {
+    "agent_id": "int64", "replicate": "int64", "target": "boolean", "p_target": "Float64", "attempts": "int64",
+    "latency_s": "float64", "choice_mass": "Float64", "input_tokens": "Int64", "output_tokens": "Int64",
+    "name": "string", "persona": "string", "decision": "string", "rationale": "string", "raw_response": "string",
+    "status": "string", "variant": "string", "cell_id": "int64", "weight": "float64", "twin_status": "string",
+    "original": "bool", "round": "int64", "node": "int64", "neighbours": "int64", "neighbours_valid": "Int64",
+    "neighbour_share": "Float64", "changed": "boolean", "trial": "int64", "answer": "string", "prompt": "string",
+}
+
+
+def typed(df: pd.DataFrame, **extra: str) -> pd.DataFrame:
+    """``df`` with ``DTYPES`` (and ``extra`` column → dtype) applied to the columns it has."""
+    types = {**DTYPES, **extra}
+    return df.astype({c: t for c, t in types.items() if c in df.columns})

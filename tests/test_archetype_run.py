@@ -11,7 +11,7 @@ import pytest
 
 from louder.config import build_config
 from louder.errors import LouderError
-from louder.estimate import count_calls as estimate_calls
+from louder.kinds import count_calls as estimate_calls
 from louder.llm.base import Reply
 from louder.llm.cache import ResponseCache
 from louder.llm.fake import FakeModel

@@ -316,7 +316,7 @@ def test_dry_run_of_the_bai_tests_counts_calls_and_prices_them(fake_server, tmp_
                               stereotypes=["racism", "weapon", "guilt"],
                               association_trials=5, association_variations=["replication", "synonym"],
                               decision_trials=4))
-    from louder.estimate import count_calls
+    from louder.kinds import count_calls
 
     assert count_calls(calls, test) == expected
     assert f"{expected // 2:,}" in r.output and "local: free" in r.output and "USD per 1M tokens" in r.output

@@ -77,7 +77,7 @@ def test_registering_a_backend_makes_its_spec_work_everywhere(tmp_path):
         assert parse_spec("echo:abc@http://127.0.0.1:1") == ("chat", "echo", "abc", "http://127.0.0.1:1")
         assert build_backend("echo:abc").identity() == {"backend": "echo", "model": "abc"}
         assert "echo:MODEL" in registry.spec_forms()
-        from louder.estimate import estimate
+        from louder import estimate
 
         assert estimate(build_config(dict(models=["echo:abc"], agents=1)))["price"][0] == "local: free"
         # declared capabilities are checked: echo cannot score

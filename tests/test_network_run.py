@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from louder import estimate
+from louder import kinds
 from louder.analysis import analyze
 from louder.analysis.network_tables import network_tables
 from louder.analysis.report import write_report
@@ -236,7 +236,7 @@ def test_interrupted_mid_round_resumes_exactly_and_rerun_calls_nothing(tmp_path)
     cfg = config(net, rounds=3, agents=3, concurrency=1)
     whole = run(cfg, tmp_path / "whole")
     total = whole.manifest["model_calls"]
-    assert total == 9 + 9 * 4 == estimate.count_calls(cfg, "network")
+    assert total == 9 + 9 * 4 == kinds.count_calls(cfg, "network")
     MODELS.clear()
     model = _build("", None, None)
     model.fail_after = 9 + 9 + 9 + 4  # names, round 0, round 1, and 4 calls into round 2

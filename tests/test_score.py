@@ -9,7 +9,7 @@ from louder.config import build_config
 from louder.errors import LouderError
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Reply
-from louder.llm.remote import first_token_logprobs
+from louder.llm.openai_wire import first_token_logprobs
 from louder.simulation import run_experiment
 
 

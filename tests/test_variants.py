@@ -9,7 +9,7 @@ import yaml
 from louder.analysis.population import variant_effects
 from louder.config import build_config
 from louder.errors import LouderError
-from louder.estimate import count_calls
+from louder.kinds import count_calls
 from louder.scenarios import BASE, load_scenario
 from louder.simulation import run_experiment
 from louder.types import DECISION_COLUMNS

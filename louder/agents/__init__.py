@@ -56,6 +56,7 @@ class PersonaAgent(mesa.Agent):
         # the case list never changes (or cache-misses) an existing agent's answers.
         self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
                                 attribute, replicate)
+        self.agent_id = self.unique_id
         self._blank()
 
     def _blank(self) -> None:
@@ -82,6 +83,15 @@ class PersonaAgent(mesa.Agent):
         self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
                                         "persona|" + self.key)
         self.name, self.persona_text = self.persona.name, self.persona.persona
+
+    def persona_row(self) -> dict:
+        """The agent's row of personas.parquet (without the run and case columns): its persona with
+        the persona's own status, prompt, raw answer and cost."""
+        p = self.persona
+        return dict(attribute=self.attribute, agent_id=self.agent_id, replicate=self.replicate, name=p.name,
+                    persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
+                    attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+                    input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens)
 
     def step(self) -> None:
         """Decide (Appendix C). An agent whose persona failed is accounted with that status."""

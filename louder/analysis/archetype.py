@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from louder.analysis.network import dpd_by_round, with_archetype_clusters
+from louder.types import CASE_KEYS
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def archetype_note(decisions: pd.DataFrame, B: int = 500, seed: int = 0) -> Arch
     """The note for the first case of an archetype run's decisions (None for any other run)."""
     if decisions is None or decisions.empty or not is_archetype(decisions):
         return None
-    keys = ["model", "condition", "scenario", "group"]
+    keys = CASE_KEYS
     first = decisions[keys].iloc[0]
     case = decisions[(decisions[keys] == first).all(axis=1) & (decisions["round"] == 0)]
     rows = with_archetype_clusters(case)

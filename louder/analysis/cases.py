@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import power, stats
-from louder.types import STATUSES
+from louder.types import CASE_KEYS, STATUSES
 
-CASE_KEYS = ["model", "condition", "scenario", "group"]
 CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "significant", "ci_low", "ci_high",
                 "n_valid", "n_invalid", "n_refused", "n_error", "rates",
                 # issue 14: probability DPD (score mode) and the minimum detectable DPD at 80 % power

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-CASE_KEYS = ["model", "condition", "scenario", "group"]
+from louder.types import CASE_KEYS
+
 RATE_COLUMNS = [*CASE_KEYS, "attribute", "choice", "n", "n_valid", "rate"]
 TEST_COLUMNS = [*CASE_KEYS, "chi2", "df", "p_independence", "independence_test"]
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from louder.analysis.network_figures import amplification_figure, rounds_rates_figure
 from louder.analysis.network_tables import case_keys, case_verdicts, is_archetype
-from louder.analysis.report import _p, _png, _section, _table
+from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
 from louder.analysis.run import Analysis
 
 RULES = {"majority": "majority (adopt the choice most valid neighbours made; keep one's own on a tie)",

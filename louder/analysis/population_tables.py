@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import population as P
-from louder.types import STATUSES
+from louder.types import CASE_KEYS, STATUSES
 
 POP_CASE = ["model", "condition", "scenario", "variant"]
 
@@ -143,7 +143,7 @@ def variant_tables(decisions: pd.DataFrame, B: int, seed: int) -> dict[str, pd.D
                 diff, lo, hi = P.variant_dpd_difference(d, col, base, v, B=B, seed=s)
                 dpds.append(dict(case, group=g, variant=v, base=base, dpd_difference=diff, ci_low=lo, ci_high=hi,
                                  verdict="widens" if lo > 0 else "narrows" if hi < 0 else "inconclusive"))
-    out_keys = ["model", "condition", "scenario", "group"]
+    out_keys = CASE_KEYS
     rt = pd.concat(rates, ignore_index=True)
     rt = rt[out_keys + [c for c in rt.columns if c not in out_keys]]
     rt[[c for c in rt.columns if c.startswith("n_") and c != "n_eff"]] = rt.filter(regex="^n_(?!eff)").fillna(0)

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-CASE_KEYS = ["model", "condition", "scenario", "group"]
+from louder.types import CASE_KEYS
+
 COLUMNS = [*CASE_KEYS, "dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from louder.analysis import stats
 from louder.datafiles import load_yaml_model
 
-KEYS = ["model", "condition", "scenario", "group"]
+from louder.types import CASE_KEYS as KEYS
 RATIONALE_COLUMNS = ["analysis", *KEYS, "attribute", "pattern", "paper", "n_rationales", "n_match", "share",
                      "word", "count", "delta", "z"]
 TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")

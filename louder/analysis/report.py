@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from louder.analysis import figures
+from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
 from louder.analysis.run import Analysis
 from louder.io import write_text
 from louder.status import status_by
@@ -27,34 +25,6 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.note{color:
 img{max-width:100%;border:1px solid #eee}pre{background:#f8f8f8;padding:1em;overflow:auto;font-size:11px}
 .sig{font-weight:bold;color:#c0392b}.scroll{max-height:480px;overflow:auto}
 """
-
-
-def _png(fig: Figure | None) -> str:
-    if fig is None:
-        return ""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="figure" src="data:image/png;base64,{data}">'
-
-
-def _table(df: pd.DataFrame, scroll: bool = False, digits: int = 3) -> str:
-    if df is None or df.empty:
-        return '<p class="note">(no rows)</p>'
-    out = df.copy()
-    for c in out.columns:
-        if pd.api.types.is_float_dtype(out[c]):
-            out[c] = out[c].map(lambda v: "–" if pd.isna(v) else f"{v:.{digits}f}")
-    body = out.to_html(index=False, escape=True, na_rep="–", border=0)
-    return f'<div class="scroll">{body}</div>' if scroll else body
-
-
-def _section(title: str, *parts: str) -> str:
-    return f"<h2>{html.escape(title)}</h2>\n" + "\n".join(p for p in parts if p)
-
-
-def _p(text: str) -> str:
-    return f'<p class="note">{text}</p>'
 
 
 def _accounting(a: Analysis) -> str:

@@ -111,7 +111,8 @@ def _network_split(run: Path, decisions: pd.DataFrame, missing: list[str]):
     if control is None:
         missing.append("network: no control.parquet — amplification over the no-LLM control cannot be computed; "
                        "re-run the same `louder run` command to write it")
-    return decisions, decisions[decisions["round"] == 0].reset_index(drop=True), control
+    # a policy variant reads as its own scenario in the control too, so each variant meets its own control
+    return decisions, decisions[decisions["round"] == 0].reset_index(drop=True), _variants_as_scenarios(control)
 
 
 def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,

@@ -8,6 +8,8 @@ carry the very same bodies, so a batched answer and a live one are interchangeab
 from __future__ import annotations
 
 import json
+import math
+import re
 
 from louder.llm.base import Reply, Request
 
@@ -69,8 +71,6 @@ def generation_reply(out: dict, chat: bool, latency_s: float = 0.0, attempts: in
 def score_reply(out: dict, prefix: str, choices: list[str], latency_s: float = 0.0, attempts: int = 1) -> Reply:
     """The score ``Reply`` (``{"logprobs": {choice: lp | null}, "method": "first_token"}``) of a
     chat.completion body requested with ``logprobs``; see ``first_token_logprobs``."""
-    from louder.llm.remote import first_token_logprobs
-
     try:
         tokens = out["choices"][0]["logprobs"]["content"] or []
     except (KeyError, IndexError, TypeError):
@@ -79,3 +79,32 @@ def score_reply(out: dict, prefix: str, choices: list[str], latency_s: float = 0
     tin, tout = _usage(out)
     return Reply(text=json.dumps({"logprobs": logprobs or {}, "method": "first_token"}), input_tokens=tin,
                  output_tokens=tout, latency_s=latency_s, attempts=attempts, finish_reason="score")
+
+
+def first_token_logprobs(tokens: list[dict], prefix: str, choices: list[str]) -> dict[str, float | None] | None:
+    """From OpenAI ``logprobs.content`` entries, log p of each choice at the token where the text
+    after ``prefix`` (whitespace-insensitive) begins. None when the answer has no such position."""
+    text = "".join(t.get("token", "") for t in tokens)
+    pattern = r"\s*".join(re.escape(part) for part in re.findall(r"\S+", prefix))
+    m = re.search(pattern + r"\s*", text)
+    if not m:
+        return None
+    value_start, offset = m.end(), 0
+    for t in tokens:
+        tok = t.get("token", "")
+        if offset + len(tok) > value_start:
+            lead = text[offset:value_start]  # part of this token that precedes the value
+            mass: dict[str, float] = {c: 0.0 for c in choices}
+            for alt in t.get("top_logprobs") or [{"token": tok, "logprob": t.get("logprob")}]:
+                a = alt.get("token", "")
+                if not a.startswith(lead) or alt.get("logprob") is None:
+                    continue
+                rest = a[len(lead):]
+                if not rest:
+                    continue
+                hits = [c for c in choices if c.startswith(rest) or rest.startswith(c)]
+                if len(hits) == 1:
+                    mass[hits[0]] += math.exp(alt["logprob"])
+            return {c: (math.log(p) if p > 0 else None) for c, p in mass.items()}
+        offset += len(tok)
+    return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 # spec prefix → module whose import registers it
-BUILTIN = {"embedded": "louder.llm.embedded", "openai": "louder.llm.remote", "ollama": "louder.llm.remote",
+BUILTIN = {"embedded": "louder.llm.embedded", "openai": "louder.llm.openai_backend", "ollama": "louder.llm.remote",
            "fake": "louder.llm.fake"}
 
 _REGISTRY: dict[str, BackendInfo] = {}

@@ -7,14 +7,13 @@ stores them. The identity used for cache keys and manifests holds the model name
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import threading
 import time
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
+from louder.llm.openai_wire import first_token_logprobs, response_format
 from louder.llm.registry import BackendInfo, register
 from louder.llm.retry import call_or_error, redact
 
@@ -115,8 +114,6 @@ class RemoteChatModel:
         return self._completion_client().invoke(request.prompt, options=opts)
 
     def _response_format(self, request: Request) -> dict:
-        from louder.llm.openai_wire import response_format
-
         return response_format(request, self.json_mode)
 
     def generate(self, request: Request) -> Reply:
@@ -170,52 +167,6 @@ class RemoteChatModel:
                      latency_s=time.perf_counter() - start, attempts=attempts, finish_reason="score")
 
 
-def first_token_logprobs(tokens: list[dict], prefix: str, choices: list[str]) -> dict[str, float | None] | None:
-    """From OpenAI ``logprobs.content`` entries, log p of each choice at the token where the text
-    after ``prefix`` (whitespace-insensitive) begins. None when the answer has no such position."""
-    text = "".join(t.get("token", "") for t in tokens)
-    pattern = r"\s*".join(re.escape(part) for part in re.findall(r"\S+", prefix))
-    m = re.search(pattern + r"\s*", text)
-    if not m:
-        return None
-    value_start, offset = m.end(), 0
-    for t in tokens:
-        tok = t.get("token", "")
-        if offset + len(tok) > value_start:
-            lead = text[offset:value_start]  # part of this token that precedes the value
-            mass: dict[str, float] = {c: 0.0 for c in choices}
-            for alt in t.get("top_logprobs") or [{"token": tok, "logprob": t.get("logprob")}]:
-                a = alt.get("token", "")
-                if not a.startswith(lead) or alt.get("logprob") is None:
-                    continue
-                rest = a[len(lead):]
-                if not rest:
-                    continue
-                hits = [c for c in choices if c.startswith(rest) or rest.startswith(c)]
-                if len(hits) == 1:
-                    mass[hits[0]] += math.exp(alt["logprob"])
-            return {c: (math.log(p) if p > 0 else None) for c, p in mass.items()}
-        offset += len(tok)
-    return None
-
-
-def _build_openai(model: str, url: str | None, cfg):
-    if url and "," in url:
-        from louder.llm.http import HTTPChatModel
-        from louder.llm.pool import EndpointPool
-
-        # Each replica tries once; the pool retries on the least busy replica that is not resting.
-        return EndpointPool([HTTPChatModel(model, u, timeout_s=cfg.timeout_s, max_attempts=1, json_mode=cfg.json_mode)
-                             for u in url.split(",")], max_attempts=cfg.max_attempts)
-    if cfg.client == "http":
-        from louder.llm.http import HTTPChatModel
-
-        return HTTPChatModel(model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
-                             json_mode=cfg.json_mode)
-    return RemoteChatModel("openai", model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
-                           json_mode=cfg.json_mode)
-
-
 def _build_ollama(model: str, url: str | None, cfg):
     if url and "," in url:
         raise LouderError(f"model spec ollama:{model}@{url}: several endpoints work for openai: specs only")
@@ -226,6 +177,4 @@ def _build_ollama(model: str, url: str | None, cfg):
                            json_mode=cfg.json_mode)
 
 
-register(BackendInfo("openai", _build_openai, forms=("openai:MODEL", "openai:MODEL@BASE_URL"), can_score=True,
-                     needs_key="OPENAI_API_KEY", priced=True))
 register(BackendInfo("ollama", _build_ollama, forms=("ollama:MODEL", "ollama:MODEL@BASE_URL")))

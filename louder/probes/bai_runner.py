@@ -9,14 +9,15 @@ from typing import Callable
 
 import pandas as pd
 
-from louder import estimate
 from louder.config import ExperimentConfig, part
-from louder.probes.association import association_rows
-from louder.probes.decision_test import decision_rows
+from louder.cost import numbers
+from louder.probes.association import association_rows, make_trial
+from louder.probes.decision_test import decision_rows, make_decision_trial
 from louder.probes.stimuli import get_stereotype, stereotypes
-from louder.status import status_by, status_counts
-from louder.task import Task, execute
-from louder.types import FILES
+from louder.status import status_block
+from louder.task import Calls, Item, Task, execute
+
+FILES = {"association": "association.parquet", "decision": "decision_test.parquet"}
 
 
 def selected(config: ExperimentConfig):
@@ -24,7 +25,18 @@ def selected(config: ExperimentConfig):
 
 
 def count_test_calls(config: ExperimentConfig, test: str) -> int:
-    return estimate.count_calls(config, test)
+    return test_task(config, test).planned_calls
+
+
+def _decision_calls(model: str, st, trials: int, own) -> tuple[Calls, ...]:
+    """Two calls per trial: the profiles and decision, then the follow-up (or judge) question, which
+    re-reads the conversation and the first answer."""
+    dt = make_decision_trial(st, 0, own.seed, own.variant, own.egalitarian)
+    first = "".join(text for _, text in dt.messages)
+    extra = (numbers()["typical_output_tokens"]["decision_test"] + numbers()["followup_prompt_tokens"])
+    again = first + "x" * (extra * numbers()["chars_per_token"])
+    return (Calls(model, trials, first, "decision_test", own.profiles.max_tokens),
+            Calls(model, trials, again, "followup", own.followup.max_tokens))
 
 
 def test_task(config: ExperimentConfig, test: str, generated: dict[str, list[dict]] | None = None) -> Task:
@@ -33,26 +45,28 @@ def test_task(config: ExperimentConfig, test: str, generated: dict[str, list[dic
     ``generated`` (stereotype → generated scenarios) adds their trials beside the seed's."""
     own = part(config, "association" if test == "association" else "decision_test")
     if test == "association":
-        plan = [(m.label, st, v) for m in own.models for st in selected(config) for v in own.variations]
-        size = lambda p: own.trials  # noqa: E731
+        items = [Item((m.label, st, v), own.trials,
+                      (Calls(m.label, own.trials, make_trial(st, v, 0, own.seed).prompt, "association",
+                             own.params.max_tokens),))
+                 for m in own.models for st in selected(config) for v in own.variations]
         run = lambda ctx, p, tick: association_rows(ctx.sessions[p[0]], p[1], p[2], own.trials, tick)  # noqa: E731
     else:
-        plan = [(m.label, st, g) for m in own.models for st in selected(config)
-                for g in [None, *(generated or {}).get(st.name, [])]]
-        size = lambda p: own.trials  # noqa: E731
+        items = [Item((m.label, st, g), own.trials, _decision_calls(m.label, st, own.trials, own))
+                 for m in own.models for st in selected(config) for g in [None, *(generated or {}).get(st.name, [])]]
         run = lambda ctx, p, tick: decision_rows(ctx.sessions[p[0]], p[1], own.trials, tick, p[2])  # noqa: E731
+    keys = [i.key for i in items]
 
     def tables(ctx, results):
-        df = pd.DataFrame([dict(r, model=p[0]) for p, rows in zip(plan, results) for r in rows])
+        df = pd.DataFrame([dict(r, model=p[0]) for p, rows in zip(keys, results) for r in rows])
         df.insert(0, "run_id", ctx.run_id)
         df["egalitarian"] = config.egalitarian
-        keys = ["model", "stereotype"] + (["variation"] if test == "association" else ["variant"])
-        return {FILES[test]: df}, dict(rows=len(df), status_counts=status_counts(df), status_by_case=status_by(df, keys),
-                                       source="Bai, Wang, Sucholutsky & Griffiths, arXiv 2402.04105; stimuli MIT "
-                                              "(louder/data/bai/LICENSE)")
+        by = ["model", "stereotype"] + (["variation"] if test == "association" else ["variant"])
+        name = FILES[test].removesuffix(".parquet")
+        fields = status_block({name: df}, by, main=name, by_name="status_by_case")
+        return {FILES[test]: df}, dict(fields, source="Bai, Wang, Sucholutsky & Griffiths, arXiv 2402.04105; "
+                                                       "stimuli MIT (louder/data/bai/LICENSE)")
 
-    return Task(f"{test}_test", plan, size, run, tables, f"{test}_manifest.json",
-                planned_calls=count_test_calls(config, test))
+    return Task(test, items, run, tables, f"{test}_manifest.json")
 
 
 def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_errors: bool = False,
@@ -60,3 +74,11 @@ def run_test(config: ExperimentConfig, test: str, out_dir: str | Path, retry_err
              recorder=None) -> tuple[pd.DataFrame, dict] | None:
     r = execute(test_task(config, test, generated), config, out_dir, retry_errors, on_progress, recorder)
     return None if r is None else (r.tables[FILES[test]], r.manifest)
+
+
+def association_task(config: ExperimentConfig) -> Task:
+    return test_task(config, "association")
+
+
+def decision_task(config: ExperimentConfig, generated: dict[str, list[dict]] | None = None) -> Task:
+    return test_task(config, "decision", generated)

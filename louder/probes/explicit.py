@@ -15,15 +15,16 @@ from typing import Callable
 import pandas as pd
 from pydantic import BaseModel
 
-from louder import estimate
 from louder.config import ExperimentConfig, part
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
-from louder.status import status_by, status_counts
+from louder.prompts import Prompts
 from louder.schemas import choice_schema
 from louder.scenarios import Group, Scenario, load_group, load_scenario
-from louder.task import Task, execute
-from louder.types import PROBE_COLUMNS
+from louder.status import status_block
+from louder.task import Calls, Item, Task, execute
+from louder.types import PROBE_COLUMNS, typed
+
 
 def answer_schema(labels: list[str], constrained: bool) -> type[BaseModel]:
     """``{answer, rationale}``; with ``constrained`` the answer must be one of ``labels``."""
@@ -36,7 +37,7 @@ def trials_for(config: ExperimentConfig, group: Group) -> int:
 
 
 def count_probe_calls(config: ExperimentConfig) -> int:
-    return estimate.count_calls(config, "explicit")
+    return explicit_task(config).planned_calls
 
 
 def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: int, run_id: str,
@@ -71,24 +72,30 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
 
 
 def explicit_task(config: ExperimentConfig) -> Task:
-    """The explicit probes as a ``Task``: one item per (model, scenario, group)."""
-    plan = [(m.label, load_scenario(s), load_group(g)) for m in config.models for s in config.scenarios
-            for g in config.groups]
+    """The explicit probes as a ``Task``: one item per (model, scenario, group), ``trials`` answers
+    each (two calls per answer on the completion path: the completion and its extraction)."""
+    prompts, own = Prompts(), part(config, "explicit")
+    items = []
+    for m in config.models:
+        per = 2 if m.api == "completion" else 1
+        for s in config.scenarios:
+            for g in config.groups:
+                scenario, group = load_scenario(s), load_group(g)
+                n = trials_for(config, group)
+                prompt = prompts.explicit(scenario, group, config.paper_faithful, "chat")
+                items.append(Item((m.label, scenario, group), n,
+                                  (Calls(m.label, n * per, prompt, "explicit", own.params.max_tokens),)))
 
     def tables(ctx, results):
         rows = [r for case_rows in results for r in case_rows]
-        probes = pd.DataFrame(rows, columns=PROBE_COLUMNS).astype({
-            "trial": "int64", "answer": "string", "attribute": "string", "rationale": "string", "status": "string",
-            "raw_response": "string", "attempts": "int64", "latency_s": "float64", "input_tokens": "Int64",
-            "output_tokens": "Int64"})
-        return {"probes.parquet": probes}, dict(rows={"probes": len(probes)},
-                                                status_counts={"probes": status_counts(probes)},
-                                                status_by_case=status_by(probes, ["model", "scenario", "group"]))
+        probes = typed(pd.DataFrame(rows, columns=PROBE_COLUMNS), attribute="string")
+        return {"probes.parquet": probes}, status_block({"probes": probes}, ["model", "scenario", "group"],
+                                                        main="probes", by_name="status_by_case")
 
-    return Task("explicit_probes", plan, lambda p: trials_for(config, p[2]),
+    return Task("explicit", items,
                 lambda ctx, p, tick: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]),
                                                 ctx.run_id, tick),
-                tables, "probes_manifest.json", planned_calls=count_probe_calls(config))
+                tables, "probes_manifest.json")
 
 
 def run_explicit(config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,

@@ -49,10 +49,10 @@ from louder.llm.base import Request, stable_seed
 from louder.networks.archetype import ROUND0, assign_replicates, bucket_of, share_buckets, uniform_draws
 from louder.networks.rounds import Outcome, control_rule, run_rounds, share_message
 from louder.populations import agent_description, draw_agents, fit_diagnostics, load_population
-from louder.prompts import or_list, render
+from louder.prompts import Prompts, or_list, render
 from louder.scenarios import load_scenario
-from louder.status import status_by, status_counts
-from louder.task import Task
+from louder.status import status_block
+from louder.task import Calls, Item, Task
 from louder.types import DECISION_COLUMNS, STATUSES
 
 CALL_COLUMNS = ["run_id", "model", "scenario", "cell_id", "bucket", "share", "replicate", "status", "p_target",
@@ -312,8 +312,9 @@ def control_rows(plan: Plan, model_abm, sim: pd.DataFrame, scenario, model: str)
 def archetype_task(config: ExperimentConfig) -> Task:
     """The archetype run as a ``Task``: one item per model × scenario (its whole call plan)."""
     plan = Plan(config, check_config(config))
-    items = [(m.label, s) for m in config.models for s in config.scenarios]
     per_case = plan.calls_per_case()
+    keys = [(m.label, s) for m in config.models for s in config.scenarios]
+    items = [Item(k, per_case, (archetype_calls(plan, *k),)) for k in keys]
 
     def run_case(ctx, item, tick):
         model, scenario_id = item
@@ -328,7 +329,7 @@ def archetype_task(config: ExperimentConfig) -> Task:
             adjacency = abm.adjacency().astype(np.float64)
         descriptions = plan.descriptions
         decisions, controls, calls_all = [], [], []
-        for (model, scenario_id), calls in zip(items, results):
+        for (model, scenario_id), calls in zip(keys, results):
             scenario = load_scenario(scenario_id)
             sim = simulate(plan, calls, scenario, stable_seed(config.seed, "archetype-draws", model, scenario_id),
                            adjacency)
@@ -350,11 +351,10 @@ def archetype_task(config: ExperimentConfig) -> Task:
             out["network.parquet"] = pd.concat(
                 [pd.DataFrame({"model": m, "condition": CONDITION, "scenario": s, "group": g,
                                "source": edges[:, 0], "target": edges[:, 1]})
-                 for m, s in items for g in config.groups], ignore_index=True)
+                 for m, s in keys for g in config.groups], ignore_index=True)
         return out, manifest_fields(plan, decisions, calls)
 
-    return Task("simulation", items, lambda _: per_case, run_case, tables, "manifest.json",
-                planned_calls=per_case * len(items))
+    return Task("archetype", items, run_case, tables, "manifest.json")
 
 
 def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) -> dict:
@@ -363,10 +363,7 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
     g = plan.graph
     keys = ["model", "condition", "scenario", "group", "attribute"]
     return dict(
-        rows={"decisions": len(decisions), "archetype_calls": len(calls)},
-        status_counts={"decisions": status_counts(decisions), "archetype_calls": status_counts(calls)},
-        low_mass_rows=int((calls["choice_mass"] < 0.99).sum()),
-        status_by_attribute=status_by(decisions, keys + ["round"]),
+        **status_block({"decisions": decisions, "archetype_calls": calls}, keys + ["round"], mass="archetype_calls"),
         population={"id": plan.population.id, "path": plan.population.path, "n": len(plan.agents),
                     "cells": int(len(plan.cells)), "max_marginal_error": d.max_abs_error, "chi2": d.chi_square,
                     "chi2_df": d.df, "chi2_p": d.p_value},
@@ -384,11 +381,20 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
     )
 
 
+def archetype_calls(plan: Plan, model: str, scenario_id: str) -> Calls:
+    """The calls of one model × scenario: cells × K × (1 + B·[rounds ≥ 1]), one scored call each
+    (a short JSON decision, at most 16 tokens)."""
+    s = load_scenario(scenario_id)
+    share = None if len(plan.call_buckets) == 1 else 0.5
+    first = int(plan.cells[0])
+    text = "".join(t for _, t in archetype_prompt(Prompts(), plan.descriptions[first, 0], s, share))
+    return Calls(model, plan.calls_per_case(), text, "score", 16)
+
+
 def count_calls(config: ExperimentConfig) -> int:
     """Model calls of a cold archetype run: models × scenarios × cells × K × (1 + B·[rounds ≥ 1]).
     Draws the agents (fast even for 1,000,000) but builds no graph."""
-    plan = Plan(config, check_config(config))
-    return plan.calls_per_case() * len(config.models) * len(config.scenarios)
+    return archetype_task(config).planned_calls
 
 
 def run_archetype(config: ExperimentConfig, out_dir, retry_errors: bool = False, on_progress=None, recorder=None):

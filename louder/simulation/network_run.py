@@ -28,7 +28,6 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from louder import estimate
 from louder.agents import DECISION_FIELDS, Decision
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
@@ -37,16 +36,14 @@ from louder.networks.graphs import build_graph
 from louder.networks.rounds import NeighbourCounts, Outcome, control_rule, influence_templates, neighbour_message, \
     run_rounds
 from louder.networks.space import InfluenceModel, NetworkAgent
-from louder.scenarios import load_group, load_scenario
-from louder.simulation.model import BiasModel, Case
-from louder.simulation.runner import _typed_decisions, plan_cases
-from louder.status import status_by, status_counts
-from louder.task import Task
-from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS
+from louder.prompts import Prompts
+from louder.scenarios import Scenario, load_group, load_scenario
+from louder.simulation.case import CaseFrames, case_columns, case_model, labelled, run_variants, seed_case_calls
+from louder.simulation.runner import plan_cases
+from louder.status import status_block
+from louder.task import Item, Task
+from louder.types import CASE_KEYS, DECISION_COLUMNS, NETWORK_COLUMNS, PERSONA_COLUMNS, typed
 
-CASE_KEYS = ["model", "condition", "scenario", "group"]
-# decisions.parquet of a network run: the seed columns, then these (COMMON schema).
-NETWORK_COLUMNS = ["round", "node", "neighbours", "neighbours_valid", "neighbour_share", "changed"]
 CONTROL_COLUMNS = CASE_KEYS + ["node", "agent_id", "round", "attribute", "decision", "target", "status", "p_target",
                                "neighbours", "neighbour_share", "changed"]
 EDGE_COLUMNS = CASE_KEYS + ["source", "target"]
@@ -143,59 +140,39 @@ def case_graph(config: ExperimentConfig, group_id: str) -> nx.Graph:
 
 def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
                  graph: nx.Graph, tick: Callable[[], None] | None = None,
-                 order: Iterable[int] | None = None) -> tuple[pd.DataFrame, list[dict], pd.DataFrame, pd.DataFrame]:
-    """One case: (decisions rows of every round, persona rows, control rows, edges)."""
-    model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, load_scenario(scenario_id), load_group(group_id), config.seed)
-    # Round 0: exactly the seed simulation of the case (same agents, seeds and cache keys).
-    abm = BiasModel(case, session, config.agents,
-                    seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id))
-    abm.step(tick)
-    by_id = {a.unique_id: a for a in abm.agents}
-    agents = pd.DataFrame([dict(agent_id=a.unique_id, attribute=a.attribute, replicate=a.replicate)
-                           for a in abm.agents])
-    agents = agents.assign(**{case.group.id: agents["attribute"]})
-    initial = {i: as_answer(Decision(**{f: getattr(a, f) for f in DECISION_FIELDS})) for i, a in by_id.items()}
+                 order: Iterable[int] | None = None) -> CaseFrames:
+    """One case, each policy variant in turn (``run_variants``): the decision rows of every round,
+    the persona rows, and ``control.parquet`` / ``network.parquet`` (the edges, shared by the variants)."""
+    keys = case_columns(run_id, case_key)
 
-    def ask(agent: NetworkAgent, message: str, r: int) -> Answer:
-        return as_answer(by_id[agent.attributes["agent_id"]].decide(message, r))
+    def one(variant: str, scenario: Scenario) -> CaseFrames:
+        # Round 0: exactly the seed simulation of the case (same agents, seeds and cache keys).
+        abm = case_model(config, session, case_key, scenario)
+        abm.step(tick)
+        by_id = {a.agent_id: a for a in abm.agents}
+        agents = pd.DataFrame([dict(agent_id=a.agent_id, attribute=a.attribute, replicate=a.replicate)
+                               for a in abm.agents])
+        agents = agents.assign(**{case_key[3]: agents["attribute"]})
+        initial = {i: as_answer(Decision(**{f: getattr(a, f) for f in DECISION_FIELDS})) for i, a in by_id.items()}
 
-    def mapper(fn, items):
-        return session.client.map(fn, items, tick)
+        def ask(agent: NetworkAgent, message: str, r: int) -> Answer:
+            return as_answer(by_id[agent.attributes["agent_id"]].decide(message, r))
 
-    scenario = case.scenario
-    out = influence(graph, agents, initial, ask, config.rounds, scenario.labels, scenario.target, config.control,
-                    seed=stable_seed(config.seed, "network", *case_key), mapper=mapper, order=order)
-    names = {a.unique_id: (a.name, a.persona_text) for a in abm.agents}
-    rows = out.rows.assign(run_id=run_id, model=model_label, condition=condition, scenario=scenario.id,
-                           group=case.group.id, name=[names[i][0] for i in out.rows["agent_id"]],
-                           persona=[names[i][1] for i in out.rows["agent_id"]])
-    rows = rows[DECISION_COLUMNS + NETWORK_COLUMNS]
-    key = dict(model=model_label, condition=condition, scenario=scenario.id, group=case.group.id)
-    control = out.control.assign(**key)[CONTROL_COLUMNS]
-    edges = out.edges.assign(**key)[EDGE_COLUMNS]
-    personas = []
-    for a in sorted(abm.agents, key=lambda a: a.unique_id):
-        p = a.persona
-        personas.append(dict(
-            run_id=run_id, **key, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
-            name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-            attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
-            input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
-    return rows, personas, control, edges
+        def mapper(fn, items):
+            return session.client.map(fn, items, tick)
 
+        out = influence(graph, agents, initial, ask, config.rounds, scenario.labels, scenario.target, config.control,
+                        seed=stable_seed(config.seed, "network", *case_key), mapper=mapper, order=order)
+        rows = out.rows.assign(**keys, name=[by_id[i].name for i in out.rows["agent_id"]],
+                               persona=[by_id[i].persona_text for i in out.rows["agent_id"]])
+        case = {k: v for k, v in keys.items() if k != "run_id"}
+        return CaseFrames(rows[DECISION_COLUMNS + NETWORK_COLUMNS],
+                          [{**keys, **a.persona_row()} for a in sorted(abm.agents, key=lambda a: a.agent_id)],
+                          {"control.parquet": out.control.assign(**case)[CONTROL_COLUMNS],
+                           "network.parquet": out.edges.assign(**case)[EDGE_COLUMNS]})
 
-def typed_network_decisions(df: pd.DataFrame) -> pd.DataFrame:
-    """The seed dtypes plus the network columns' (the Parquet schema of every network run)."""
-    return _typed_decisions(df).astype({"round": "int64", "node": "int64", "neighbours": "int64",
-                                        "neighbours_valid": "Int64", "neighbour_share": "Float64",
-                                        "changed": "boolean"})
-
-
-def typed_control(df: pd.DataFrame) -> pd.DataFrame:
-    return df.astype({"node": "int64", "agent_id": "int64", "round": "int64", "decision": "string",
-                      "target": "boolean", "status": "string", "p_target": "Float64", "neighbours": "int64",
-                      "neighbour_share": "Float64", "changed": "boolean"})
+    return run_variants(config.variants, load_scenario(case_key[2]), one, labelled(config.variants),
+                        shared=("network.parquet",))
 
 
 def network_manifest(config: ExperimentConfig, graphs: Mapping[str, nx.Graph]) -> dict:
@@ -231,10 +208,20 @@ def check_network_config(config: ExperimentConfig) -> None:
 
 
 def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]] | None = None) -> Task:
-    """The network run as a ``Task``: one item per case; round 0 is the case's seed simulation.
-    ``order(n)`` (tests) gives the order the n agents are placed on the graph in."""
+    """The network run as a ``Task``: one item per case (each policy variant in turn); round 0 is
+    the case's seed simulation. ``order(n)`` (tests) gives the order the n agents are placed on the
+    graph in."""
     check_network_config(config)
     graphs = {g: case_graph(config, g) for g in config.groups}
+    prompts = Prompts()
+    # a typical neighbour message for the estimate: 8 neighbours split between the target and another choice
+    messages = {}
+    for sid in config.scenarios:
+        s = load_scenario(sid)
+        counts = {c: 0 for c in s.labels} | {s.target: 4, next(c for c in s.labels if c != s.target): 4}
+        messages[sid] = neighbour_message(NeighbourCounts(8, counts, 0, 0, 0, 0.5), s.labels, s.target)
+    items = [Item(c, graphs[c[3]].number_of_nodes() * (config.rounds + 1) * len(config.variants),
+                  seed_case_calls(config, c, prompts, config.rounds, messages[c[2]])) for c in plan_cases(config)]
 
     def run_case(ctx, case_key, tick):
         g = graphs[case_key[3]]
@@ -242,27 +229,19 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
                             order(g.number_of_nodes()) if order else None)
 
     def tables(ctx, results):
-        keys = CASE_KEYS + ["round", "agent_id"]
-        decisions = typed_network_decisions(pd.concat([r[0] for r in results], ignore_index=True))
-        decisions = decisions.sort_values(keys, ignore_index=True)
-        personas = pd.DataFrame([p for r in results for p in r[1]], columns=PERSONA_COLUMNS)
+        label = labelled(config.variants)
+        variant = ["variant"] if label else []
+        decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True))
+        decisions = decisions.sort_values(CASE_KEYS + variant + ["round", "agent_id"], ignore_index=True)
+        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS)
         personas = personas.sort_values(CASE_KEYS + ["agent_id"], ignore_index=True)
-        control = typed_control(pd.concat([r[2] for r in results], ignore_index=True)).sort_values(
-            CASE_KEYS + ["round", "node"], ignore_index=True)
-        edges = pd.concat([r[3] for r in results], ignore_index=True)
-        fields = dict(
-            rows={"decisions": len(decisions), "personas": len(personas), "control": len(control),
-                  "network": len(edges)},
-            status_counts={"decisions": status_counts(decisions), "personas": status_counts(personas),
-                           "control": status_counts(control)},
-            low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
-            status_by_attribute=[{**r, "round": int(r["round"])}
-                                 for r in status_by(decisions, CASE_KEYS + ["attribute", "round"])],
-            network=network_manifest(config, graphs),
-        )
+        control = typed(pd.concat([r.extra["control.parquet"] for r in results], ignore_index=True)).sort_values(
+            CASE_KEYS + variant + ["round", "node"], ignore_index=True)
+        edges = pd.concat([r.extra["network.parquet"] for r in results], ignore_index=True)
+        fields = status_block({"decisions": decisions, "personas": personas, "control": control, "network": edges},
+                              CASE_KEYS + ["attribute", "round"] + variant)
+        fields["network"] = network_manifest(config, graphs)
         return {"decisions.parquet": decisions, "personas.parquet": personas, "network.parquet": edges,
                 "control.parquet": control}, fields
 
-    size = lambda c: graphs[c[3]].number_of_nodes() * (config.rounds + 1)  # noqa: E731
-    return Task("network", plan_cases(config), size, run_case, tables, "manifest.json",
-                planned_calls=estimate.count_calls(config, "network"))
+    return Task("network", items, run_case, tables, "manifest.json")

@@ -26,7 +26,6 @@ from typing import Callable
 import mesa
 import pandas as pd
 
-from louder import estimate
 from louder.agents import PersonaAgent
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
@@ -37,11 +36,13 @@ from louder.populations.schema import Population
 from louder.populations.twins import group_lexicon, re_express, twin_check
 from louder.populations.persona import persona_phrases
 from louder.scenarios import Scenario, load_scenario
+from louder.prompts import Prompts
 from louder.session import ModelSession
+from louder.simulation.case import CaseFrames, decision_calls, persona_calls, run_variants
 from louder.simulation.model import AGENT_REPORTERS
-from louder.status import status_by, status_counts
-from louder.task import Task
-from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS, TWIN_COLUMNS
+from louder.status import status_block
+from louder.task import Calls, Item, Task
+from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS, TWIN_COLUMNS, typed
 
 JOINT_SEPARATOR = " | "  # the joint label of an agent: its attributes in the population's group order
 
@@ -88,6 +89,10 @@ class PopulationAgent(PersonaAgent):
     @property
     def demographic(self) -> str:
         return agent_description(self.attributes, self.model.case.population.phrases, self.model.session.prompts)
+
+    def persona_row(self) -> dict:
+        return {**super().persona_row(), "cell_id": self.cell_id,
+                **{attr_column(g): v for g, v in self.attributes.items()}}
 
 
 class TwinAgent(PersonaAgent):
@@ -189,20 +194,21 @@ def twins_per_agent(population: Population, twin_groups: list[str] | None = None
 
 
 def count_calls(config: ExperimentConfig) -> int:
-    return estimate.count_calls(config, "population")
+    return population_task(config).planned_calls
 
 
-def _case_frames(config: ExperimentConfig, pm: PopulationModel, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _case_frames(pm: PopulationModel, keys: dict) -> CaseFrames:
+    """The decision rows (one ``attr_<group>`` column per group) and persona rows of one stepped
+    model, and its twins (each twin set with its source agent's own row) as ``twins.parquet``."""
     case = pm.case
-    keys = dict(run_id=run_id, model=case.model, condition=case.condition, scenario=case.scenario.id,
-                variant=case.variant)
     gids = case.population.group_ids
     d = pm.datacollector.get_agenttype_vars_dataframe(PopulationAgent).reset_index(drop=True)
     for g in gids:
         d[attr_column(g)] = d["attributes"].map(lambda a, g=g: a[g])
     d = d.drop(columns="attributes").assign(group=case.population.id, **keys)
+    personas = [{**keys, "group": case.population.id, **a.persona_row()} for a in pm.agents_by_type[PopulationAgent]]
     if not pm.twins:
-        return d, pd.DataFrame(columns=TWIN_COLUMNS)
+        return CaseFrames(d, personas)
     t = pm.datacollector.get_agenttype_vars_dataframe(TwinAgent).reset_index(drop=True)
     for g in gids:
         t[attr_column(g)] = t["attributes"].map(lambda a, g=g: a[g])
@@ -212,35 +218,49 @@ def _case_frames(config: ExperimentConfig, pm: PopulationModel, run_id: str) -> 
                               twin_status="ok", original=True) for g in pm.twin_groups], ignore_index=True)
     t = pd.concat([own, t], ignore_index=True)
     t["twin_set"] = t["agent_id"].astype(str) + ":" + t["group"]
-    return d, t[TWIN_COLUMNS + [attr_column(g) for g in gids]]
+    return CaseFrames(d, personas, {"twins.parquet": t})
 
 
 def run_population_case(config: ExperimentConfig, session: ModelSession, run_id: str, population: Population,
-                        agents: pd.DataFrame, item: tuple[str, str, str], tick=None):
-    """One item: every variant in turn. Returns (decisions, persona rows, twins)."""
+                        agents: pd.DataFrame, item: tuple[str, str, str], tick=None) -> CaseFrames:
+    """One item (model × condition × scenario), each policy variant in turn (``run_variants``)."""
     model_label, condition, scenario_id = item
-    base = load_scenario(scenario_id)
-    frames, twin_frames, persona_rows = [], [], []
-    for i, variant in enumerate(config.variants):
-        case = PopulationCase(model_label, condition, base.variant(variant), variant, population, config.seed)
-        pm = PopulationModel(case, session, agents, stable_seed(config.seed, model_label, condition, base.id,
+    keys = dict(run_id=run_id, model=model_label, condition=condition, scenario=scenario_id)
+
+    def one(variant: str, scenario: Scenario) -> CaseFrames:
+        case = PopulationCase(model_label, condition, scenario, variant, population, config.seed)
+        pm = PopulationModel(case, session, agents, stable_seed(config.seed, model_label, condition, scenario_id,
                                                                  "population", population.id), config.twins,
                              config.twin_groups)
         pm.step(tick)
-        d, t = _case_frames(config, pm, run_id)
-        frames.append(d)
-        twin_frames.append(t)
-        if i == 0:
-            for a in pm.agents_by_type[PopulationAgent]:
-                p = a.persona
-                persona_rows.append(dict(
-                    run_id=run_id, model=model_label, condition=condition, scenario=base.id, group=population.id,
-                    attribute=a.attribute, agent_id=a.agent_id, replicate=a.replicate, name=p.name,
-                    persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-                    attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
-                    input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens,
-                    cell_id=a.cell_id, **{attr_column(g): v for g, v in a.attributes.items()}))
-    return pd.concat(frames, ignore_index=True), persona_rows, pd.concat(twin_frames, ignore_index=True)
+        return _case_frames(pm, keys)
+
+    # population runs always carry the variant column: their analysis keys on it
+    return run_variants(config.variants, load_scenario(scenario_id), one, label=True)
+
+
+def population_calls(config: ExperimentConfig, population: Population, agents: pd.DataFrame, model: str,
+                     condition: str, scenario_id: str, prompts: Prompts) -> tuple[Calls, ...]:
+    """The calls of one item: per population cell, one persona per drawn agent (shared by the
+    variants) and one decision per agent and variant; with twins, per agent and every other
+    attribute of every twin group a name call (groups that rename) and a decision per variant."""
+    s = load_scenario(scenario_id)
+    phrases = persona_phrases(population.phrases, prompts)
+    twins = [(g, b) for g in population.groups for b in g.attributes
+             if config.twin_groups is None or g.id in config.twin_groups] if config.twins else []
+    out = []
+    for combo, n in agents.groupby(population.group_ids).size().items():
+        attrs = dict(zip(population.group_ids, combo if isinstance(combo, tuple) else (combo,)))
+        desc = agent_description(attrs, population.phrases, prompts)
+        out.append(persona_calls(config, model, condition, s, desc, int(n), prompts))
+        others = [(g, b) for g, b in twins if b != attrs[g.id]]
+        named = sum(1 for g, _ in others if group_lexicon(g, phrases.get(g.id)).rename)
+        if named:
+            out.append(persona_calls(config, model, "no_persona", s, desc, int(n) * named, prompts))
+        for v in config.variants:
+            out.append(decision_calls(config, model, condition, s.variant(v), desc, int(n) * (1 + len(others)),
+                                      prompts))
+    return tuple(out)
 
 
 def population_task(config: ExperimentConfig) -> Task:
@@ -255,57 +275,47 @@ def population_task(config: ExperimentConfig) -> Task:
     agents = draw_agents(fitted, config.agents, config.seed)
     diag = fit_diagnostics(fitted, agents)
     gids = population.group_ids
-    items = [(m.label, c, s) for m in config.models for c in config.conditions for s in config.scenarios]
     per_agent = 1 + (twins_per_agent(population, config.twin_groups) if config.twins else 0)
+    prompts = Prompts()
+    items = [Item((m.label, c, s), config.agents * len(config.variants) * per_agent,
+                  population_calls(config, population, agents, m.label, c, s, prompts))
+             for m in config.models for c in config.conditions for s in config.scenarios]
 
     def run_item(ctx, item, tick):
         return run_population_case(config, ctx.sessions[item[0]], ctx.run_id, population, agents, item, tick)
 
     def tables(ctx, results):
-        extra = ["variant", *(attr_column(g) for g in gids), "cell_id", "weight"]
+        attrs = [attr_column(g) for g in gids]
         keys = ["model", "condition", "scenario", "variant", "agent_id"]
-        decisions = pd.concat([d for d, _, _ in results], ignore_index=True)[DECISION_COLUMNS + extra]
-        decisions = _typed(decisions).sort_values(keys, ignore_index=True)
-        pcols = PERSONA_COLUMNS + ["cell_id", *(attr_column(g) for g in gids)]
-        personas = pd.DataFrame([r for _, rows, _ in results for r in rows], columns=pcols)
+        decisions = pd.concat([r.decisions for r in results], ignore_index=True)
+        decisions = typed(decisions[DECISION_COLUMNS + ["variant", *attrs, "cell_id", "weight"]])
+        decisions = decisions.sort_values(keys, ignore_index=True)
+        personas = pd.DataFrame([p for r in results for p in r.personas],
+                                columns=PERSONA_COLUMNS + ["cell_id", *attrs])
         personas = personas.sort_values(["model", "condition", "scenario", "agent_id"], ignore_index=True)
         out = {"decisions.parquet": decisions, "personas.parquet": personas, "population.parquet": agents}
-        counts = {"decisions": status_counts(decisions), "personas": status_counts(personas)}
-        fields = dict(rows={"decisions": len(decisions), "personas": len(personas)})
-        twin_info = {}
+        counted = {"decisions": decisions, "personas": personas}
+        twin_info = None
         if config.twins:
-            twins = pd.concat([t for _, _, t in results], ignore_index=True)
-            twins = _typed(twins).sort_values(["model", "condition", "scenario", "variant", "group", "agent_id",
-                                               "original", "attribute"], ascending=[True] * 6 + [False, True],
-                                              ignore_index=True)
+            twins = pd.concat([r.extra["twins.parquet"] for r in results], ignore_index=True)[TWIN_COLUMNS + attrs]
+            twins = typed(twins).sort_values(["model", "condition", "scenario", "variant", "group", "agent_id",
+                                              "original", "attribute"], ascending=[True] * 6 + [False, True],
+                                             ignore_index=True)
             out["twins.parquet"] = twins
             made = twins[~twins["original"]]  # the source rows repeat decisions already counted
-            counts["twins"] = status_counts(made)
-            fields["rows"]["twins"] = len(twins)
+            counted["twins"] = made
             twin_info = {"groups": config.twin_groups or gids,
                          "per_agent": twins_per_agent(population, config.twin_groups),
                          "twin_status": {s: int(n) for s, n in made["twin_status"].value_counts().items()}}
-        fields.update(
-            status_counts=counts,
-            low_mass_rows=int((decisions["choice_mass"] < 0.99).sum()),
-            status_by_attribute=status_by(decisions, ["model", "condition", "scenario", "variant", "attribute"]),
-            population=dict(id=population.id, path=population.path, n=len(agents), groups=gids,
-                            max_marginal_error=diag.max_abs_error, max_share_error=diag.max_share_error,
-                            chi2=diag.chi_square, df=diag.df, p_value=diag.p_value, ipf_converged=diag.ipf_converged,
-                            ipf_iterations=diag.ipf_iterations, ipf_max_error=diag.ipf_max_error,
-                            cells_drawn=int(agents["cell_id"].nunique()), variants=list(config.variants),
-                            twins=twin_info or None))
+        fields = status_block(counted, ["model", "condition", "scenario", "variant", "attribute"])
+        if config.twins:
+            fields["rows"]["twins"] = len(out["twins.parquet"])
+        fields["population"] = dict(
+            id=population.id, path=population.path, n=len(agents), groups=gids,
+            max_marginal_error=diag.max_abs_error, max_share_error=diag.max_share_error, chi2=diag.chi_square,
+            df=diag.df, p_value=diag.p_value, ipf_converged=diag.ipf_converged, ipf_iterations=diag.ipf_iterations,
+            ipf_max_error=diag.ipf_max_error, cells_drawn=int(agents["cell_id"].nunique()),
+            variants=list(config.variants), twins=twin_info)
         return out, fields
 
-    return Task("population", items, lambda item: config.agents * len(config.variants) * per_agent, run_item,
-                tables, "manifest.json", planned_calls=count_calls(config))
-
-
-def _typed(df: pd.DataFrame) -> pd.DataFrame:
-    """Fixed dtypes, so every run's Parquet schema is the same (nullable where rows can be null)."""
-    types = {"agent_id": "int64", "replicate": "int64", "target": "boolean", "p_target": "Float64",
-             "attempts": "int64", "latency_s": "float64", "choice_mass": "Float64", "input_tokens": "Int64",
-             "output_tokens": "Int64", "name": "string", "persona": "string", "decision": "string",
-             "rationale": "string", "raw_response": "string", "status": "string", "variant": "string",
-             "cell_id": "int64", "weight": "float64", "twin_status": "string", "original": "bool"}
-    return df.astype({c: t for c, t in types.items() if c in df.columns})
+    return Task("population", items, run_item, tables, "manifest.json")

@@ -59,11 +59,12 @@ def merge_shard(cache: ResponseCache, shard: Path) -> int:
 
 def _case_task(config_json: dict, main_cache: str, shard: str, run_id: str, case_key: tuple, retry_errors: bool,
                preflight: str):
-    """One case in a Ray worker: (decision frame, persona rows, call counters)."""
+    """One case in a Ray worker: (its CaseFrames, call counters)."""
     from louder.config import ExperimentConfig
     from louder.prompts import Prompts
-    from louder.records import call_counts, open_session
-    from louder.simulation.runner import simulate_case
+    from louder.manifest import call_counts
+    from louder.records import open_session
+    from louder.simulation.case import simulate_case
 
     config = ExperimentConfig.model_validate(config_json)
     cache = ShardCache(Path(shard), Path(main_cache))
@@ -71,8 +72,8 @@ def _case_task(config_json: dict, main_cache: str, shard: str, run_id: str, case
         mcfg = next(m for m in config.models if m.label == case_key[0])
         # The driver's preflight (cached in the run folder) serves every worker: no endpoint is probed twice.
         session = open_session(config, mcfg, cache, Prompts(), retry_errors, preflight_path=Path(preflight))
-        df, rows = simulate_case(config, session, run_id, case_key)
-        return df, rows, call_counts({mcfg.label: session})
+        frames = simulate_case(config, session, run_id, case_key)
+        return frames, call_counts({mcfg.label: session})
     finally:
         cache.close()
 
@@ -111,11 +112,12 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             i, shard = refs[done[0]]
-            df, rows, counts = ray.get(done[0])
+            frames, counts = ray.get(done[0])
             merge_shard(ctx.cache, shard)
             ctx.add_counts(counts)
-            results[i] = (df, rows)
-            for _ in range(config.agents * len(load_group(cases[i][3]).attributes) if tick else 0):
+            results[i] = frames
+            for _ in range(config.agents * len(load_group(cases[i][3]).attributes) * len(config.variants)
+                           if tick else 0):
                 tick()
         return results
     finally:

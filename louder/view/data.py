@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from louder.errors import LouderError
+from louder.types import CASE_KEYS
 
-CASE_KEYS = ["model", "condition", "scenario", "group"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,264 @@
+"""The run-kind registry and the Python API (issue 26): one dispatch for the CLI, batch, dry run and
+Python; each kind counts its own calls from the plan it runs; network runs honour variants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import louder
+from louder import kinds
+from louder.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+SMALL = {"archetype-1m.yaml": 3000, "archetype.yaml": 3000}  # agents for the big archetype examples
+
+# (kind or None = what `louder run` runs, config) — every kind, and the paths inside kinds that add calls
+CASES = {
+    "simulation, three conditions": (None, {"simulation": {
+        "scenarios": ["emergency_response", "career_path_selection"], "groups": ["gender_identity"], "agents": 2,
+        "conditions": ["contextualized", "non_contextualized", "no_persona"]}}),
+    "simulation, variants": (None, {"variants": ["base", "mandatory"], "simulation": {
+        "scenarios": ["emergency_response_policy"], "groups": ["political_ideology"], "agents": 2}}),
+    "simulation, completion path": (None, {"models": ["completion:fake:seed=2"], "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 2,
+        "conditions": ["contextualized", "no_persona"]}}),
+    "simulation, score mode": (None, {"simulation": {
+        "scenarios": ["negative_information_sharing"], "groups": ["race_ethnicity"], "agents": 2,
+        "decision_mode": "score"}}),
+    "network, variants": (None, {"variants": ["base", "mandatory"], "network": {
+        "generator": "watts_strogatz", "params": {"k": 4, "p": 0.1}}, "rounds": 2, "simulation": {
+        "scenarios": ["emergency_response_policy"], "groups": ["gender_identity"], "agents": 10}}),
+    "population, twins and variants": (None, {"population": "us_gender_ideology", "variants": ["base", "mandatory"],
+                                              "twins": True, "simulation": {
+        "scenarios": ["emergency_response_policy"], "agents": 40}}),
+    "explicit probes": ("explicit", {"explicit": {"trials": 3}, "simulation": {
+        "scenarios": ["emergency_response", "authority_compliance"], "groups": ["gender_identity", "race_ethnicity"]}}),
+    "explicit probes, completion path": ("explicit", {"models": ["completion:fake:seed=2"], "explicit": {"trials": 2},
+                                                      "simulation": {"scenarios": ["emergency_response"],
+                                                                     "groups": ["gender_identity"]}}),
+    "association test": ("association", {"stereotypes": ["racism", "guilt"], "association": {"trials": 2}}),
+    "decision test": ("decision", {"stereotypes": ["racism", "guilt"], "decision_test": {"trials": 2}}),
+    "decision test, absolute": ("decision", {"stereotypes": ["racism"], "decision_test": {
+        "trials": 2, "variant": "absolute"}}),
+}
+
+
+def _fake(config: dict) -> dict:
+    return {**config, "models": config.get("models") or ["fake:seed=1"]}
+
+
+def _example(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text("utf-8"))
+    doc["models"] = ["fake:seed=1"]
+    if path.name in SMALL:
+        doc["simulation"] = {**doc.get("simulation", {}), "agents": SMALL[path.name]}
+    return doc
+
+
+def _cold_run(tmp_path: Path, kind: str | None, config: dict):
+    cfg = louder.api._config(config, {})
+    run = louder.run(cfg, out=tmp_path / "run", kind=kind, progress=False)
+    m = run.result.manifest
+    return cfg, m
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_cold_run_makes_exactly_the_calls_its_kind_plans(tmp_path, name):
+    """planned_calls (the kind's plan), model_calls (what the run asked) and the dry run agree."""
+    kind, config = CASES[name]
+    cfg, m = _cold_run(tmp_path, kind, _fake(config))
+    # (a persona shared by policy variants is read back from the cache: a hit, not a call)
+    assert m["planned_calls"] == m["model_calls"] == kinds.count_calls(cfg, kind or "simulation") > 0
+    assert int(louder.estimate(cfg, kind=kind)["calls"].sum()) == m["planned_calls"]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_config_makes_exactly_its_planned_calls(tmp_path, path):
+    cfg, m = _cold_run(tmp_path, None, _example(path))
+    assert m["louder_kind"] == kinds.for_config(cfg).name
+    assert m["planned_calls"] == m["model_calls"] > 0
+
+
+def test_a_network_run_honours_variants(tmp_path):
+    """The issue's case: a network config with variants ran the base text only and wrote no variant
+    column, while --dry-run announced 150 calls where the run made 120."""
+    config = _fake({"variants": ["base", "mandatory"], "network": {"generator": "watts_strogatz",
+                                                                   "params": {"k": 4, "p": 0.1}},
+                    "rounds": 2, "simulation": {"scenarios": ["emergency_response_policy"],
+                                                "groups": ["gender_identity"], "agents": 10}})
+    cfg, m = _cold_run(tmp_path, None, config)
+    run = louder.open(tmp_path / "run")
+    d, control = run.decisions, run.control
+    assert set(d["variant"]) == set(control["variant"]) == {"base", "mandatory"}
+    # every agent × round in each variant; personas written once and shared by the variants
+    assert len(d) == 2 * 30 * 3 and len(run.personas) == 30
+    assert m["model_calls"] == 30 + 2 * 30 * 3 == m["planned_calls"]
+    # the variants' decision prompts differ (the mandatory order is in the text), the personas do not
+    assert d.groupby("variant")["persona"].apply(tuple).nunique() == 1
+    tables = run.analyze(bootstrap=200)
+    scenarios = set(tables["network_rounds"]["scenario"])
+    assert scenarios == {"emergency_response_policy", "emergency_response_policy [mandatory]"}
+    amp = tables["amplification"]
+    assert set(amp["variant"]) == {"base", "mandatory"} and amp["dpd_control"].notna().all()
+    assert run.report().exists()
+    dry = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "dry"), "--dry-run", "--model", "fake:seed=1",
+                                   "--variant", "base", "--variant", "mandatory", "--rounds", "2", "--agents", "10",
+                                   "--scenario", "emergency_response_policy", "--group", "gender_identity",
+                                   str(_write(tmp_path, {"network": config["network"]}))])
+    assert dry.exit_code == 0, dry.output
+    assert "210" in dry.output
+
+
+def _write(tmp_path: Path, doc: dict) -> Path:
+    p = tmp_path / "net.yaml"
+    p.write_text(yaml.safe_dump(doc), "utf-8")
+    return p
+
+
+def test_recognition_names_one_kind_per_config():
+    base = {"models": ["fake"], "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"]}}
+    read = lambda extra: kinds.for_config(louder.api._config({**base, **extra}, {})).name  # noqa: E731
+    assert read({}) == "simulation"
+    assert read({"population": "us_gender_ideology"}) == "population"
+    assert read({"network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}}}) == "network"
+    assert read({"population": "us_gender_ideology", "mode": "archetype"}) == "archetype"
+    assert set(kinds.names("probe")) >= {"explicit", "association", "decision"}
+    assert set(kinds.names("run")) == {"simulation", "population", "network", "archetype"}
+
+
+def test_a_new_kind_is_one_registration(tmp_path):
+    """A kind registered from outside runs through `louder.run`, the dry run and `louder kinds`."""
+    from louder.task import Calls, Item, Task
+
+    def echo_task(config):
+        items = [Item(("fake:seed=1", i), 1, (Calls("fake:seed=1", 1, "Say anything.", "decision", 20),))
+                 for i in range(3)]
+
+        def run_item(ctx, key, tick):
+            from louder.llm.base import Request
+
+            reply = ctx.sessions[key[0]].client.call(Request(prompt=f"Say anything {key[1]}.", temperature=0.0,
+                                                             max_tokens=20, seed=key[1], replicate=str(key[1])))
+            if tick:
+                tick()
+            return reply.text
+
+        def tables(ctx, results):
+            import pandas as pd
+
+            return {"echo.parquet": pd.DataFrame({"text": results})}, {}
+
+        return Task("echo", items, run_item, tables, "echo_manifest.json")
+
+    import sys
+    import types
+
+    mod = types.ModuleType("echo_kind")
+    mod.echo_task = echo_task
+    sys.modules["echo_kind"] = mod
+    kinds.register(kinds.Kind("echo", "asks the model three times", "probe echo", "echo_kind:echo_task",
+                              ("echo.parquet",), "echo_manifest.json"))
+    try:
+        run = louder.run({"models": ["fake:seed=1"]}, out=tmp_path / "e", kind="echo", progress=False)
+        assert len(run.echo) == 3 and run.manifests["echo_manifest"]["model_calls"] == 3
+        assert int(louder.estimate({"models": ["fake:seed=1"]}, kind="echo")["calls"].sum()) == 3
+        listed = CliRunner().invoke(app, ["kinds"])
+        assert listed.exit_code == 0 and "echo" in listed.output and "asks the model three times" in listed.output
+    finally:
+        kinds.unregister("echo")
+        del sys.modules["echo_kind"]
+
+
+def test_the_python_api_runs_analyses_and_reports(tmp_path, monkeypatch):
+    """The issue's one-liner, then the rest of the API on the same folder."""
+    monkeypatch.chdir(tmp_path)
+    r = louder.run({"simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 3},
+                    "models": ["fake:seed=1"]}, out="runs/x", progress=False)
+    cases = r.analyze()["cases"]
+    assert list(cases["kind"]) == ["implicit"] and cases["n_valid"].iloc[0] == 9
+    assert (tmp_path / "runs/x/cases.csv").exists()
+    again = louder.open("runs/x")
+    assert again.tables == ["decisions", "personas"] and len(again.decisions) == 9 and len(again.personas) == 9
+    assert again.manifest["louder_kind"] == "simulation" and again.manifest["model_calls"] == 18
+    assert again.report() == tmp_path / "runs/x/report/index.html"
+    with pytest.raises(AttributeError, match="no probes.parquet"):
+        again.probes
+    # a rerun resumes from the cache: nothing is asked twice
+    rerun = louder.run({"simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
+                                       "agents": 3}}, out="runs/x", models=["fake:seed=1"], progress=False)
+    assert rerun.manifest["model_calls"] == 0 and rerun.manifest["cache_hits"] == 18
+    # the probe kinds write into the same folder
+    louder.run({"models": ["fake:seed=1"], "explicit": {"trials": 4}}, out="runs/x", kind="explicit",
+               scenarios=["emergency_response"], groups=["gender_identity"], progress=False)
+    assert len(louder.open("runs/x").probes) == 4 and "contrast" in louder.open("runs/x").analyze(bootstrap=200)
+    est = louder.estimate({"models": ["fake"]}, agents=2, scenarios=["emergency_response"],
+                          groups=["gender_identity"])
+    assert list(est["calls"]) == [2 * 3 * 2]
+    p = louder.plan(0.3, 3, 0.5)
+    assert p.agents_per_attribute and p.power >= 0.8
+
+
+def test_api_errors_are_one_line(tmp_path):
+    with pytest.raises(louder.LouderError, match="agentz"):
+        louder.run({"models": ["fake"]}, out=tmp_path / "x", agentz=3)
+    with pytest.raises(louder.LouderError, match="out"):
+        louder.run({"models": ["fake"]})
+    with pytest.raises(louder.LouderError, match="does not exist"):
+        louder.open(tmp_path / "nowhere")
+    with pytest.raises(louder.LouderError, match="unknown kind"):
+        louder.estimate({"models": ["fake"]}, kind="nonsense")
+    with pytest.raises(louder.LouderError, match="effect"):
+        louder.plan(0, 3, 0.5)
+
+
+def test_every_public_name_is_typed_and_documented():
+    import inspect
+
+    assert set(louder.__all__) >= {"run", "open", "estimate", "plan", "Run", "LouderError"}
+    for name in louder.__all__:
+        obj = getattr(louder, name)
+        if name.startswith("__"):
+            continue
+        assert inspect.getdoc(obj), name
+        if inspect.isfunction(obj):
+            hints = inspect.signature(obj)
+            assert hints.return_annotation is not inspect.Signature.empty, name
+    for name in ("decisions", "personas", "manifest", "manifests", "tables", "analyze", "report", "table"):
+        assert inspect.getdoc(getattr(louder.Run, name)), name
+
+
+def _notebook(embedded: bool):
+    import nbformat
+
+    nb = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
+    if not embedded:
+        nb.cells = [c for c in nb.cells if "embedded" not in c.get("metadata", {}).get("tags", [])]
+    return nb
+
+
+def _execute(nb, cwd: Path):
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
+def test_quickstart_notebook_runs_on_the_fake_model(tmp_path):
+    nb = _execute(_notebook(embedded=False), tmp_path)
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells if c.cell_type == "code"])
+    assert "image/png" in outputs  # the figure is shown inline
+    assert (tmp_path / "runs/quickstart-fake/report/index.html").exists()
+    assert "error" not in [o.get("output_type") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+@pytest.mark.slow
+def test_quickstart_notebook_runs_on_the_embedded_model(tmp_path):
+    _execute(_notebook(embedded=True), tmp_path)
+    d = louder.open(tmp_path / "runs/quickstart-embedded").decisions
+    assert len(d) == 2 * 3 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
