@@ -145,6 +145,10 @@ class ExperimentConfig(BaseModel):
                                           "or edge list); none: agents decide alone")
     rounds: int = Field(0, ge=0, le=100, description="rounds of influence after the independent round 0")
     control: ControlConfig = ControlConfig()
+    no_influence: bool = Field(True, description="network runs: every round, each agent is also asked its round-0 "
+                               "prompt again with a new seed (the no-influence arm); the amplification verdict "
+                               "compares the rounds of influence with it. Score mode with score_pick: argmax "
+                               "repeats round 0 exactly, so there the arm is round 0 itself and costs no call")
     mode: Literal["agents", "archetype"] = Field(
         "agents", description="agents: one persona and decision per agent; archetype: one scored call per "
         "population cell × neighbour-share bucket × replicate, agents draw from its probability")

@@ -98,7 +98,8 @@ def test_a_network_run_honours_variants(tmp_path):
     assert set(d["variant"]) == set(control["variant"]) == {"base", "mandatory"}
     # every agent × round in each variant; personas written once and shared by the variants
     assert len(d) == 2 * 30 * 3 and len(run.personas) == 30
-    assert m["model_calls"] == 30 + 2 * 30 * 3 == m["planned_calls"]
+    # personas, then per variant rounds 0-2 and the no-influence arm's rounds 1-2
+    assert m["model_calls"] == 30 + 2 * 30 * 3 + 2 * 30 * 2 == m["planned_calls"]
     # the variants' decision prompts differ (the mandatory order is in the text), the personas do not
     assert d.groupby("variant")["persona"].apply(tuple).nunique() == 1
     tables = run.analyze(bootstrap=200)
@@ -112,7 +113,7 @@ def test_a_network_run_honours_variants(tmp_path):
                                    "--scenario", "emergency_response_policy", "--group", "gender_identity",
                                    str(_write(tmp_path, {"network": config["network"]}))])
     assert dry.exit_code == 0, dry.output
-    assert "210" in dry.output
+    assert "330" in dry.output
 
 
 def _write(tmp_path: Path, doc: dict) -> Path:

@@ -36,12 +36,15 @@ class ShareModel:
     Round 0 (no neighbour message): Evacuate iff the prompt names the attribute ``Female``; with
     ``offlist`` set, an agent named ``Non-binary`` answers off the list (invalid). Rounds ≥ 1:
     Evacuate iff at least half of the valid neighbours evacuated (K ≥ J in the message); with
-    ``stubborn`` set, the message is ignored and every round answers as round 0."""
+    ``stubborn`` set, the message is ignored and every round answers as round 0. With ``split``,
+    everyone evacuates without a message, and with one only the Female agents do: influence alone
+    makes the disparity."""
 
     def __init__(self, options: str = ""):
         self.options = options
         self.offlist = "offlist" in options
         self.stubborn = "stubborn" in options
+        self.split = "split" in options
         self.prompts: list[str] = []
         self.calls = 0
         self.fail_after: int | None = None  # raise once this many calls have been answered
@@ -52,6 +55,8 @@ class ShareModel:
 
     def _evacuate(self, prompt: str) -> bool | None:
         m = MESSAGE.search(prompt)
+        if self.split:
+            return bool(re.search(r"\bFemale\b", prompt)) if m else True
         if m and not self.stubborn:
             k, j = int(m.group(2)), int(m.group(3))
             return k >= j
@@ -179,7 +184,8 @@ def test_round_zero_is_the_seed_run_and_reuses_its_cache(tmp_path):
     d = r.tables["decisions.parquet"]
     zero = d[d["round"] == 0][DECISION_COLUMNS].reset_index(drop=True)
     pd.testing.assert_frame_equal(zero, seed.decisions[DECISION_COLUMNS].reset_index(drop=True))
-    assert r.manifest["model_calls"] == 12 * 2  # only the rounds: personas and round 0 came from the cache
+    # only the rounds and the no-influence arm: personas and round 0 came from the cache
+    assert r.manifest["model_calls"] == 12 * 2 + 12 * 2
     assert r.manifest["cache_hits"] == 24
 
 
@@ -236,10 +242,10 @@ def test_interrupted_mid_round_resumes_exactly_and_rerun_calls_nothing(tmp_path)
     cfg = config(net, rounds=3, agents=3, concurrency=1)
     whole = run(cfg, tmp_path / "whole")
     total = whole.manifest["model_calls"]
-    assert total == 9 + 9 * 4 == kinds.count_calls(cfg, "network")
+    assert total == 9 + 9 * 4 + 9 * 3 == kinds.count_calls(cfg, "network")  # + the no-influence arm, rounds 1-3
     MODELS.clear()
     model = _build("", None, None)
-    model.fail_after = 9 + 9 + 9 + 4  # names, round 0, round 1, and 4 calls into round 2
+    model.fail_after = 9 + 9 + 9 + 4  # names, round 0, and 13 calls into the no-influence arm
     with pytest.raises(RuntimeError, match="killed"):
         run(cfg, tmp_path / "cut")
     assert not (tmp_path / "cut" / "decisions.parquet").exists()
@@ -273,12 +279,12 @@ def test_cli_runs_a_network_config_and_counts_its_calls(tmp_path):
     runner = CliRunner()
     dry = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "o"), "--rounds", "2", "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert re.search(r"sharefake\D+24\b", dry.output)  # 6 names + 6 × 3 decisions
+    assert re.search(r"sharefake\D+36\b", dry.output)  # 6 names + 6 × 3 decisions + 6 × 2 without influence
     r = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert "round" in r.output and (tmp_path / "o" / "control.parquet").exists()
     m = json.loads((tmp_path / "o" / "manifest.json").read_text())
-    assert m["louder_kind"] == "network" and m["network"]["rounds"] == 1 and m["model_calls"] == 6 + 12
+    assert m["louder_kind"] == "network" and m["network"]["rounds"] == 1 and m["model_calls"] == 6 + 12 + 6
     bad = runner.invoke(app, ["run", "--out", str(tmp_path / "p"), "--rounds", "2", "-m", "sharefake"])
     assert bad.exit_code == 2 and "rounds" in bad.output and "network" in bad.output
 
@@ -310,24 +316,33 @@ def test_analysis_tables_follow_the_hand_computed_cascade(tmp_path):
         assert (tmp_path / "out" / f"{name}.csv").exists()
 
 
-def test_report_states_amplified_and_damped_per_case(tmp_path):
+def test_report_states_amplified_damped_and_no_change_per_case(tmp_path):
     complete = dict(generator="erdos_renyi", params=dict(p=1.0))
     # 30 agents who all know each other; round 0: the 10 Female agents evacuate. The share rule makes
-    # everyone stay (LLM DPD 0) while a threshold-1 control keeps round 0 (DPD 1): damped, −1.
+    # everyone stay (DPD 0), while the same agents asked again without neighbours answer as in round 0
+    # (DPD 1): damped, −1. A threshold-1 control keeps round 0 (DPD 1): a reference, not the verdict.
     run(config(complete, agents=10, control=dict(rule="threshold", threshold=1.0)), tmp_path / "damped")
     a = analyze(tmp_path / "damped", bootstrap=500)
     final = a.tables["amplification"].iloc[-1]
     assert final["amplification"] == pytest.approx(-1) and final["verdict"] == "damped"
+    assert final["baseline"] == "no-influence arm" and final["dpd_control"] == pytest.approx(1)
     html = write_report(a).read_text()
     section = html[html.index("<h2>Networks and influence</h2>"):]
-    assert "<b>damped</b> the disparity" in section and "gap with no LLM bias at all" in section
-    assert section.count('<img alt="figure"') == 2  # rates over rounds (LLM and control) and amplification
-    # a model that ignores its neighbours keeps the split (DPD 1) while the majority control converges
-    # (DPD 0): amplified, +1
-    run(config(complete, agents=10, models=["sharefake:stubborn"]), tmp_path / "amplified")
+    assert "<b>damped</b> the disparity" in section and "textbook contagion" in section
+    assert section.count('<img alt="figure"') == 2  # rates over rounds and amplification
+    # a model that ignores its neighbours keeps the split (DPD 1) with and without them — while the majority
+    # control converges (DPD 0), which the old verdict read as "amplified": no change
+    run(config(complete, agents=10, models=["sharefake:stubborn"]), tmp_path / "stubborn")
+    a = analyze(tmp_path / "stubborn", bootstrap=500)
+    final = a.tables["amplification"].iloc[-1]
+    assert final["amplification"] == 0 and final["verdict"] == "no change" and final["dpd_control"] == 0
+    assert "made <b>no change</b> to the disparity" in write_report(a).read_text()
+    # a model whose answers split by attribute only when it hears its neighbours: amplified, +1
+    run(config(complete, agents=10, models=["sharefake:split"]), tmp_path / "amplified")
     a = analyze(tmp_path / "amplified", bootstrap=500)
     final = a.tables["amplification"].iloc[-1]
     assert final["amplification"] == pytest.approx(1) and final["verdict"] == "amplified"
+    assert final["dpd_no_influence"] == 0 and final["change"] == pytest.approx(1)
     assert "<b>amplified</b> the disparity" in write_report(a).read_text()
 
 
@@ -387,10 +402,11 @@ def test_batch_stages_run_round_by_round_and_complete_the_run(fake_server, tmp_p
     cfg = build_config(dict(models=[{"spec": f"openai:fake@{fake_server.url}", "client": "http"}],
                             scenarios=["emergency_response"], groups=["gender_identity"], conditions=["no_persona"],
                             agents=2, rounds=2, network=dict(generator="watts_strogatz", params=dict(k=2, p=0.0))))
-    # each agent's name call is followed by its round-0 decision; then one stage per round of influence
-    assert round_trip(cfg, fake_server.url, tmp_path) == [6, 6, 6, 6]
+    # each agent's name call is followed by its round-0 decision and its no-influence answers (rounds 1
+    # and 2); then one stage per round of influence
+    assert round_trip(cfg, fake_server.url, tmp_path) == [6, 18, 6, 6]
     assert status(cfg, tmp_path, ["simulation"]).needed == 0
     n = len(fake_server.requests)
     r = run(cfg, tmp_path)
     assert r.manifest["model_calls"] == 0 and len(fake_server.requests) == n
-    assert len(r.tables["decisions.parquet"]) == 18 and r.manifest["cache_hits"] == 24
+    assert len(r.tables["decisions.parquet"]) == 18 and r.manifest["cache_hits"] == 36

@@ -50,14 +50,14 @@ def test_amplification_verdicts():
     base = (rng.random(n) < 0.5).astype(int)
     control = rows_from({0: list(base), 1: list(base)}, list(attrs))
     amp = amplification(control, control, "attribute", B=300).set_index("round")
-    assert (amp["amplification"] == 0).all() and (amp["verdict"] == "unchanged").all()
+    assert (amp["amplification"] == 0).all() and (amp["verdict"] == "no change").all()
     # the LLM pushes A towards the target in round 1: the gap grows far beyond noise
     pushed = np.where((attrs == "A") & (rng.random(n) < 0.4), 1, base)
     llm = rows_from({0: list(base), 1: list(pushed)}, list(attrs))
     amp = amplification(llm, control, "attribute", B=300).set_index("round")
     assert amp.loc[1, "verdict"] == "amplified" and amp.loc[1, "ci_low"] > 0.1
     assert amplification(control, llm, "attribute", B=300).set_index("round").loc[1, "verdict"] == "damped"
-    assert verdict(-0.1, 0.2) == "unchanged" and verdict(float("nan"), 1) == "unchanged"
+    assert verdict(-0.1, 0.2) == "no change" and verdict(float("nan"), 1) == "cannot be judged"
     assert rounds_rates_figure({"LLM": rates_by_round(llm, "attribute"),
                                 "control": rates_by_round(control, "attribute")}) is not None
     assert amplification_figure(amp.reset_index()) is not None and rounds_rates_figure({}) is None

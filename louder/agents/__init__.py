@@ -104,17 +104,19 @@ class PersonaAgent(mesa.Agent):
         for name in DECISION_FIELDS:
             setattr(self, name, getattr(d, name))
 
-    def decide(self, neighbours: str | None = None, round_: int = 0) -> Decision:
+    def decide(self, neighbours: str | None = None, round_: int = 0, arm: str = "round") -> Decision:
         """The agent's decision, as a value (the agent's own fields are left alone). Round 0 is the
         independent decision of the seed pipeline (same prompt, seed and cache key). In a round
         r ≥ 1 of influence, ``neighbours`` (what its neighbours chose) is added to the scenario text,
-        and the seed and cache key carry r, so each round's call is cached on its own."""
+        and the seed and cache key carry r, so each round's call is cached on its own. The
+        no-influence arm (``arm="no_influence"``) asks round 0's prompt again in round r with a seed
+        and cache key of its own: the same question, a fresh answer."""
         if self.persona.status != "valid":
             return Decision(status=self.persona.status,
                             raw_response=f"[persona {self.persona.status}] {self.persona.outcome.raw}")
         session, scenario = self.model.session, self.model.case.scenario
-        seed = self.seed if round_ == 0 else stable_seed(self.seed, "round", round_)
-        tag = "" if round_ == 0 else f"|round{round_}"
+        seed = self.seed if round_ == 0 else stable_seed(self.seed, arm, round_)
+        tag = "" if round_ == 0 else f"|{arm}{round_}"
         labels = scenario.labels
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", neighbours)
         if session.config.decision_mode == "score":

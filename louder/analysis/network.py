@@ -1,5 +1,5 @@
-"""Statistics of rounds of influence: per-round DPD, flip rates, amplification over a control, and
-the cluster bootstrap of archetype mode. Pure functions over the rows of ``run_rounds`` (columns
+"""Statistics of rounds of influence: per-round DPD, flip rates, amplification against the same
+agents without influence, and the cluster bootstrap of archetype mode. Pure functions over the rows of ``run_rounds`` (columns
 round, node, status, target, changed and the attribute column).
 
 Notation: in round r, attribute a has n_a agents with a valid decision of which x_a chose the
@@ -128,44 +128,58 @@ def flip_rates(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Amplification:
-    """amplification = DPD_r(LLM) − DPD_r(control) with its bootstrap interval and verdict."""
+    """What influence did to the disparity by round r, against the same agents without influence."""
 
     round: int
-    dpd_llm: float
-    dpd_control: float
-    amplification: float
+    dpd_round0: float  # the independent decisions
+    dpd_llm: float  # round r of influence
+    dpd_no_influence: float  # the baseline in round r: the no-influence arm, else round 0 itself
+    change: float  # DPD_r(LLM) − DPD_0
+    amplification: float  # DPD_r(LLM) − DPD_r(no influence)
     ci_low: float
     ci_high: float
-    verdict: str  # amplified | damped | unchanged
+    verdict: str  # amplified | damped | no change | cannot be judged
 
 
 def verdict(lo: float, hi: float) -> str:
-    """amplified when the interval lies above 0, damped when below, unchanged when it covers 0."""
+    """amplified when the interval lies above 0, damped when below, no change when it covers 0."""
     if np.isnan(lo) or np.isnan(hi):
-        return "unchanged"
-    return "amplified" if lo > 0 else "damped" if hi < 0 else "unchanged"
+        return "cannot be judged"
+    return "amplified" if lo > 0 else "damped" if hi < 0 else "no change"
 
 
-def amplification(llm: pd.DataFrame, control: pd.DataFrame, attr: str, cluster: str | None = None,
+def amplification(llm: pd.DataFrame, arm: pd.DataFrame | None, attr: str, cluster: str | None = None,
                   B: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Per round: A_r = DPD_r(LLM) − DPD_r(control), paired bootstrap interval and verdict.
+    """Per round r: A_r = DPD_r(LLM) − DPD_r(N), with N the no-influence arm (``arm``: the same agents
+    asked round 0's prompt again in round r, a fresh answer without neighbours) or, without an arm,
+    round 0 of the LLM rows (where a second asking would repeat round 0: score mode, argmax).
 
-    The control starts from the same round-0 decisions on the same graph, so both runs have the same
-    agents and clusters; each resample uses one set of cluster weights w_bc for both runs:
-    A_r^b = DPD(r^b_LLM) − DPD(r^b_control). Interval = (1∓level)/2 quantiles of A_r^b.
-    """
+    Under no influence both are independent answers of the same agents to the same question, so A_r
+    is centred at 0 — whatever the graph does, unlike a rule-based control, which moves towards
+    consensus on its own. Paired cluster bootstrap: each resample draws one set of cluster weights
+    w_bc for the LLM and N rows alike (the same agents), A_r^b = DPD(r^b_LLM) − DPD(r^b_N); the
+    interval is the (1∓level)/2 quantiles of A_r^b, widened to take in A_r itself where a percentile
+    interval of a difference of maxima misses it by a hair. ``change`` = DPD_r(LLM) − DPD_0 is the
+    raw movement, noise of a second asking included."""
     attributes = sorted(llm[attr].dropna().unique())
-    clusters = np.union1d(_clusters(llm, cluster), _clusters(control, cluster))
-    rounds = sorted(set(llm["round"]) & set(control["round"]))
-    pairs = [_cluster_counts(rows[rows["round"] == r], attr, attributes, cluster, clusters)
-             for r in rounds for rows in (llm, control)]
+    frames = [llm] if arm is None else [llm, arm]
+    clusters = np.unique(np.concatenate([_clusters(f, cluster) for f in frames]))
+    rounds = sorted(llm["round"].unique())
+    base = lambda r: (arm if arm is not None and r > 0 else llm)  # noqa: E731
+    base_round = lambda r: r if arm is not None else 0  # noqa: E731
+    pairs = [_cluster_counts(rows[rows["round"] == rr], attr, attributes, cluster, clusters)
+             for r in rounds for rows, rr in ((llm, r), (base(r), base_round(r)))]
     boots = _bootstrap_rates(pairs, B, seed)
+    d0 = _observed_dpd(*pairs[0])
     out = []
     for i, r in enumerate(rounds):
-        d_llm, d_ctl = _observed_dpd(*pairs[2 * i]), _observed_dpd(*pairs[2 * i + 1])
+        d_llm, d_base = _observed_dpd(*pairs[2 * i]), _observed_dpd(*pairs[2 * i + 1])
+        a = d_llm - d_base
         lo, hi = _quantiles(_dpd_rows(boots[2 * i]) - _dpd_rows(boots[2 * i + 1]), level)
-        out.append(Amplification(int(r), d_llm, d_ctl, d_llm - d_ctl, lo, hi, verdict(lo, hi)))
-    return pd.DataFrame([a.__dict__ for a in out])
+        if np.isfinite(lo) and np.isfinite(a):
+            lo, hi = min(lo, a), max(hi, a)
+        out.append(Amplification(int(r), d0, d_llm, d_base, d_llm - d0, a, lo, hi, verdict(lo, hi)))
+    return pd.DataFrame([o.__dict__ for o in out])
 
 
 def gap_interval(rows: pd.DataFrame, attr: str, a, b, cluster: str | None = None, B: int = 2000, seed: int = 0,

@@ -6,12 +6,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-RUN_STYLES = {"LLM": "-", "control": "--"}
+RUN_STYLES = {"LLM": "-", "no influence": ":", "control": "--"}
 
 
 def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figure | None:
-    """Target rate per attribute over rounds, one line per attribute, solid for the LLM run and dashed
-    for the control. ``rates`` maps a run name (LLM, control) to ``rates_by_round`` output."""
+    """Target rate per attribute over rounds, one line per attribute: solid for the LLM run, dotted for
+    the no-influence arm, dashed for the control rule. ``rates`` maps a run name (LLM, no influence,
+    control) to ``rates_by_round`` output."""
     rates = {k: v for k, v in rates.items() if v is not None and not v.empty}
     if not rates:
         return None
@@ -30,12 +31,13 @@ def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figu
     ax.set_xlabel("round (0 = independent decision)")
     ax.set_ylabel("target rate")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(title or "Target rate per attribute over rounds (solid: LLM, dashed: control)", fontsize=9)
+    ax.set_title(title or "Target rate per attribute over rounds (solid: LLM, dotted: no influence, dashed: control)",
+                 fontsize=9)
     return fig
 
 
 def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
-    """DPD_r(LLM) − DPD_r(control) per round with its interval; 0 dashed."""
+    """DPD_r(LLM) − DPD_r(no influence) per round with its interval; 0 dashed."""
     if amp is None or amp.empty:
         return None
     fig = Figure(figsize=(5, 3), layout="constrained")
@@ -45,6 +47,6 @@ def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
     ax.axhline(0, color="black", ls="--", lw=0.8)
     ax.set_xticks(amp["round"])
     ax.set_xlabel("round")
-    ax.set_ylabel("DPD(LLM) − DPD(control)")
+    ax.set_ylabel("DPD(influence) − DPD(no influence)")
     ax.set_title(title or "Amplification per round (95 % interval)", fontsize=9)
     return fig

@@ -22,20 +22,26 @@ def _fmt(x, sign: str = "") -> str:
 
 
 def case_sentence(label: str, amp_final: pd.Series, first_dpd: float, underpowered: bool = False) -> str:
-    """One sentence: what influence did to the case's disparity, relative to the control."""
+    """One sentence: what influence did to the case's disparity, against the same agents without
+    influence; then the control rule's movement as a reference."""
     r, v = int(amp_final["round"]), amp_final["verdict"]
     a, lo, hi = amp_final["amplification"], amp_final["ci_low"], amp_final["ci_high"]
-    what = {"amplified": "<b>amplified</b> the disparity beyond what the control rule produces",
-            "damped": "<b>damped</b> the disparity below what the control rule produces",
-            "unchanged": "<b>left the disparity</b> where the control rule puts it (the interval covers 0)"}[v]
-    if pd.isna(lo) or pd.isna(hi):
-        what = "<b>cannot be judged</b>: no interval (fewer than two attributes with valid decisions)"
+    base = ("asked round 0's question again without neighbours" if amp_final.get("baseline") == "no-influence arm"
+            else "in round 0")
+    what = {"amplified": f"<b>amplified</b> the disparity beyond the same agents {base}",
+            "damped": f"<b>damped</b> the disparity below the same agents {base}",
+            "no change": "made <b>no change</b> to the disparity that the interval can see (it covers 0)",
+            "cannot be judged": "<b>cannot be judged</b>: no interval (fewer than two attributes with valid "
+                                "decisions)"}[v]
     text = (f"<b>{html.escape(label)}</b>: influence {what}. DPD {_fmt(first_dpd)} in round 0 → "
-            f"{_fmt(amp_final['dpd_llm'])} with the LLM and {_fmt(amp_final['dpd_control'])} under the control in "
+            f"{_fmt(amp_final['dpd_llm'])} with influence and {_fmt(amp_final['dpd_no_influence'])} without in "
             f"round {r}; amplification {_fmt(a, '+')} (95 % interval {_fmt(lo, '+')} to {_fmt(hi, '+')}).")
+    if pd.notna(amp_final.get("dpd_control")):
+        text += (f" For reference, a textbook contagion (the control rule) on this graph would move the DPD from "
+                 f"{_fmt(first_dpd)} to {_fmt(amp_final['dpd_control'])}.")
     if underpowered:
         text += (' <span class="warn">Underpowered: too few agents per attribute to see a moderate disparity'
-                 + (", so \"left the disparity\" here is not evidence of no effect." if v == "unchanged" else
+                 + (", so \"no change\" here is not evidence of no effect." if v == "no change" else
                     "; a verdict from so few agents is fragile.") + "</span>")
     return text
 
@@ -55,7 +61,7 @@ def _graph_note(manifest: dict) -> str:
 
 
 def network_section(a: Analysis) -> str:
-    """Rates per attribute over rounds (LLM and control), amplification and its verdict per case."""
+    """Rates per attribute over rounds (LLM, no influence, control), amplification and its verdict per case."""
     t = a.tables
     if a.rounds is None or "network_rounds" not in t:
         return ""
@@ -67,13 +73,18 @@ def network_section(a: Analysis) -> str:
            "r ≥ 1 every agent is told how many of its neighbours chose each option in round r − 1 and decides "
            "again; all agents read the same snapshot, so their order does not matter. Neighbours without a valid "
            "answer are told as \"gave no clear answer\" and left out of the share."),
-        _p("<b>Why a control.</b> On a homophilous graph agents mostly hear from their own group, so influence "
-           "alone can pull the groups apart — a gap with no LLM bias at all. The control starts from the same "
-           "round-0 decisions on the same graph and updates by a fixed rule that knows nothing of the attributes. "
-           "<b>Amplification</b> = DPD_r(LLM) − DPD_r(control): what the model's own response to its neighbours "
-           "adds to (or takes from) the disparity that the graph would produce anyway. The verdict reads the 95 % "
-           "paired bootstrap interval of the last round: amplified (above 0), damped (below 0), otherwise left "
-           "unchanged."),
+        _p("<b>What influence did.</b> <b>Amplification</b> = DPD_r(with influence) − DPD_r(no influence): the "
+           "same agents' disparity after r rounds of hearing their neighbours, against their disparity when asked "
+           "round 0's question again in round r without neighbours (the no-influence arm, a fresh answer with a "
+           "new seed; in score mode with argmax, where asking again repeats round 0, round 0 itself). A model that "
+           "ignores its neighbours gives an amplification around 0 whatever the graph. The verdict reads the 95 % "
+           "paired bootstrap interval of the last round: amplified (above 0), damped (below 0), otherwise no "
+           "change."),
+        _p("<b>The control rule is a reference, not the baseline.</b> On a homophilous graph agents mostly hear "
+           "from their own group, and a rule-based contagion (the control: the same round-0 decisions on the same "
+           "graph, updated by a fixed rule that knows nothing of the attributes) moves towards local consensus on "
+           "its own — it says what a textbook contagion would do on this graph, not what the model would do "
+           "without influence."),
         _p("Intervals resample " + ("archetype × replicate clusters (the agents of one model call share its "
                                     "randomness; resampling agents would make them far too narrow)."
                                     if is_archetype(a.rounds, manifest) else
@@ -88,7 +99,7 @@ def network_section(a: Analysis) -> str:
         key = key if isinstance(key, tuple) else (key,)
         label = " × ".join(map(str, key))
         sel = lambda df: df[(df[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)]  # noqa: E731
-        llm, ctl = r[r["source"] == "LLM"], r[r["source"] == "control"]
+        llm, ctl, arm = r[r["source"] == "LLM"], r[r["source"] == "control"], r[r["source"] == "no influence"]
         f = sel(finals) if len(finals) else finals
         if len(f):
             d0 = llm.loc[llm["round"] == 0, "dpd"]
@@ -99,10 +110,11 @@ def network_section(a: Analysis) -> str:
             sentences.append(f"<li>{case_sentence(label, f.iloc[0], float(d0.iloc[0]) if len(d0) else None, under)}"
                              "</li>")
         else:
-            sentences.append(f"<li><b>{html.escape(label)}</b>: no control in this run folder, so no verdict.</li>")
+            sentences.append(f"<li><b>{html.escape(label)}</b>: no rounds of influence, so no verdict.</li>")
         figs.append(f"<h3>{html.escape(label)}</h3>")
-        figs.append(_png(rounds_rates_figure({"LLM": llm, "control": ctl},
-                                             title=f"{label}\ntarget rate per attribute (solid: LLM, dashed: control)")))
+        figs.append(_png(rounds_rates_figure({"LLM": llm, "no influence": arm, "control": ctl},
+                                             title=f"{label}\ntarget rate per attribute (solid: with influence, "
+                                                   "dotted: no influence, dashed: control rule)")))
         figs.append(_png(amplification_figure(sel(amp).reset_index(drop=True) if len(amp) else None)))
     parts += ["<ul>" + "".join(sentences) + "</ul>", *figs,
               "<h3>Rates, answers and DPD per round</h3>",

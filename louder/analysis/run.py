@@ -40,6 +40,7 @@ class Analysis:
     seconds: float = 0.0
     rounds: pd.DataFrame | None = None   # network run: decisions of every round (``decisions`` is round 0)
     control: pd.DataFrame | None = None  # network run: the no-LLM control's rows
+    no_influence: pd.DataFrame | None = None  # network run: the no-influence arm's rows
     # population runs (issue 11): the drawn agents and the counterfactual twins
     population: pd.DataFrame | None = None
     twins: pd.DataFrame | None = None
@@ -105,14 +106,17 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, p
 
 
 def _network_split(run: Path, decisions: pd.DataFrame, missing: list[str]):
-    """A network run: (every round, round 0, control). The case tables above read round 0 — the
-    independent decisions, comparable with a run without a network; the rounds get their own tables."""
+    """A network run: (every round, round 0, control, no-influence arm). The case tables above read
+    round 0 — the independent decisions, comparable with a run without a network; the rounds get
+    their own tables."""
     control = _read_parquet(run / "control.parquet")
     if control is None:
-        missing.append("network: no control.parquet — amplification over the no-LLM control cannot be computed; "
-                       "re-run the same `louder run` command to write it")
-    # a policy variant reads as its own scenario in the control too, so each variant meets its own control
-    return decisions, decisions[decisions["round"] == 0].reset_index(drop=True), _variants_as_scenarios(control)
+        missing.append("network: no control.parquet — the rule-based reference cannot be drawn; re-run the same "
+                       "`louder run` command to write it")
+    arm = _read_parquet(run / "no_influence.parquet")
+    # a policy variant reads as its own scenario in the control and arm too, so each variant meets its own
+    return (decisions, decisions[decisions["round"] == 0].reset_index(drop=True), _variants_as_scenarios(control),
+            _variants_as_scenarios(arm))
 
 
 def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
@@ -125,9 +129,9 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     decisions, probes, personas, manifests, missing = load_run(run)
     decisions = _variants_as_scenarios(decisions)
     attrs = _group_attributes(manifests, [f for f in (decisions, probes) if f is not None])
-    rounds, control = None, None
+    rounds, control, arm = None, None, None
     if decisions is not None and "round" in decisions.columns:
-        rounds, decisions, control = _network_split(run, decisions, missing)
+        rounds, decisions, control, arm = _network_split(run, decisions, missing)
 
     attr_frames, case_frames = [], []
     if decisions is not None:
@@ -184,9 +188,9 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         if m:
             manifests[name] = m
     if rounds is not None:
-        tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed))
+        tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed, arm=arm))
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
-                      rounds=rounds, control=control)
+                      rounds=rounds, control=control, no_influence=arm)
     _add_population(result, bootstrap, seed)
     result.seconds = time.perf_counter() - start
     written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES

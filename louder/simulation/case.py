@@ -84,9 +84,10 @@ def decision_calls(config: ExperimentConfig, model: str, condition: str, scenari
 
 
 def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str], prompts: Prompts,
-                    rounds: int = 0, neighbours: str | None = None) -> tuple[Calls, ...]:
+                    rounds: int = 0, neighbours: str | None = None, arm: bool = False) -> tuple[Calls, ...]:
     """A seed case's calls: per attribute, ``agents`` personas (shared by the variants) and
-    ``agents`` decisions per variant and per round 0..``rounds``."""
+    ``agents`` decisions per variant and per round 0..``rounds`` (and, with the no-influence ``arm``,
+    round 0's prompt again in every round r ≥ 1)."""
     model, condition, scenario_id, group_id = case_key
     s = load_scenario(scenario_id)
     out = []
@@ -97,6 +98,9 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
             if rounds:
                 out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
                                           prompts, neighbours))
+            if rounds and arm:
+                out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
+                                          prompts))
     return tuple(out)
 
 

@@ -146,9 +146,19 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
     keys = case_columns(run_id, case_key)
 
     def one(variant: str, scenario: Scenario) -> CaseFrames:
-        # Round 0: exactly the seed simulation of the case (same agents, seeds and cache keys).
         abm = case_model(config, session, case_key, scenario)
-        abm.step(tick)
+        ordered = sorted(abm.agents, key=lambda a: a.agent_id)  # node i = the i-th agent by agent_id
+        session.client.map(lambda a: a.write_persona() if a.persona is None else None, ordered)
+        # Round 0 — exactly the seed simulation's calls (same agents, seeds and cache keys) — and beside
+        # it the no-influence arm, which needs only the personas: one pass, so a batch export records
+        # both in one stage.
+        arm_rounds = range(1, config.rounds + 1) if arm_runs(config) else range(0)
+        jobs = [(a, 0) for a in ordered] + [(a, r) for r in arm_rounds for a in ordered]
+        answers = session.client.map(
+            lambda job: job[0].decide() if job[1] == 0 else job[0].decide(None, job[1], arm="no_influence"), jobs,
+            tick)
+        for a, d in zip(ordered, answers):
+            a.take(d)
         by_id = {a.agent_id: a for a in abm.agents}
         agents = pd.DataFrame([dict(agent_id=a.agent_id, attribute=a.attribute, replicate=a.replicate)
                                for a in abm.agents])
@@ -166,10 +176,13 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
         rows = out.rows.assign(**keys, name=[by_id[i].name for i in out.rows["agent_id"]],
                                persona=[by_id[i].persona_text for i in out.rows["agent_id"]])
         case = {k: v for k, v in keys.items() if k != "run_id"}
-        return CaseFrames(rows[DECISION_COLUMNS + NETWORK_COLUMNS],
-                          [{**keys, **a.persona_row()} for a in sorted(abm.agents, key=lambda a: a.agent_id)],
-                          {"control.parquet": out.control.assign(**case)[CONTROL_COLUMNS],
-                           "network.parquet": out.edges.assign(**case)[EDGE_COLUMNS]})
+        extra = {"control.parquet": out.control.assign(**case)[CONTROL_COLUMNS],
+                 "network.parquet": out.edges.assign(**case)[EDGE_COLUMNS]}
+        if arm_rounds:
+            nodes = {a.agent_id: node for node, a in enumerate(ordered)}
+            extra["no_influence.parquet"] = no_influence_rows(jobs[len(ordered):], answers[len(ordered):], nodes, keys)
+        return CaseFrames(rows[DECISION_COLUMNS + NETWORK_COLUMNS], [{**keys, **a.persona_row()} for a in ordered],
+                          extra)
 
     return run_variants(config.variants, load_scenario(case_key[2]), one, labelled(config.variants),
                         shared=("network.parquet",))
@@ -191,6 +204,23 @@ def network_manifest(config: ExperimentConfig, graphs: Mapping[str, nx.Graph]) -
                 edges=sum(v["edges"] for v in per_group.values()), graphs=per_group, rounds=config.rounds,
                 control=config.control.model_dump(mode="json"), mode=config.mode, replicates=None, buckets=None,
                 influence_template_sha256=stable_hash(influence_templates())[:16])
+
+
+def arm_runs(config: ExperimentConfig) -> bool:
+    """Whether a network run asks the no-influence arm: rounds of influence, the arm on, and answers
+    that a second asking can change (score mode with argmax reads the same probabilities again)."""
+    repeats = config.decision_mode == "score" and config.score_pick == "argmax"
+    return config.rounds > 0 and config.no_influence and not repeats
+
+
+def no_influence_rows(jobs: list, answers: list, nodes: dict, keys: dict) -> pd.DataFrame:
+    """The no-influence arm's table: for each job (agent, round r ≥ 1) the agent's answer to round 0's
+    prompt asked again, with a seed and cache key of its own (``PersonaAgent.decide(arm="no_influence")``);
+    one row per agent × round, the decision columns of decisions.parquet plus round and node."""
+    rows = [dict(keys, attribute=a.attribute, agent_id=a.agent_id, replicate=a.replicate, name=a.name,
+                 persona=a.persona_text, round=r, node=nodes[a.agent_id], **{f: getattr(d, f) for f in DECISION_FIELDS})
+            for (a, r), d in zip(jobs, answers)]
+    return pd.DataFrame(rows, columns=DECISION_COLUMNS + ["round", "node"])
 
 
 def check_network_config(config: ExperimentConfig) -> None:
@@ -220,8 +250,10 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
         s = load_scenario(sid)
         counts = {c: 0 for c in s.labels} | {s.target: 4, next(c for c in s.labels if c != s.target): 4}
         messages[sid] = neighbour_message(NeighbourCounts(8, counts, 0, 0, 0, 0.5), s.labels, s.target)
-    items = [Item(c, graphs[c[3]].number_of_nodes() * (config.rounds + 1) * len(config.variants),
-                  seed_case_calls(config, c, prompts, config.rounds, messages[c[2]])) for c in plan_cases(config)]
+    arm = arm_runs(config)
+    answers = config.rounds + 1 + (config.rounds if arm else 0)  # per agent and variant
+    items = [Item(c, graphs[c[3]].number_of_nodes() * answers * len(config.variants),
+                  seed_case_calls(config, c, prompts, config.rounds, messages[c[2]], arm)) for c in plan_cases(config)]
 
     def run_case(ctx, case_key, tick):
         g = graphs[case_key[3]]
@@ -238,10 +270,15 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
         control = typed(pd.concat([r.extra["control.parquet"] for r in results], ignore_index=True)).sort_values(
             CASE_KEYS + variant + ["round", "node"], ignore_index=True)
         edges = pd.concat([r.extra["network.parquet"] for r in results], ignore_index=True)
-        fields = status_block({"decisions": decisions, "personas": personas, "control": control, "network": edges},
-                              CASE_KEYS + ["attribute", "round"] + variant)
+        out = {"decisions.parquet": decisions, "personas.parquet": personas, "network.parquet": edges,
+               "control.parquet": control}
+        counted = {"decisions": decisions, "personas": personas, "control": control, "network": edges}
+        if arm:
+            arm_rows = typed(pd.concat([r.extra["no_influence.parquet"] for r in results], ignore_index=True))
+            out["no_influence.parquet"] = counted["no_influence"] = arm_rows.sort_values(
+                CASE_KEYS + variant + ["round", "agent_id"], ignore_index=True)
+        fields = status_block(counted, CASE_KEYS + ["attribute", "round"] + variant)
         fields["network"] = network_manifest(config, graphs)
-        return {"decisions.parquet": decisions, "personas.parquet": personas, "network.parquet": edges,
-                "control.parquet": control}, fields
+        return out, fields
 
     return Task("network", items, run_case, tables, "manifest.json")

@@ -1,0 +1,139 @@
+"""Amplification by influence (issue 23.1): a model that ignores its neighbours reads "no change",
+whatever the graph and whatever the control rule — the rule-based control is a reference, not the
+baseline of the verdict. The issue's design: 600 agents on gender identity, a homophilous block
+model (95 % of ties within an attribute, mean degree 8), 4 rounds, 20 seeds, every control rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import louder
+from louder.analysis.network import amplification
+from louder.analysis.network_tables import case_network_tables
+from louder.config import ControlConfig, NetworkConfig
+from louder.llm.base import stable_seed
+from louder.networks.graphs import build_graph
+from louder.networks.rounds import control_rule, run_rounds
+from louder.networks.space import InfluenceModel
+from louder.simulation.network_run import Answer, influence, seed_agents
+
+RULES = ("majority", "threshold", "degroot")
+ATTRIBUTES = ["Female", "Male", "Non-binary"]
+CHOICES, TARGET = ["Evacuate", "Stay"], "Evacuate"
+
+
+def _answer(seed: int, *key) -> Answer:
+    """What a fake model that ignores its neighbours says: Evacuate or Stay at random (p = ½)."""
+    evacuate = np.random.default_rng(stable_seed(seed, *key)).random() < 0.5
+    return Answer("Evacuate" if evacuate else "Stay", "valid", None)
+
+
+def null_case(seed: int, per_attribute: int = 200, rounds: int = 4):
+    """One case of the issue's design, run through ``influence`` with a neighbour-blind model: the
+    rounds, the no-influence arm (fresh answers to round 0's question), and a function giving the
+    control rule's rows for a rule (the LLM's answers do not depend on it)."""
+    agents = seed_agents("gender_identity", ATTRIBUTES, per_attribute)
+    graph = build_graph(NetworkConfig(generator="homophily_sbm", seed=seed,
+                                      params={"group": "gender_identity", "within": 0.95, "mean_degree": 8}), agents)
+    initial = {int(i): _answer(seed, "round0", int(i)) for i in agents["agent_id"]}
+
+    def ask(agent, message: str, r: int) -> Answer:  # the message is read and ignored
+        return _answer(seed, "round", r, agent.attributes["agent_id"])
+
+    out = influence(graph, agents, initial, ask, rounds, CHOICES, TARGET, ControlConfig(), seed=seed)
+    attr = dict(zip(agents["agent_id"], agents["attribute"]))
+    arm = pd.DataFrame([dict(round=r, node=node, agent_id=int(i), attribute=attr[i], status="valid",
+                             target=_answer(seed, "arm", r, int(i)).decision == TARGET)
+                        for r in range(1, rounds + 1) for node, i in enumerate(sorted(attr))])
+    start = [initial[i] for i in sorted(initial)]
+
+    def control(rule: str) -> pd.DataFrame:
+        c = ControlConfig(rule=rule)
+        return run_rounds(InfluenceModel(graph, agents, seed=seed), start, rounds,
+                          control_rule(c.rule, CHOICES, TARGET, threshold=c.threshold, self_weight=c.self_weight),
+                          CHOICES, TARGET)
+
+    return out.rows, arm, control
+
+
+def test_a_model_that_ignores_its_neighbours_reads_no_change_under_every_rule():
+    verdicts = {rule: [] for rule in RULES}
+    moved = {rule: [] for rule in RULES}
+    for seed in range(20):
+        rows, arm, control = null_case(seed)
+        for rule in RULES:
+            t = case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
+            final = t[t["final"]].iloc[0]
+            assert final["baseline"] == "no-influence arm"
+            assert final["ci_low"] <= final["amplification"] <= final["ci_high"]
+            verdicts[rule].append(final["verdict"])
+            moved[rule].append(abs(final["dpd_control"] - final["dpd_round0"]))
+    for rule in RULES:
+        assert verdicts[rule].count("no change") >= 19, (rule, verdicts[rule])
+        assert verdicts[rule] == verdicts[RULES[0]]  # the rule is a reference: it never enters the verdict
+    # while the rule-based controls do move the DPD on their own (the old verdict read that as influence)
+    assert np.mean(moved["majority"] + moved["threshold"]) > 0.01
+
+
+@pytest.mark.slow
+def test_false_positives_stay_near_the_level_over_many_seeds():
+    """Beyond the issue's 20 seeds: over 100 more the 95 % interval excludes 0 about 5 % of the time."""
+    wrong = 0
+    for seed in range(100, 200):
+        rows, arm, _ = null_case(seed)
+        wrong += amplification(rows, arm, "attribute", B=300, seed=seed).iloc[-1]["verdict"] != "no change"
+    assert wrong <= 10  # P(Binomial(100, 0.05) > 10) ≈ 0.01
+
+
+def test_a_planted_amplification_of_known_size_is_recovered():
+    """Influence pushes one attribute's rate up by 0.25 in the rounds: the DPD grows by ≈ 0.25 over the
+    no-influence arm, and the interval holds it."""
+    rows, arm, _ = null_case(7, per_attribute=400)
+    rng = np.random.default_rng(7)
+    pushed = (rows["round"] > 0) & (rows["attribute"] == "Female") & ~rows["target"].astype(bool) & (
+        rng.random(len(rows)) < 0.5)
+    rows.loc[pushed, "target"] = True
+    amp = amplification(rows, arm, "attribute", B=600, seed=1)
+    final = amp.iloc[-1]
+    assert final["verdict"] == "amplified" and final["ci_low"] < 0.25 < final["ci_high"]
+    assert final["amplification"] == pytest.approx(0.25, abs=0.08)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 12), st.floats(0.0, 1.0))
+def test_the_amplification_interval_contains_its_estimate(seed, n, p):
+    rng = np.random.default_rng(seed)
+    attrs = np.repeat(["a", "b", "c"], n)
+    frames = [pd.DataFrame(dict(round=r, node=np.arange(attrs.size), attribute=attrs, status="valid",
+                                target=rng.random(attrs.size) < p)) for r in range(3)]
+    llm = pd.concat(frames, ignore_index=True)
+    arm = pd.concat([f.assign(target=rng.random(attrs.size) < p) for f in frames[1:]], ignore_index=True)
+    for a in (amplification(llm, arm, "attribute", B=200, seed=seed), amplification(llm, None, "attribute", B=200)):
+        ok = a["ci_low"].notna()
+        assert ((a.loc[ok, "ci_low"] <= a.loc[ok, "amplification"] + 1e-12)
+                & (a.loc[ok, "amplification"] <= a.loc[ok, "ci_high"] + 1e-12)).all()
+
+
+@pytest.mark.slow
+def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
+    """The issue's experiment through the whole pipeline: `louder run` on the fake model (no bias, no
+    influence), 20 seeds; the rule only changes the reference, so each seed's answers are cached once
+    and reused under the other rules."""
+    verdicts = {rule: [] for rule in RULES}
+    for seed in range(20):
+        for rule in RULES:
+            run = louder.run({"models": [f"fake:seed={seed}"], "seed": seed, "rounds": 4, "control": {"rule": rule},
+                              "cache": str(tmp_path / f"cache-{seed}.sqlite"),
+                              "network": {"generator": "homophily_sbm", "seed": seed,
+                                          "params": {"group": "gender_identity", "within": 0.95, "mean_degree": 8}},
+                              "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
+                                             "agents": 200, "conditions": ["no_persona"]}},
+                             out=tmp_path / f"{seed}-{rule}", progress=False)
+            amp = run.analyze(bootstrap=400, write=False)["amplification"]
+            verdicts[rule].append(amp[amp["final"]]["verdict"].iloc[0])
+    for rule, v in verdicts.items():
+        assert v.count("no change") >= 19, (rule, v)
