@@ -143,20 +143,18 @@ def _decision(config: ExperimentConfig, per: int) -> list[Part]:
 def _population(config: ExperimentConfig, per: int) -> list[Part]:
     """A population run (louder/simulation/population_run.py): per model × condition × scenario, one
     persona per drawn agent (shared by the variants), one decision per agent and variant; with twins,
-    per agent and every other attribute of every group a name call (groups that rename) and a
-    decision per variant. Counts assume every persona is valid (a failed one skips its calls)."""
+    per agent and every other attribute of every group a name call (groups that rename), a rewrite
+    call (groups without a word list; ``twins.twin_calls_per_agent``) and a decision per variant.
+    Counts assume every persona is valid and names its attributes (a failed one skips its calls, an
+    unnamed attribute its rewrite)."""
     from louder.populations import agent_description, draw_agents, load_population
-    from louder.populations.twins import group_lexicon
-    from louder.populations.persona import persona_phrases
+    from louder.simulation.population_run import twin_calls
 
     prompts, typical, out = Prompts(), _numbers()["typical_output_tokens"], []
     pop = load_population(config.population)
     agents = draw_agents(pop, config.agents, config.seed)
-    phrases = persona_phrases(pop.phrases, prompts)
     cells = agents.groupby(pop.group_ids).size()
     persona_text = "x" * (typical["persona"] * _numbers()["chars_per_token"])
-    twins = [(g, b) for g in pop.groups for b in g.attributes
-             if config.twin_groups is None or g.id in config.twin_groups] if config.twins else []
     for sid in config.scenarios:
         s = load_scenario(sid)
         for c in config.conditions:
@@ -167,12 +165,15 @@ def _population(config: ExperimentConfig, per: int) -> list[Part]:
                 kind = "name" if c == "no_persona" else "persona"
                 out.append(_part(n, _tokens(first), typical[kind], config.persona.max_tokens,
                                  1 if c == "no_persona" else per))
-                n_twins = sum(1 for g, b in twins if b != attrs[g.id])
-                n_named = sum(1 for g, b in twins if b != attrs[g.id]
-                              and group_lexicon(g, phrases.get(g.id)).rename)
-                if n_named:
+                calls = twin_calls(pop, config.twin_groups, c) if config.twins else {}
+                n_twins = calls.get("twins", 0)
+                if calls.get("names"):
                     named = prompts.persona(desc, "no_persona", s, config.paper_faithful, "chat")
-                    out.append(_part(n * n_named, _tokens(named), typical["name"], config.persona.max_tokens))
+                    out.append(_part(n * calls["names"], _tokens(named), typical["name"], config.persona.max_tokens))
+                if calls.get("rewrites"):  # a chat call (the rewriter), whatever the model's API
+                    ask = prompts.twin_rewrite("group", desc, desc, persona_text)
+                    out.append(_part(n * calls["rewrites"], _tokens(ask), typical["persona"],
+                                     config.extraction.max_tokens))
                 for v in config.variants:
                     act = prompts.action("Alex Morgan", persona_text if c != "no_persona" else desc, s.variant(v),
                                          "chat")

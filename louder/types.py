@@ -21,7 +21,7 @@ DECISION_COLUMNS = [
 # personas.parquet: one row per generated persona (and its prompt) of the simulation.
 PERSONA_COLUMNS = [
     "run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate", "name", "persona",
-    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
+    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "reason",
 ]
 # probes.parquet: one row per explicit-probe answer.
 PROBE_COLUMNS = [
@@ -33,7 +33,8 @@ PROBE_COLUMNS = [
 TWIN_COLUMNS = [
     "run_id", "model", "condition", "scenario", "variant", "group", "twin_set", "agent_id", "attribute",
     "source_attribute", "original", "name", "persona", "decision", "target", "p_target", "status", "twin_status",
-    "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "choice_mass",
+    "twin_reason", "twin_similarity", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
+    "choice_mass",
 ]
 # The file each kind of run writes into the run folder.
 FILES = {"simulation": "decisions.parquet", "explicit": "probes.parquet", "association": "association.parquet",

@@ -99,9 +99,10 @@ class PersonaAgent(mesa.Agent):
         independent decision of the seed pipeline (same prompt, seed and cache key). In a round
         r ≥ 1 of influence, ``neighbours`` (what its neighbours chose) is added to the scenario text,
         and the seed and cache key carry r, so each round's call is cached on its own."""
-        if self.persona.status != "valid":
-            return Decision(status=self.persona.status,
-                            raw_response=f"[persona {self.persona.status}] {self.persona.outcome.raw}")
+        if self.persona.status != "valid":  # not asked: the agent carries its persona's status
+            p = self.persona
+            why = f"{p.status}: {p.reason}" if p.reason else p.status
+            return Decision(status=p.status, raw_response=f"[persona {why}] {p.outcome.raw if p.outcome else ''}")
         session, scenario = self.model.session, self.model.case.scenario
         seed = self.seed if round_ == 0 else stable_seed(self.seed, "round", round_)
         tag = "" if round_ == 0 else f"|round{round_}"

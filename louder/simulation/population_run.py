@@ -31,10 +31,11 @@ from louder.agents import PersonaAgent
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
 from louder.llm.base import stable_seed
-from louder.personas import Persona, generate_persona
+from louder.personas import Persona, generate_persona, rewrite_persona
 from louder.populations import agent_description, draw_agents, fit_diagnostics, fit_population, load_population
 from louder.populations.schema import Population
-from louder.populations.twins import group_lexicon, re_express, twin_check
+from louder.populations.twins import (TwinCheck, group_lexicon, mentions, name_problem, re_express, rewrite_check,
+                                      rewrite_cues, twin_calls_per_agent, twin_check)
 from louder.populations.persona import persona_phrases
 from louder.scenarios import Scenario, load_scenario
 from louder.session import ModelSession
@@ -92,7 +93,7 @@ class PopulationAgent(PersonaAgent):
 
 class TwinAgent(PersonaAgent):
     """The counterfactual twin of ``source`` with ``attribute`` in ``group``: the source's persona with
-    the attribute's words (and, for groups that rename, the name) replaced (``populations.twins``)."""
+    only the attribute changed (``populations.twins``), checked before it decides."""
 
     def __init__(self, model: PopulationModel, source: PopulationAgent, group: str, attribute: str):
         mesa.Agent.__init__(self, model)
@@ -102,6 +103,8 @@ class TwinAgent(PersonaAgent):
         # only difference between the two decision calls is the re-expressed text.
         self.seed = source.seed
         self.twin_status: str | None = None
+        self.twin_reason: str | None = None  # why the twin failed its check or its call
+        self.twin_similarity: float | None = None
         self._blank()
 
     @property
@@ -110,33 +113,53 @@ class TwinAgent(PersonaAgent):
 
     demographic = PopulationAgent.demographic  # all of its attributes, the changed one included
 
+    def _failed(self, persona: Persona, status: str | None = None) -> None:
+        self.twin_status, self.twin_reason, self.persona = status or persona.status, persona.reason, persona
+
     def write_persona(self) -> None:
-        """Re-express the source's persona; a new name (model call, name-only prompt) when the group renames."""
+        """The twin's text: from the group's word list (with a new name — a name-only call — when the
+        group renames), else a model rewrite (none when the persona never names the attribute); then
+        the twin check. A twin whose call failed carries that status and decides nothing."""
         src, case, session = self.source, self.model.case, self.model.session
         if src.persona is None or src.persona.status != "valid":
             status = src.persona.status if src.persona else "error"
-            self.twin_status = "no_persona"
-            self.persona = Persona(None, None, status, src.persona.outcome if src.persona else None, "")
+            self._failed(Persona(None, None, status, src.persona.outcome if src.persona else None, ""), "no_persona")
             return
-        population = case.population
-        group = population.group(self.group_id)
-        lex = group_lexicon(group, persona_phrases(population.phrases, session.prompts).get(group.id))
+        group = case.population.group(self.group_id)
+        old, new = src.attributes[self.group_id], self.attribute
+        lex = group_lexicon(group)
         name, outcome, prompt = src.name, src.persona.outcome, src.persona.prompt
-        if lex.rename:
+        if lex is not None and lex.rename:
             named = generate_persona(session, case.scenario, "no_persona", self.demographic,
                                      stable_seed(self.seed, "twin", self.group_id, self.attribute),
                                      "twin-name|" + self.key)
             if named.status != "valid":
-                self.twin_status = named.status
-                self.persona = named
-                return
+                return self._failed(named)
             name, outcome, prompt = named.name, named.outcome, named.prompt
-        old = src.attributes[self.group_id]
         if case.condition == "no_persona":  # the "persona" is the description itself
-            text, self.twin_status = session.prompts.no_persona_text(self.demographic), "ok"
+            text = session.prompts.no_persona_text(self.demographic)
+            problem = name_problem(name, src.name, lex.all_words(old) | lex.all_words(new)) if (
+                lex is not None and lex.rename) else None
+            verdict = TwinCheck("failed_check", problem) if problem else TwinCheck("ok", None, 1.0)
+        elif lex is not None:
+            text = re_express(src.persona_text, lex, old, new, src.name, name)
+            verdict = twin_check(src.persona_text, text, lex, old, new, src.name, name)
         else:
-            text = re_express(src.persona_text, lex, old, self.attribute, src.name, name)
-            self.twin_status = twin_check(src.persona_text, text, lex, old, self.attribute, src.name, name)
+            phrases = persona_phrases(case.population.phrases, session.prompts).get(group.id, {})
+            cues_old = rewrite_cues(old, phrases.get(old), new, phrases.get(new))
+            cues_new = rewrite_cues(new, phrases.get(new), old, phrases.get(old))
+            if not mentions(src.persona_text, cues_old):  # nothing names the attribute: the same text, no call
+                text, verdict = src.persona_text, TwinCheck("unchanged", None, 1.0)
+            else:
+                ask = session.prompts.twin_rewrite(group.name.lower(), phrases.get(old, old), phrases.get(new, new),
+                                                   src.persona_text)
+                rewritten = rewrite_persona(session, ask, name, stable_seed(self.seed, "twin-rewrite", self.group_id,
+                                                                             self.attribute), "twin-rewrite|" + self.key)
+                if rewritten.status != "valid":
+                    return self._failed(rewritten)
+                text, outcome, prompt = rewritten.persona, rewritten.outcome, rewritten.prompt
+                verdict = rewrite_check(src.persona_text, text, cues_old, cues_new, src.name)
+        self.twin_status, self.twin_reason, self.twin_similarity = verdict.status, verdict.reason, verdict.similarity
         self.persona = Persona(name, text, "valid", outcome, prompt)
         self.name, self.persona_text = name, text
 
@@ -146,7 +169,8 @@ class TwinAgent(PersonaAgent):
         if self.persona.status != "valid":
             self.status = self.persona.status
             raw = self.persona.outcome.raw if self.persona.outcome else ""
-            self.raw_response = f"[twin {self.twin_status}] {raw}"
+            why = f"{self.twin_status}: {self.twin_reason}" if self.twin_reason else self.twin_status
+            self.raw_response = f"[twin {why}] {raw}"
             return
         self.take(self.decide())
 
@@ -169,7 +193,8 @@ class PopulationModel(mesa.Model):
             PopulationAgent: {**AGENT_REPORTERS, "agent_id": "agent_id", "cell_id": "cell_id", "weight": "weight",
                               "attributes": "attributes"},
             TwinAgent: {**AGENT_REPORTERS, "attributes": "attributes", "group": "group_id",
-                        "twin_status": "twin_status", "source": lambda t: t.source.agent_id,
+                        "twin_status": "twin_status", "twin_reason": "twin_reason",
+                        "twin_similarity": "twin_similarity", "source": lambda t: t.source.agent_id,
                         "source_attribute": lambda t: t.source.attributes[t.group_id]}})
 
     def step(self, on_done: Callable[[], None] | None = None) -> None:
@@ -186,6 +211,12 @@ class PopulationModel(mesa.Model):
 
 def twins_per_agent(population: Population, twin_groups: list[str] | None = None) -> int:
     return sum(len(g.attributes) - 1 for g in population.groups if twin_groups is None or g.id in twin_groups)
+
+
+def twin_calls(population: Population, twin_groups: list[str] | None, condition: str) -> dict[str, int]:
+    """Per agent under ``condition``: twins, their name calls and their rewrite calls (``twin_calls_per_agent``)."""
+    return twin_calls_per_agent([g for g in population.groups if twin_groups is None or g.id in twin_groups],
+                                condition)
 
 
 def count_calls(config: ExperimentConfig) -> int:
@@ -209,7 +240,8 @@ def _case_frames(config: ExperimentConfig, pm: PopulationModel, run_id: str) -> 
     t = t.drop(columns="attributes").rename(columns={"source": "agent_id"}).assign(original=False, **keys)
     # each twin set also holds the source agent itself (its own decision, no further call)
     own = pd.concat([d.assign(group=g.id, source_attribute=d[attr_column(g.id)], attribute=d[attr_column(g.id)],
-                              twin_status="ok", original=True) for g in pm.twin_groups], ignore_index=True)
+                              twin_status="ok", twin_reason=None, twin_similarity=None, original=True)
+                     for g in pm.twin_groups], ignore_index=True)
     t = pd.concat([own, t], ignore_index=True)
     t["twin_set"] = t["agent_id"].astype(str) + ":" + t["group"]
     return d, t[TWIN_COLUMNS + [attr_column(g) for g in gids]]
@@ -237,7 +269,7 @@ def run_population_case(config: ExperimentConfig, session: ModelSession, run_id:
                     run_id=run_id, model=model_label, condition=condition, scenario=base.id, group=population.id,
                     attribute=a.attribute, agent_id=a.agent_id, replicate=a.replicate, name=p.name,
                     persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-                    attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+                    reason=p.reason, attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
                     input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens,
                     cell_id=a.cell_id, **{attr_column(g): v for g, v in a.attributes.items()}))
     return pd.concat(frames, ignore_index=True), persona_rows, pd.concat(twin_frames, ignore_index=True)
@@ -307,5 +339,6 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
              "attempts": "int64", "latency_s": "float64", "choice_mass": "Float64", "input_tokens": "Int64",
              "output_tokens": "Int64", "name": "string", "persona": "string", "decision": "string",
              "rationale": "string", "raw_response": "string", "status": "string", "variant": "string",
-             "cell_id": "int64", "weight": "float64", "twin_status": "string", "original": "bool"}
+             "cell_id": "int64", "weight": "float64", "twin_status": "string", "original": "bool",
+             "twin_reason": "string", "twin_similarity": "Float64"}
     return df.astype({c: t for c, t in types.items() if c in df.columns})

@@ -75,7 +75,7 @@ def _simulate_variant(config: ExperimentConfig, session, run_id: str, case_key: 
             run_id=run_id, model=model_label, condition=condition, scenario=case.scenario.id,
             group=case.group.id, attribute=a.attribute, agent_id=a.unique_id, replicate=a.replicate,
             name=p.name, persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-            attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+            reason=p.reason, attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
             input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens))
     return df, rows
 
