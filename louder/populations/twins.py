@@ -151,8 +151,7 @@ def _cap(found: str, word: str) -> str:
     return word[:1].upper() + word[1:] if found[:1].isupper() and word[:1].islower() else word
 
 
-def _choose(roles: list[str], lex: GroupLexicon, new: str, toks: list[Token], before: int, after: int,
-            found: str) -> str:
+def _choose(roles: list[str], lex: GroupLexicon, new: str, toks: list[Token], before: int, after: int) -> str:
     """The role of a word listed under several roles of the old attribute, when their targets differ:
     "her" is a possessive before a noun phrase, else an object; "his" a possessive determiner or a
     pronoun ("hers"); "she's" is "she has" before a participle."""
@@ -187,7 +186,7 @@ def re_express(text: str, lex: GroupLexicon, old: str, new: str, old_name: str |
     for m, roles in _matches(text, lex, old):
         at = bisect.bisect_left(starts, m.start())  # the token the match starts at
         after = bisect.bisect_left(starts, m.end())  # the first token after it
-        role = _choose(roles, lex, new, toks, at - 1, after, m.group())
+        role = _choose(roles, lex, new, toks, at - 1, after)
         word = lex.targets[new][role]
         repl = _cap(m.group(), word)
         edits.append((m.start(), m.end(), repl))
@@ -246,7 +245,7 @@ def _case_errors(original: str, twin: str, lex: GroupLexicon, old: str, new: str
             if len({lex.targets[new][r] for r in roles}) < 2:
                 continue
             at = bisect.bisect_left(tstarts, found[i].start())
-            role = _choose(roles, lex, new, toks, at - 1, at + 1, found[i].group())
+            role = _choose(roles, lex, new, toks, at - 1, at + 1)
             if _fold(b[j]) != _fold(lex.targets[new][role]):
                 out.append(f"{b[j]} ({role})")
     return out

@@ -153,8 +153,8 @@ class TwinAgent(PersonaAgent):
             else:
                 ask = session.prompts.twin_rewrite(group.name.lower(), phrases.get(old, old), phrases.get(new, new),
                                                    src.persona_text)
-                rewritten = rewrite_persona(session, ask, name, stable_seed(self.seed, "twin-rewrite", self.group_id,
-                                                                             self.attribute), "twin-rewrite|" + self.key)
+                seed = stable_seed(self.seed, "twin-rewrite", self.group_id, self.attribute)
+                rewritten = rewrite_persona(session, ask, name, seed, "twin-rewrite|" + self.key)
                 if rewritten.status != "valid":
                     return self._failed(rewritten)
                 text, outcome, prompt = rewritten.persona, rewritten.outcome, rewritten.prompt
