@@ -140,6 +140,8 @@ class ExperimentConfig(BaseModel):
     twin_groups: list[str] | None = Field(None, description="twins: the population's groups whose attributes get "
                                           "twins (default: every group); each twin is a name call (groups that "
                                           "rename) and a decision per variant")
+    twin_rewriter: str | None = Field(None, description="twins of groups without a word list in twins.yaml: the "
+                                      "chat model spec that rewrites the persona (default: the model under test)")
     # --- networks and influence (docs/networks.md) ---
     network: NetworkConfig | None = Field(None, description="social network of the agents (networkx generator "
                                           "or edge list); none: agents decide alone")
@@ -161,6 +163,17 @@ class ExperimentConfig(BaseModel):
     def _strings_are_specs(cls, v):
         if isinstance(v, list):
             return [{"spec": x} if isinstance(x, str) else x for x in v]
+        return v
+
+    @field_validator("twin_rewriter")
+    @classmethod
+    def _rewriter_spec(cls, v):
+        if v is None:
+            return v
+        from louder.llm.spec import parse_spec
+
+        if parse_spec(v)[0] != "chat":  # ValueError: pydantic names the field
+            raise ValueError(f"{v!r} is a completion model; a rewrite needs a chat model spec (drop completion:)")
         return v
 
     @field_validator("scenarios")

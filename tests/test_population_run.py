@@ -112,6 +112,10 @@ def test_fake_that_ignores_attributes_gives_zero_twin_flips(tmp_path):
         assert (f["flip_rate"] == 0).all() and (f["p_mcnemar"] == 1).all()
 
 
+def _letters(rng: random.Random) -> str:
+    return "".join(rng.choice("bdklmnrst") + rng.choice("aeiou") for _ in range(3)).capitalize()
+
+
 class PronounModel:
     """Writes personas with the pronoun of the gender named in the prompt; chooses the target exactly
     when the decision prompt says "she"."""
@@ -125,10 +129,10 @@ class PronounModel:
         props = request.schema_json().get("properties", {})
         if "persona" in props:
             pronoun = ("She" if re.search(r"\bwoman\b", text) else "They" if "non-binary" in text else "He")
-            return Reply(text=json.dumps({"name": f"Sam {rng.randrange(1000)}",
+            return Reply(text=json.dumps({"name": f"Sam {_letters(rng)}",
                                           "persona": f"{pronoun} likes maps and tea {rng.randrange(1000)}."}))
-        if "name" in props:
-            return Reply(text=json.dumps({"name": f"Alex {rng.randrange(1000)}"}))
+        if "name" in props:  # a twin's name: a plausible one (letters), never the persona's
+            return Reply(text=json.dumps({"name": f"Alex {_letters(rng)}"}))
         return Reply(text=json.dumps({"decision": "Stay", "rationale": "x"}))
 
     def score(self, request, prefix, choices):
@@ -167,12 +171,16 @@ def test_twin_check_accepts_slots_only():
     text = "Maria Lopez is a woman from Ohio. She loves her dog; Maria walks daily."
     twin = re_express(text, lex, "Female", "Male", "Maria Lopez", "John Reed")
     assert twin == "John Reed is a man from Ohio. He loves his dog; John walks daily."
-    assert twin_check(text, twin, lex, "Female", "Male", "Maria Lopez", "John Reed") == "ok"
-    assert twin_check(text, twin.replace("Ohio", "Utah"), lex, "Female", "Male", "Maria Lopez", "John Reed") == \
-        "failed_check"
-    assert twin_check(text, twin.replace("He loves", "She loves"), lex, "Female", "Male", "Maria Lopez",
-                      "John Reed") == "failed_check"  # an old attribute word left
-    assert twin_check(text, text, lex, "Female", "Male", "Maria Lopez", "Maria Lopez") == "unchanged"
+    assert twin_check(text, twin, lex, "Female", "Male", "Maria Lopez", "John Reed").status == "ok"
+    assert twin_check(text, twin.replace("Ohio", "Utah"), lex, "Female", "Male", "Maria Lopez",
+                      "John Reed").status == "failed_check"
+    v = twin_check(text, twin.replace("He loves", "She loves"), lex, "Female", "Male", "Maria Lopez", "John Reed")
+    assert v.status == "failed_check" and v.reason == "old attribute word left: 'She'"
+    ideology = group_lexicon(load_population(write_pop_tmp()).group("political_ideology"))
+    assert twin_check(text, text, ideology, "Liberal", "Moderate").status == "unchanged"
+    # a group that renames needs a new name: the old one fails
+    v = twin_check(text, text, lex, "Female", "Male", "Maria Lopez", "Maria Lopez")
+    assert v.status == "failed_check" and v.reason == "the new name is the old name"
 
 
 def write_pop_tmp() -> str:
@@ -239,3 +247,161 @@ def test_twin_groups_limit_the_twins_and_the_count(tmp_path):
     assert r.manifest["model_calls"] == count_calls(c) == 12 + 12 + 12 * 2  # ideology does not rename
     with pytest.raises(LouderError, match="twin_groups: age not a group"):
         cfg(tmp_path, twins=True, twin_groups=["age"])
+
+
+# --- issue 23: groups without a word list (model rewrite) and placeholder personas ---------------------
+
+EDU_PHRASES = {"No high school diploma": "without a high school diploma",
+               "Bachelor's degree or higher": "with a bachelor's degree or higher"}
+
+
+def write_edu_pop(tmp_path) -> str:
+    doc = {"id": "edu", "name": "education toy",
+           "groups": ["gender_identity", {"id": "education", "name": "Education",
+                                          "attributes": list(EDU_PHRASES)}],
+           "phrases": {"education": EDU_PHRASES},
+           "distribution": {"marginals": {"gender_identity": {"Male": 45, "Female": 45, "Non-binary": 10},
+                                          "education": dict(zip(EDU_PHRASES, (40, 60)))}}}
+    p = tmp_path / "edu.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return str(p)
+
+
+class EduModel:
+    """Personas that name the education phrase of their prompt; a rewrite that swaps exactly that phrase
+    (``careful``) or also drops a clause (``sloppy``); plausible names; "Stay" decisions."""
+
+    def __init__(self, options: str = ""):
+        self.options, self.rewrites = options, 0
+
+    def identity(self):
+        return {"backend": "edu", "model": self.options or "default"}
+
+    def generate(self, request):
+        text = " ".join(c for _, c in request.messages)
+        rng = random.Random(stable_hash([request.key_material()]))
+        props = request.schema_json().get("properties", {})
+        if set(props) == {"persona"}:  # a twin rewrite
+            self.rewrites += 1
+            old, new = re.search(r"whose education is: (.+?)\. Rewrite it for a person whose education is: (.+?)\.",
+                                 text).groups()
+            persona = text.split("Persona:\n", 1)[1].split("\nPlease follow", 1)[0]
+            out = persona.replace(old, new)
+            if "sloppy" in self.options:
+                out = out.replace(" and tea, and she volunteers at a shelter every weekend", "")
+            return Reply(text=json.dumps({"persona": out}))
+        if "persona" in props:
+            phrase = next(p for p in EDU_PHRASES.values() if p in text)
+            return Reply(text=json.dumps({"name": f"Dana {_letters(rng)}", "persona": f"Dana is a nurse {phrase} "
+                                          "who likes maps and tea, and she volunteers at a shelter every weekend."}))
+        if "name" in props:
+            return Reply(text=json.dumps({"name": f"Alex {_letters(rng)}"}))
+        return Reply(text=json.dumps({"decision": "Stay", "rationale": "x"}))
+
+
+EDU_MODELS: dict[str, EduModel] = {}
+
+
+@pytest.fixture
+def edu_backend():
+    register(BackendInfo("edu", lambda model, url, c: EDU_MODELS.setdefault(model or "", EduModel(model)),
+                         forms=("edu",), local=True, takes_url=False, model_optional=True))
+    yield "edu"
+    unregister("edu")
+    EDU_MODELS.clear()
+
+
+def test_a_group_without_a_word_list_gets_model_rewrites_that_are_checked(tmp_path, edu_backend):
+    c = build_config(dict(models=["edu"], scenarios=["emergency_response"], population=write_edu_pop(tmp_path),
+                          agents=20, twins=True, twin_groups=["education"], concurrency=2))
+    r = execute(population_task(c), c, tmp_path / "run")
+    tw = r.tables["twins.parquet"]
+    made = tw[~tw["original"]]
+    assert len(made) == 20 and (made["twin_status"] == "ok").all() and made["twin_reason"].isna().all()
+    assert (made["twin_similarity"] == 1.0).all() and made["name"].notna().all()
+    # the twin is the persona with the other phrase, the name kept (a rewrite does not rename)
+    persona = r.tables["personas.parquet"].set_index("agent_id")
+    for row in made.itertuples():
+        src = persona.loc[row.agent_id]
+        assert row.persona == src["persona"].replace(EDU_PHRASES[row.source_attribute], EDU_PHRASES[row.attribute])
+        assert row.name == src["name"]
+    assert r.manifest["model_calls"] == count_calls(c) == 20 + 20 + 20 + 20  # personas, decisions, rewrites, twins
+
+
+def test_a_sloppy_rewrite_fails_the_check_with_its_reason_and_similarity(tmp_path, edu_backend):
+    c = build_config(dict(models=["edu:sloppy"], scenarios=["emergency_response"],
+                          population=write_edu_pop(tmp_path), agents=10, twins=True, twin_groups=["education"]))
+    tw = execute(population_task(c), c, tmp_path / "run").tables["twins.parquet"]
+    made = tw[~tw["original"]]
+    assert (made["twin_status"] == "failed_check").all()
+    assert made["twin_reason"].str.startswith("changed beyond the attribute: similarity").all()
+    assert (made["twin_similarity"] < 0.9).all()
+
+
+def test_the_fake_model_rewrites_fail_the_check_and_a_named_rewriter_is_used_and_counted(tmp_path, edu_backend):
+    # the fake's personas repeat the bias words of their prompt, so they name the education (diploma/degree)
+    base = dict(models=["fake:seed=1,bias=diploma:0.5,bias=degree:0.5"], scenarios=["emergency_response"],
+                population=write_edu_pop(tmp_path), agents=12, twins=True, twin_groups=["education"])
+    c = build_config(base)
+    r = execute(population_task(c), c, tmp_path / "fake")
+    made = r.tables["twins.parquet"].query("not original")
+    assert (made["twin_status"] == "failed_check").all() and made["twin_reason"].notna().all()
+    assert r.manifest["model_calls"] == count_calls(c) == 12 * 4
+    c = build_config({**base, "twin_rewriter": "edu:careful"})
+    r = execute(population_task(c), c, tmp_path / "named")
+    assert EDU_MODELS["careful"].rewrites == 12 and r.manifest["model_calls"] == count_calls(c) == 12 * 4
+    assert r.manifest["models"][c.models[0].label]["twin_rewriter"] == {"backend": "edu", "model": "careful"}
+
+
+def test_twin_rewriter_must_be_a_chat_model_spec(tmp_path):
+    for spec, why in [("nosuch:model", "twin_rewriter"), ("completion:fake", "completion model")]:
+        with pytest.raises(LouderError, match=why) as e:
+            cfg(tmp_path, twins=True, twin_rewriter=spec)
+        assert "\n" not in str(e.value)
+
+
+class PlaceholderModel:
+    """Echoes the persona template's placeholder for Male agents (as SmolLM2 did in issue 23) and for
+    every twin name; plausible personas otherwise; "Stay" decisions."""
+
+    def identity(self):
+        return {"backend": "placeholder", "model": "test"}
+
+    def generate(self, request):
+        text = " ".join(c for _, c in request.messages)
+        props = request.schema_json().get("properties", {})
+        if "persona" in props:
+            if re.search(r"\ba man\b", text):
+                return Reply(text=json.dumps({"name": "Sam Lee",
+                                              "persona": "<personalized json string describing the person's persona>"}))
+            return Reply(text=json.dumps({"name": "Ana Ruiz", "persona": "She is a nurse who likes maps and tea."}))
+        if "name" in props:
+            return Reply(text=json.dumps({"name": "<a string representing the person’s name>"}))
+        return Reply(text=json.dumps({"decision": "Stay", "rationale": "x"}))
+
+
+def test_placeholder_personas_are_invalid_and_never_decide(tmp_path):
+    register(BackendInfo("placeholder", lambda model, url, c: PlaceholderModel(), forms=("placeholder",),
+                         local=True, takes_url=False, model_optional=True))
+    try:
+        c = cfg(tmp_path, models=["placeholder"], twins=True, twin_groups=["gender_identity"], agents=20)
+        r = execute(population_task(c), c, tmp_path / "run")
+    finally:
+        unregister("placeholder")
+    p, d = r.tables["personas.parquet"], r.tables["decisions.parquet"]
+    male = p["attr_gender_identity"] == "Male"
+    assert male.any() and (p.loc[male, "status"] == "invalid").all() and (p.loc[~male, "status"] == "valid").all()
+    assert (p.loc[male, "reason"] == "persona echoes the prompt's placeholder").all()
+    assert p.loc[male, "raw_response"].str.contains("personalized json string").all()  # the raw text is kept
+    dm = d["attr_gender_identity"] == "Male"
+    assert (d.loc[dm, "status"] == "invalid").all() and d.loc[dm, "decision"].isna().all()
+    assert d.loc[dm, "raw_response"].str.startswith("[persona invalid: persona echoes the prompt's placeholder]").all()
+    tw = r.tables["twins.parquet"].query("not original")
+    # a Male source has no twin; every other twin's name echoes the placeholder: invalid, not decided
+    assert (tw.loc[tw["source_attribute"] == "Male", "twin_status"] == "no_persona").all()
+    named = tw[tw["source_attribute"] != "Male"]
+    assert (named["twin_status"] == "invalid").all() and (named["status"] == "invalid").all()
+    assert named["twin_reason"].str.contains("placeholder").all() and named["decision"].isna().all()
+    n_valid = int((~male).sum())
+    # asked: every persona, the valid agents' decisions and their twins' names — no decision of a placeholder
+    assert r.manifest["model_calls"] == 20 + n_valid + 2 * n_valid

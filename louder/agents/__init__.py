@@ -90,7 +90,7 @@ class PersonaAgent(mesa.Agent):
         p = self.persona
         return dict(attribute=self.attribute, agent_id=self.agent_id, replicate=self.replicate, name=p.name,
                     persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
-                    attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
+                    reason=p.reason, attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
                     input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens)
 
     def step(self) -> None:
@@ -111,9 +111,10 @@ class PersonaAgent(mesa.Agent):
         and the seed and cache key carry r, so each round's call is cached on its own. The
         no-influence arm (``arm="no_influence"``) asks round 0's prompt again in round r with a seed
         and cache key of its own: the same question, a fresh answer."""
-        if self.persona.status != "valid":
-            return Decision(status=self.persona.status,
-                            raw_response=f"[persona {self.persona.status}] {self.persona.outcome.raw}")
+        if self.persona.status != "valid":  # not asked: the agent carries its persona's status
+            p = self.persona
+            why = f"{p.status}: {p.reason}" if p.reason else p.status
+            return Decision(status=p.status, raw_response=f"[persona {why}] {p.outcome.raw if p.outcome else ''}")
         session, scenario = self.model.session, self.model.case.scenario
         seed = self.seed if round_ == 0 else stable_seed(self.seed, arm, round_)
         tag = "" if round_ == 0 else f"|{arm}{round_}"

@@ -261,13 +261,15 @@ def _twins(a: Analysis) -> str:
     return _section(
         "Counterfactual twins",
         _p("Each persona was written once and re-expressed for every other attribute of each group, changing only "
-           "the attribute's words, pronouns and (for gender and race/ethnicity) the name "
-           "(<code>louder/data/twins.yaml</code>); a difflib check verifies that nothing else changed. "
-           "twin_status: <b>ok</b> passed the check; <b>unchanged</b> the persona never names the attribute (same "
-           "text); <b>failed_check</b> other text changed or an old attribute word stayed; <b>no_persona</b> the "
-           "original persona was not valid; <b>invalid / refused / error</b> the twin's name call failed. Every "
-           "twin that has a text decides; the analysis uses twin sets whose every member passed and decided "
-           "validly."),
+           "the attribute's words, pronouns (with the grammar they govern) and (for gender and race/ethnicity) the "
+           "name (<code>louder/data/twins.yaml</code>); a group without a word list is rewritten by a model. A "
+           "check verifies that the old attribute's words are gone, the new ones present, a new name is a "
+           "plausible name, and nothing else changed (exactly, or for a model rewrite to a difflib similarity of "
+           "0.9). twin_status: <b>ok</b> passed the check; <b>unchanged</b> the persona never names the attribute "
+           "(same text); <b>failed_check</b> failed it (twin_reason in twins.parquet says why); <b>no_persona</b> "
+           "the original persona was not valid; <b>invalid / refused / error</b> the twin's name or rewrite call "
+           "failed. Every twin that has a text decides; the analysis uses twin sets whose every member passed "
+           "and decided validly."),
         _table(t["twin_accounting"], scroll=True),
         _p("<b>Paired vs unpaired DPD</b>: the paired DPD compares the attributes on the same personas (only the "
            "attribute changed), the unpaired one the drawn agents (each with its own persona). "

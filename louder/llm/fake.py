@@ -6,9 +6,10 @@ random generator seeded by ``seed`` and the request (so the same request always 
 answer, and different replicates differ). A choice field of the request's schema (a ``Literal``,
 i.e. a JSON-schema ``enum``) gets one of its options: uniformly, or — when a bias WORD occurs in
 the prompt (whole word, any case) — the first option with probability P and the others uniformly
-with the rest. Free-text fields get a short filler sentence; ``score`` returns the same
-probabilities as log-probs. Nothing here imitates a real model: it exists to make the pipeline's
-arithmetic checkable.
+with the rest. Free-text fields get a short filler sentence — a ``name`` field a made-up name of
+letters, a ``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
+``score`` returns the same probabilities as log-probs. Nothing here imitates a real model: it exists
+to make the pipeline's arithmetic checkable.
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ def parse_options(text: str) -> tuple[int, dict[str, float]]:
         raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER or bias=WORD:P with 0 ≤ P ≤ 1 "
                           "(e.g. fake:seed=3,bias=woman:0.9)")
     return seed, bias
+
+
+SYLLABLES = ("ka", "lo", "mi", "ra", "ten", "vo", "sa", "dor", "li", "ne", "ta", "ber", "jo", "ru", "el", "an",
+             "ko", "mar", "si", "pe")
+
+
+def _fake_name(rng: random.Random) -> str:
+    """"Tenlo Marsaber": two made-up parts of letters (20² × 20³ names, so two draws rarely agree)."""
+    first = "".join(rng.choice(SYLLABLES) for _ in range(2))
+    last = "".join(rng.choice(SYLLABLES) for _ in range(3))
+    return f"{first.capitalize()} {last.capitalize()}"
 
 
 class FakeModel:
@@ -82,6 +94,11 @@ class FakeModel:
             options = prop.get("enum")
             if options:
                 answer[name] = rng.choices(options, weights=self.probabilities(request, options))[0]
+            elif name == "name":
+                answer[name] = _fake_name(rng)
+            elif name == "persona":
+                answer[name] = (f"Fake persona{words} {rng.randrange(10**6)}: likes maps and tea, works in town "
+                                "and decides at random.")
             else:
                 answer[name] = f"Fake {name}{words} {rng.randrange(10**6)}."
         return Reply(text=json.dumps(answer))

@@ -7,11 +7,14 @@ name; the attribute term stands in for the persona).
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from louder.llm.answers import is_refusal, parse_json_object
+from louder.prompts import Prompts
 from louder.session import ModelSession, Outcome
 from louder.scenarios import Scenario
 
@@ -34,6 +37,13 @@ class NameOut(BaseModel):
     name: str = Field(min_length=1, max_length=NAME_MAX)
 
 
+class RewriteOut(BaseModel):
+    """A twin's persona rewritten by a model (groups without a word list)."""
+
+    model_config = ConfigDict(extra="forbid")
+    persona: str = Field(min_length=1, max_length=PERSONA_MAX)
+
+
 @dataclass
 class Persona:
     name: str | None
@@ -41,6 +51,50 @@ class Persona:
     status: str  # valid | invalid | refused | error
     outcome: Outcome
     prompt: str
+    reason: str | None = None  # why an answer is invalid ("placeholder", "too short: …")
+
+
+# Template text: "<" and two or more words up to ">" or the end ("<a string with the name …>"; not an
+# HTML tag like "<p>" nor markup like "<img src=…"), or one of louder's own %slots%.
+TEMPLATE_TEXT = re.compile(r"<\s*[^\W\d_][^<>=]*?\s[^<>=]*?(?:>|$)|%[a-z_]+%")
+
+
+def _plain(text: str) -> str:
+    """``text`` without case, quotes, brackets and punctuation, for comparing with a placeholder."""
+    text = text.casefold().replace("’", "'")
+    return " ".join(re.sub(r"[^\w\s']|(?<!\w)'|'(?!\w)", " ", text).split())
+
+
+def echoes_placeholder(text: str, prompts: Prompts) -> bool:
+    """Is ``text`` the prompt's own placeholder (whole, in part, or paraphrased closely)? Any ``<…>``
+    template text counts (``TEMPLATE_TEXT``); so does a text that contains a placeholder of the persona/twin templates
+    (``prompts.placeholders``) or is ``placeholder_similarity`` like one (difflib ratio)."""
+    if TEMPLATE_TEXT.search(text):
+        return True
+    plain, limit = _plain(text), float(prompts.persona_checks["placeholder_similarity"])
+    for p in map(_plain, prompts.placeholders):
+        if p in plain or (len(plain) <= 2 * len(p) and difflib.SequenceMatcher(None, plain, p).ratio() >= limit):
+            return True
+    return False
+
+
+def text_problem(text, kind: str, prompts: Prompts) -> str | None:
+    """Why a written ``kind`` ("name" or "persona") cannot stand for a person, or None: missing, empty,
+    the placeholder, or too short (``persona_checks`` in prompts.yaml)."""
+    checks = prompts.persona_checks
+    if not isinstance(text, str) or not text.strip():
+        return f"empty {kind}"
+    if echoes_placeholder(text, prompts):
+        return f"{kind} echoes the prompt's placeholder"
+    if kind == "name":
+        letters = len(re.findall(r"[^\W\d_]", text))
+        if letters < int(checks["min_name_letters"]):
+            return f"name too short: {letters} letters < {checks['min_name_letters']}"
+    else:
+        words = len(re.findall(r"[^\W_]+", text))
+        if words < int(checks["min_persona_words"]):
+            return f"persona too short: {words} words < {checks['min_persona_words']}"
+    return None
 
 
 def generate_persona(session: ModelSession, scenario: Scenario, condition: str, attribute: str,
@@ -53,15 +107,36 @@ def generate_persona(session: ModelSession, scenario: Scenario, condition: str, 
         completion_prompt = prompts.persona(attribute, condition, scenario, cfg.paper_faithful, "completion")
     out = session.ask(prompt, schema, cfg.persona, seed, replicate, completion_prompt=completion_prompt,
                       completion_params=cfg.completion_persona, extraction_prompt=prompts.persona_extraction)
-    shown = completion_prompt or prompt
+    fixed = prompts.no_persona_text(attribute) if condition == "no_persona" else None
+    return _persona(out, completion_prompt or prompt, prompts, fixed)
+
+
+def rewrite_persona(session: ModelSession, prompt: str, name: str | None, seed: int, replicate: str) -> Persona:
+    """A twin's persona rewritten by ``session.twin_rewriter`` (one chat call, the extraction's
+    temperature and length: an edit, not a creation), checked like a written persona; ``name`` is kept."""
+    out = session.ask_chat(session.twin_rewriter, prompt, RewriteOut, session.config.extraction, seed, replicate)
+    p = _persona(out, prompt, session.prompts, None, name_field=False)
+    return Persona(name, p.persona, p.status, p.outcome, p.prompt, p.reason) if p.status == "valid" else p
+
+
+def _persona(out: Outcome, shown: str, prompts: Prompts, fixed_text: str | None, name_field: bool = True) -> Persona:
+    """The status of a persona answer: error, refused, invalid (with the reason) or valid.
+    ``fixed_text``: the persona stands given (no_persona), only the name is read."""
     if out.reply.error:
         return Persona(None, None, "error", out, shown)
     if out.reply.refusal:
         return Persona(None, None, "refused", out, shown)
-    obj = parse_json_object(out.text) or {}
-    name = obj.get("name")
-    text = prompts.no_persona_text(attribute) if condition == "no_persona" else obj.get("persona")
-    if isinstance(name, str) and name.strip() and isinstance(text, str) and text.strip():
-        return Persona(name.strip(), text.strip(), "valid", out, shown)
-    status = "refused" if is_refusal(out.raw or out.text, prompts.refusal_markers) else "invalid"
-    return Persona(None, None, status, out, shown)
+    obj = parse_json_object(out.text)
+    if obj is None:
+        problem = "no JSON object in the answer"
+    else:
+        name = obj.get("name") if name_field else None
+        text = fixed_text if fixed_text is not None else obj.get("persona")
+        problem = (text_problem(name, "name", prompts) if name_field else None) or (
+            None if fixed_text is not None else text_problem(text, "persona", prompts))
+        if problem is None:
+            return Persona(name.strip() if name_field else None, text.strip(), "valid", out, shown)
+    # a persona that failed is never decided on: its agent carries this status (agents.decide)
+    if is_refusal(out.raw or out.text, prompts.refusal_markers):
+        return Persona(None, None, "refused", out, shown, problem)
+    return Persona(None, None, "invalid", out, shown, problem)

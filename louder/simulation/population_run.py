@@ -30,14 +30,16 @@ from louder.agents import PersonaAgent
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
 from louder.llm.base import stable_seed
-from louder.personas import Persona, generate_persona
+from louder.personas import Persona, generate_persona, rewrite_persona
 from louder.populations import agent_description, draw_agents, fit_diagnostics, fit_population, load_population
 from louder.populations.schema import Population
-from louder.populations.twins import group_lexicon, re_express, twin_check
+from louder.populations.twins import (TwinCheck, group_lexicon, mentions, name_problem, re_express, rewrite_check,
+                                      rewrite_cues, twin_calls_per_agent, twin_check)
 from louder.populations.persona import persona_phrases
 from louder.scenarios import Scenario, load_scenario
 from louder.prompts import Prompts
 from louder.session import ModelSession
+from louder.cost import stand_in_persona
 from louder.simulation.case import CaseFrames, decision_calls, persona_calls, run_variants
 from louder.simulation.model import AGENT_REPORTERS
 from louder.status import status_block
@@ -97,7 +99,7 @@ class PopulationAgent(PersonaAgent):
 
 class TwinAgent(PersonaAgent):
     """The counterfactual twin of ``source`` with ``attribute`` in ``group``: the source's persona with
-    the attribute's words (and, for groups that rename, the name) replaced (``populations.twins``)."""
+    only the attribute changed (``populations.twins``), checked before it decides."""
 
     def __init__(self, model: PopulationModel, source: PopulationAgent, group: str, attribute: str):
         mesa.Agent.__init__(self, model)
@@ -107,6 +109,8 @@ class TwinAgent(PersonaAgent):
         # only difference between the two decision calls is the re-expressed text.
         self.seed = source.seed
         self.twin_status: str | None = None
+        self.twin_reason: str | None = None  # why the twin failed its check or its call
+        self.twin_similarity: float | None = None
         self._blank()
 
     @property
@@ -115,33 +119,53 @@ class TwinAgent(PersonaAgent):
 
     demographic = PopulationAgent.demographic  # all of its attributes, the changed one included
 
+    def _failed(self, persona: Persona, status: str | None = None) -> None:
+        self.twin_status, self.twin_reason, self.persona = status or persona.status, persona.reason, persona
+
     def write_persona(self) -> None:
-        """Re-express the source's persona; a new name (model call, name-only prompt) when the group renames."""
+        """The twin's text: from the group's word list (with a new name — a name-only call — when the
+        group renames), else a model rewrite (none when the persona never names the attribute); then
+        the twin check. A twin whose call failed carries that status and decides nothing."""
         src, case, session = self.source, self.model.case, self.model.session
         if src.persona is None or src.persona.status != "valid":
             status = src.persona.status if src.persona else "error"
-            self.twin_status = "no_persona"
-            self.persona = Persona(None, None, status, src.persona.outcome if src.persona else None, "")
+            self._failed(Persona(None, None, status, src.persona.outcome if src.persona else None, ""), "no_persona")
             return
-        population = case.population
-        group = population.group(self.group_id)
-        lex = group_lexicon(group, persona_phrases(population.phrases, session.prompts).get(group.id))
+        group = case.population.group(self.group_id)
+        old, new = src.attributes[self.group_id], self.attribute
+        lex = group_lexicon(group)
         name, outcome, prompt = src.name, src.persona.outcome, src.persona.prompt
-        if lex.rename:
+        if lex is not None and lex.rename:
             named = generate_persona(session, case.scenario, "no_persona", self.demographic,
                                      stable_seed(self.seed, "twin", self.group_id, self.attribute),
                                      "twin-name|" + self.key)
             if named.status != "valid":
-                self.twin_status = named.status
-                self.persona = named
-                return
+                return self._failed(named)
             name, outcome, prompt = named.name, named.outcome, named.prompt
-        old = src.attributes[self.group_id]
         if case.condition == "no_persona":  # the "persona" is the description itself
-            text, self.twin_status = session.prompts.no_persona_text(self.demographic), "ok"
+            text = session.prompts.no_persona_text(self.demographic)
+            problem = name_problem(name, src.name, lex.all_words(old) | lex.all_words(new)) if (
+                lex is not None and lex.rename) else None
+            verdict = TwinCheck("failed_check", problem) if problem else TwinCheck("ok", None, 1.0)
+        elif lex is not None:
+            text = re_express(src.persona_text, lex, old, new, src.name, name)
+            verdict = twin_check(src.persona_text, text, lex, old, new, src.name, name)
         else:
-            text = re_express(src.persona_text, lex, old, self.attribute, src.name, name)
-            self.twin_status = twin_check(src.persona_text, text, lex, old, self.attribute, src.name, name)
+            phrases = persona_phrases(case.population.phrases, session.prompts).get(group.id, {})
+            cues_old = rewrite_cues(old, phrases.get(old), new, phrases.get(new))
+            cues_new = rewrite_cues(new, phrases.get(new), old, phrases.get(old))
+            if not mentions(src.persona_text, cues_old):  # nothing names the attribute: the same text, no call
+                text, verdict = src.persona_text, TwinCheck("unchanged", None, 1.0)
+            else:
+                ask = session.prompts.twin_rewrite(group.name.lower(), phrases.get(old, old), phrases.get(new, new),
+                                                   src.persona_text)
+                seed = stable_seed(self.seed, "twin-rewrite", self.group_id, self.attribute)
+                rewritten = rewrite_persona(session, ask, name, seed, "twin-rewrite|" + self.key)
+                if rewritten.status != "valid":
+                    return self._failed(rewritten)
+                text, outcome, prompt = rewritten.persona, rewritten.outcome, rewritten.prompt
+                verdict = rewrite_check(src.persona_text, text, cues_old, cues_new, src.name)
+        self.twin_status, self.twin_reason, self.twin_similarity = verdict.status, verdict.reason, verdict.similarity
         self.persona = Persona(name, text, "valid", outcome, prompt)
         self.name, self.persona_text = name, text
 
@@ -151,7 +175,8 @@ class TwinAgent(PersonaAgent):
         if self.persona.status != "valid":
             self.status = self.persona.status
             raw = self.persona.outcome.raw if self.persona.outcome else ""
-            self.raw_response = f"[twin {self.twin_status}] {raw}"
+            why = f"{self.twin_status}: {self.twin_reason}" if self.twin_reason else self.twin_status
+            self.raw_response = f"[twin {why}] {raw}"
             return
         self.take(self.decide())
 
@@ -174,7 +199,8 @@ class PopulationModel(mesa.Model):
             PopulationAgent: {**AGENT_REPORTERS, "agent_id": "agent_id", "cell_id": "cell_id", "weight": "weight",
                               "attributes": "attributes"},
             TwinAgent: {**AGENT_REPORTERS, "attributes": "attributes", "group": "group_id",
-                        "twin_status": "twin_status", "source": lambda t: t.source.agent_id,
+                        "twin_status": "twin_status", "twin_reason": "twin_reason",
+                        "twin_similarity": "twin_similarity", "source": lambda t: t.source.agent_id,
                         "source_attribute": lambda t: t.source.attributes[t.group_id]}})
 
     def step(self, on_done: Callable[[], None] | None = None) -> None:
@@ -191,6 +217,12 @@ class PopulationModel(mesa.Model):
 
 def twins_per_agent(population: Population, twin_groups: list[str] | None = None) -> int:
     return sum(len(g.attributes) - 1 for g in population.groups if twin_groups is None or g.id in twin_groups)
+
+
+def twin_calls(population: Population, twin_groups: list[str] | None, condition: str) -> dict[str, int]:
+    """Per agent under ``condition``: twins, their name calls and their rewrite calls (``twin_calls_per_agent``)."""
+    return twin_calls_per_agent([g for g in population.groups if twin_groups is None or g.id in twin_groups],
+                                condition)
 
 
 def count_calls(config: ExperimentConfig) -> int:
@@ -215,7 +247,8 @@ def _case_frames(pm: PopulationModel, keys: dict) -> CaseFrames:
     t = t.drop(columns="attributes").rename(columns={"source": "agent_id"}).assign(original=False, **keys)
     # each twin set also holds the source agent itself (its own decision, no further call)
     own = pd.concat([d.assign(group=g.id, source_attribute=d[attr_column(g.id)], attribute=d[attr_column(g.id)],
-                              twin_status="ok", original=True) for g in pm.twin_groups], ignore_index=True)
+                              twin_status="ok", twin_reason=None, twin_similarity=None, original=True)
+                     for g in pm.twin_groups], ignore_index=True)
     t = pd.concat([own, t], ignore_index=True)
     t["twin_set"] = t["agent_id"].astype(str) + ":" + t["group"]
     return CaseFrames(d, personas, {"twins.parquet": t})
@@ -243,23 +276,25 @@ def population_calls(config: ExperimentConfig, population: Population, agents: p
                      condition: str, scenario_id: str, prompts: Prompts) -> tuple[Calls, ...]:
     """The calls of one item: per population cell, one persona per drawn agent (shared by the
     variants) and one decision per agent and variant; with twins, per agent and every other
-    attribute of every twin group a name call (groups that rename) and a decision per variant."""
+    attribute of every twin group a name call (groups that rename), a rewrite call (groups without a
+    word list, a chat call whatever the model's API; ``twins.twin_calls_per_agent``) and a decision
+    per variant. Counts assume every persona is valid and names its attributes (a failed one skips
+    its calls, an unnamed attribute its rewrite)."""
     s = load_scenario(scenario_id)
-    phrases = persona_phrases(population.phrases, prompts)
-    twins = [(g, b) for g in population.groups for b in g.attributes
-             if config.twin_groups is None or g.id in config.twin_groups] if config.twins else []
+    calls = twin_calls(population, config.twin_groups, condition) if config.twins else {}
     out = []
     for combo, n in agents.groupby(population.group_ids).size().items():
         attrs = dict(zip(population.group_ids, combo if isinstance(combo, tuple) else (combo,)))
         desc = agent_description(attrs, population.phrases, prompts)
         out.append(persona_calls(config, model, condition, s, desc, int(n), prompts))
-        others = [(g, b) for g, b in twins if b != attrs[g.id]]
-        named = sum(1 for g, _ in others if group_lexicon(g, phrases.get(g.id)).rename)
-        if named:
-            out.append(persona_calls(config, model, "no_persona", s, desc, int(n) * named, prompts))
+        if calls.get("names"):
+            out.append(persona_calls(config, model, "no_persona", s, desc, int(n) * calls["names"], prompts))
+        if calls.get("rewrites"):
+            ask = prompts.twin_rewrite("group", desc, desc, stand_in_persona())
+            out.append(Calls(model, int(n) * calls["rewrites"], ask, "persona", config.extraction.max_tokens))
         for v in config.variants:
-            out.append(decision_calls(config, model, condition, s.variant(v), desc, int(n) * (1 + len(others)),
-                                      prompts))
+            out.append(decision_calls(config, model, condition, s.variant(v), desc,
+                                      int(n) * (1 + calls.get("twins", 0)), prompts))
     return tuple(out)
 
 
