@@ -60,7 +60,7 @@ def test_choice_rates_equal_the_per_case_crosstabs():
     for scenario, labels in (("s1", ["Stay", "Evacuate"]), ("s2", ["Bike", "Bus", "Car"])):
         for group, attrs in (("g1", ["b", "a", "c"]), ("g2", ["x", "y"])):
             for attr in attrs:
-                for i in range(int(rng.integers(1, 30))):
+                for _ in range(int(rng.integers(1, 30))):
                     rows.append(dict(model="m", condition="contextualized", scenario=scenario, group=group,
                                      attribute=attr, decision=rng.choice(labels, p=None),
                                      status=rng.choice(["valid", "valid", "valid", "invalid"])))
