@@ -1,62 +1,168 @@
-"""louder's benchmark suite: `python benchmarks/run.py [--quick] [--only P1,P2]`.
+"""louder's benchmark suite (docs/benchmarks.md).
 
-Each benchmark prints one line starting with its id and containing ``ratio=<number>`` (P6:
-``seconds=<number>``). Ratios are measured within one run, so they compare like with like on
-whatever machine runs them; record results in docs/benchmarks.md.
+    python benchmarks/run.py                    every figure at full size: the documented figures
+    python benchmarks/run.py --quick            a smoke run of every figure, under 10 minutes on 2 idle cores
+    python benchmarks/run.py --only P2,P6       some figures
+    python benchmarks/run.py --json out.json    also write the results
+    python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
+    python benchmarks/run.py --check out.json   check results written before, without measuring
+
+Every result line starts with its key (P1 … P7) and carries ``name=value`` pairs; most figures
+are ratios measured within one run, so they compare like with like on whatever machine runs them.
+The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
 - P1 overhead: wall time of a small embedded-model experiment ÷ the sum of its raw model-call
-  times (goal ≤ 1.10).
+  times (model loading included in the wall time).
 - P2 concurrency: 1,008 decisions at concurrency 64 against a local OpenAI-compatible server that
-  answers decisions after 200 ms (personas instantly): measured ÷ ideal (1,008 × 0.2 s / 64)
-  (goal ≤ 1.25); the sequential time is measured on a slice and scaled.
-- P3 cache: identical re-run time ÷ cold time of the P2 experiment, and its model calls (goal ≤ 0.05, 0).
-- P4 scoring: decisions per second in `score` mode ÷ in `sample` mode on the embedded model, from
-  the raw call times of the same agents' decisions (goal ≥ 1.3).
+  answers decisions after 200 ms (personas instantly): measured ÷ ideal (1,008 × 0.2 s / 64); the
+  sequential time is measured on a slice and scaled. ``P2 langchain``: the same with LangChain.
+- P3 cache: identical re-run ÷ cold run, and its model calls: of P1's embedded run (``P3``) and
+  of P2's server run (``P3 server``: ~0.4 s of fixed work against a 4 s cold run).
+- P4 scoring: decisions per second in ``score`` mode ÷ in ``sample`` mode on the embedded model,
+  from the raw call times of the same agents' decisions.
+- P5 archetype mode: 100,000 agents from a four-group population (180 cells), 5 rounds on a
+  100,000-node Watts–Strogatz graph, K = 5, buckets 0.25 and 0.75: 180 × 5 × (1 + 2) = 2,700
+  calls. ``P5 served``: the whole design against a local server answering after 200 ms, 64 in
+  flight (a stand-in for vLLM replicas) — louder's own share of the time and the peak memory.
+  ``P5``: the design on the embedded model; with ``--quick`` a sample of it (100 agents, K = 1:
+  ~200 calls) whose mean time per call is extrapolated to the 2,700 calls, and says so.
+  ``LOUDER_P5_MODEL=fake`` checks the plumbing without the model; ``LOUDER_P5_THREADS=1``
+  (llama.cpp threads); ``LOUDER_P5_DIR=DIR`` keeps the full embedded run's folder so an
+  interrupted P5 resumes from its cache.
+- P6 analysis: ``louder analyze`` on 99,960 synthetic decisions (36 cases), B = 10,000, in
+  seconds: the fastest of 3 runs, each in a fresh process (median and CPU time beside it).
+  ``P6 score``: the same decisions in score mode (a p_target per agent), which adds the
+  probability DPD's bootstrap and permutation test.
 - P7 constrained decoding: ms per generated token (after the first) of llguidance-constrained ÷
   unconstrained decoding on the embedded model, the project's persona and decision prompts, same
-  prompts and seeds (goal ≤ 1.20); the same ratio for llama.cpp's GBNF sampler for comparison.
-- P6 analysis: `louder analyze` on 100,000 synthetic decisions with B = 10,000, in seconds.
-- P5 archetype mode: 100,000 agents drawn from a four-group population (180 cells), 5 rounds on a
-  100,000-node Watts–Strogatz graph, K = 5, embedded model, buckets 0.25 and 0.75 (so 180 × 5 ×
-  (1 + 2) = 2,700 calls): wall seconds, model calls and peak memory (`--quick`: 10,000 agents).
-  Goal < 10 min and < 4 GB. ``LOUDER_P5_MODEL=fake`` checks the plumbing without the model;
-  ``LOUDER_P5_THREADS=1`` (llama.cpp threads; one is faster on a machine busy with other work);
-  ``LOUDER_P5_DIR=DIR`` keeps the run folder so an interrupted P5 resumes from its cache. A second
-  P5 line runs the same design against a local OpenAI-compatible server answering after 200 ms
-  with 64 calls in flight (a stand-in for vLLM replicas).
+  prompts and seeds; the same ratio for llama.cpp's GBNF sampler for comparison.
+
+Adding a figure: one function decorated with ``@figure(...)`` that returns its ``Result`` lines,
+and its goals in ``GOALS`` (and its row in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from dataclasses import asdict, dataclass
+from datetime import date
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the local OpenAI-compatible test server
 sys.path.insert(0, str(HERE))
 
-from louder.config import build_config  # noqa: E402
-from louder.simulation import run_experiment  # noqa: E402
+
+# --- goals, results and the registry of figures ---
+
+@dataclass(frozen=True)
+class Goal:
+    """``value(key, field) op limit``; ``shown`` is how docs/benchmarks.md's goals table says it.
+    ``check=False``: in the table but not failed by ``--check`` (``why`` says why)."""
+
+    key: str
+    field: str
+    op: str  # "<=", "<", ">=" or "=="
+    limit: float
+    shown: str
+    check: bool = True
+    why: str = ""
+
+    def met(self, value: float) -> bool:
+        return {"<=": value <= self.limit, "<": value < self.limit, ">=": value >= self.limit,
+                "==": value == self.limit}[self.op]
 
 
-def p1_overhead(tmp: Path, quick: bool) -> list[str]:
-    cfg = build_config(dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=2 if quick else 5))
+GOALS: tuple[Goal, ...] = (
+    Goal("P1", "ratio", "<=", 1.10, "≤ 1.10"),
+    Goal("P2", "ratio", "<=", 1.25, "≤ 1.25"),
+    Goal("P3", "ratio", "<=", 0.05, "≤ 0.05"),
+    Goal("P3", "rerun_model_calls", "==", 0, "0 calls"),
+    Goal("P4", "ratio", ">=", 1.3, "≥ 1.3"),
+    Goal("P5", "seconds", "<", 600, "< 10 min", check=False,
+         why="set by the embedded model's time per call on this CPU (0.4 s × 2,700 calls), not by louder"),
+    Goal("P5", "peak_mb", "<", 4096, "< 4 GB"),
+    Goal("P6", "seconds", "<=", 3.0, "≤ 3 s"),
+    Goal("P7", "ratio", "<=", 1.20, "≤ 1.20"),
+)
+
+
+@dataclass
+class Result:
+    """One printed line: ``label name=value … note``; ``key`` is what GOALS refer to."""
+
+    key: str
+    label: str
+    values: dict[str, float]
+    note: str = ""
+    error: str = ""  # the figure failed: what went wrong
+
+    def line(self) -> str:
+        if self.error:
+            return f"{self.label} FAILED: {self.error}"
+        vals = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values.items())
+        return f"{self.label} {vals}{' ' + self.note if self.note else ''}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    fid: str                     # --only selects by this or by any of ``keys``
+    fn: Callable[[Path, bool], list[Result]]
+    keys: tuple[str, ...]        # the result keys it produces
+    embedded_calls: tuple[int, int]  # at most this many embedded-model calls (quick, full)
+    quick_s: float               # expected seconds of --quick on 2 idle cores (the plan printed first)
+
+
+FIGURES: list[Figure] = []
+
+
+def figure(fid: str, *also: str, embedded_calls: tuple[int, int] = (0, 0), quick_s: float = 0):
+    def register(fn):
+        FIGURES.append(Figure(fid, fn, (fid, *also), embedded_calls, quick_s))
+        return fn
+    return register
+
+
+# --- the figures ---
+
+def _config(data: dict):
+    from louder.config import build_config
+
+    return build_config(data)
+
+
+def _run(cfg, out: Path, **kw):
+    from louder.simulation import run_experiment
+
+    return run_experiment(cfg, out, **kw)
+
+
+@figure("P1", "P3", embedded_calls=(12, 30), quick_s=30)
+def p1_overhead(tmp: Path, quick: bool) -> list[Result]:
+    # 3 attributes × agents, one persona and one decision each
+    cfg = _config(dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=2 if quick else 5))
     start = time.perf_counter()
-    res = run_experiment(cfg, tmp / "p1")
+    res = _run(cfg, tmp / "p1")
     wall = time.perf_counter() - start
     model_s = res.manifest["model_seconds"]
     start = time.perf_counter()
-    again = run_experiment(cfg, tmp / "p1")
+    again = _run(cfg, tmp / "p1")
     rerun = time.perf_counter() - start
-    return [f"P1 overhead ratio={wall / model_s:.3f} wall_s={wall:.1f} model_call_s={model_s:.1f} "
-            f"calls={res.manifest['model_calls']} (embedded; wall includes loading the model)",
-            f"P3 cache (embedded) ratio={rerun / wall:.4f} rerun_s={rerun:.2f} cold_s={wall:.1f} "
-            f"rerun_model_calls={again.manifest['model_calls']}"]
+    return [Result("P1", "P1 overhead", dict(ratio=wall / model_s, wall_s=wall, model_call_s=model_s,
+                                             calls=res.manifest["model_calls"]),
+                   "(embedded; wall includes loading the model)"),
+            Result("P3", "P3 cache (embedded)", dict(ratio=rerun / wall, rerun_s=rerun, cold_s=wall,
+                                                     rerun_model_calls=again.manifest["model_calls"]))]
 
 
 class _ServerProcess:
@@ -73,7 +179,7 @@ class _ServerProcess:
         self.proc.wait(10)
 
 
-def p2_p3_concurrency_and_cache(tmp: Path, quick: bool, client: str = "http") -> list[str]:
+def _concurrency(tmp: Path, quick: bool, client: str) -> list[Result]:
     """1,008 agents (4 scenarios × 3 attributes × 84). Their personas come first from a server that
     fails every decision (so the decisions are cached as errors); then, on the same port, a server
     answering decisions after 200 ms meets `--retry-errors`: exactly the 1,008 decisions are timed."""
@@ -82,56 +188,183 @@ def p2_p3_concurrency_and_cache(tmp: Path, quick: bool, client: str = "http") ->
     port = first.url.rsplit(":", 1)[1].split("/")[0]
     base = dict(models=[{"spec": f"openai:fake@{first.url}", "timeout_s": 30, "client": client, "max_attempts": 1}],
                 groups=["gender_identity"], concurrency=conc)
-    cfg = build_config(dict(base, agents=84))
+    cfg = _config(dict(base, agents=84))
     try:
         start = time.perf_counter()
-        run_experiment(cfg, tmp / "p2")
+        _run(cfg, tmp / "p2")
         personas_s = time.perf_counter() - start
     finally:
         first.stop()
     server = _ServerProcess(delay, "--port", port)
     try:
         start = time.perf_counter()
-        cold = run_experiment(cfg, tmp / "p2", retry_errors=True)
+        cold = _run(cfg, tmp / "p2", retry_errors=True)
         cold_s = time.perf_counter() - start
         n = int((cold.decisions["attempts"] > 0).sum())
         ideal = n * delay / conc
         start = time.perf_counter()
-        warm = run_experiment(cfg, tmp / "p2")
+        warm = _run(cfg, tmp / "p2")
         warm_s = time.perf_counter() - start
         # Sequential: a slice at concurrency 1 (personas and decisions), scaled to the same number of decisions.
         k = 10 if quick else 30
-        seq_cfg = build_config(dict(base, agents=1, concurrency=1, scenarios=["emergency_response"]))
+        seq_cfg = _config(dict(base, agents=1, concurrency=1, scenarios=["emergency_response"]))
         start = time.perf_counter()
         seq_n = 0
         for i in range(k // 3):
-            seq_n += len(run_experiment(seq_cfg.model_copy(update={"seed": 100 + i}), tmp / f"seq{i}").decisions)
+            seq_n += len(_run(seq_cfg.model_copy(update={"seed": 100 + i}), tmp / f"seq{i}").decisions)
         seq_s = (time.perf_counter() - start) / seq_n * n
     finally:
         server.stop()
-    return [f"P2 concurrency ratio={cold_s / ideal:.3f} measured_s={cold_s:.2f} ideal_s={ideal:.2f} "
-            f"sequential_s≈{seq_s:.0f} decisions={n} concurrency={conc} client={client} "
-            f"(personas before: {personas_s:.1f} s)",
-            f"P3 cache ratio={warm_s / cold_s:.4f} rerun_s={warm_s:.2f} cold_s={cold_s:.2f} "
-            f"rerun_model_calls={warm.manifest['model_calls']}"]
+    key = "P2" if client == "http" else f"P2 {client}"
+    out = [Result(key, f"{key} concurrency", dict(ratio=cold_s / ideal, measured_s=cold_s, ideal_s=ideal,
+                                                  sequential_s=seq_s, decisions=n, concurrency=conc),
+                  f"client={client} (personas before: {personas_s:.1f} s; sequential scaled from a slice)")]
+    if client == "http":
+        out.append(Result("P3 server", "P3 cache (server)", dict(ratio=warm_s / cold_s, rerun_s=warm_s, cold_s=cold_s,
+                                                                 rerun_model_calls=warm.manifest["model_calls"])))
+    return out
 
 
-def p4_scoring(tmp: Path, quick: bool) -> str:
+@figure("P2", "P3 server", quick_s=30)
+def p2_p3_concurrency_and_cache(tmp: Path, quick: bool) -> list[Result]:
+    return _concurrency(tmp, quick, "http")
+
+
+@figure("P2", "P2 langchain", quick_s=30)
+def p2_langchain(tmp: Path, quick: bool) -> list[Result]:
+    return _concurrency(tmp, quick, "langchain")
+
+
+@figure("P4", embedded_calls=(18, 45), quick_s=35)
+def p4_scoring(tmp: Path, quick: bool) -> list[Result]:
     agents = 2 if quick else 5
     base = dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=agents)
-    sample = run_experiment(build_config(base), tmp / "p4s")
+    sample = _run(_config(base), tmp / "p4s")
     # The same agents (personas come from the copied cache), decided by scoring instead.
     (tmp / "p4c").mkdir()
     shutil.copy(tmp / "p4s" / "cache.sqlite", tmp / "p4c" / "cache.sqlite")
-    scored = run_experiment(build_config(dict(base, decision_mode="score")), tmp / "p4c")
+    scored = _run(_config(dict(base, decision_mode="score")), tmp / "p4c")
     s_t = sample.decisions.loc[sample.decisions["status"] != "error", "latency_s"]
     c_t = scored.decisions.loc[scored.decisions["attempts"] > 0, "latency_s"]
     ratio = (len(c_t) / c_t.sum()) / (len(s_t) / s_t.sum())
-    return (f"P4 scoring ratio={ratio:.2f} score_decisions_per_s={len(c_t) / c_t.sum():.2f} "
-            f"sample_decisions_per_s={len(s_t) / s_t.sum():.2f} decisions={len(c_t)} (embedded)")
+    return [Result("P4", "P4 scoring", dict(ratio=ratio, score_decisions_per_s=len(c_t) / c_t.sum(),
+                                            sample_decisions_per_s=len(s_t) / s_t.sum(), decisions=len(c_t)),
+                   "(embedded)")]
 
 
-def p7_constrained(tmp: Path, quick: bool) -> str:
+# P5's design: 180 cells × K 5 × (1 + 2 buckets) = 2,700 calls at any number of agents ≥ ~100,000
+P5_DESIGN = dict(population="us_adults_regions", mode="archetype", decision_mode="score",
+                 scenarios=["emergency_response"], groups=["political_ideology"], replicates=5, buckets=[0.25, 0.75],
+                 rounds=5, network={"generator": "watts_strogatz", "params": {"k": 8, "p": 0.1}, "seed": 0})
+P5_AGENTS = 100_000
+P5_SAMPLE = dict(agents=100, replicates=1)  # --quick on the embedded model: 68 cells × 1 × 3 = 204 calls
+SERVED_DELAY, SERVED_CONCURRENCY = 0.2, 64
+
+
+def _p5_config(model: dict, concurrency: int, **over):
+    return _config({**P5_DESIGN, "models": [model], "concurrency": concurrency, "agents": P5_AGENTS, **over})
+
+
+def _p5_run(out: Path, model: dict, concurrency: int, **over):
+    from louder.simulation.archetype_run import run_archetype
+
+    cfg = _p5_config(model, concurrency, **over)
+    start = time.perf_counter()
+    r = run_archetype(cfg, out)
+    return time.perf_counter() - start, r.manifest
+
+
+def _peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _p5_values(wall: float, m: dict) -> dict:
+    return dict(seconds=wall, agents=P5_AGENTS, calls=m["model_calls"], model_call_s=m["model_seconds"],
+                cache_hits=m["cache_hits"], cells=m["population"]["cells"], rows=m["rows"]["decisions"])
+
+
+@figure("P5", "P5 served", embedded_calls=(204, 2700), quick_s=150)
+def p5_archetype(tmp: Path, quick: bool) -> list[Result]:
+    """``P5 served`` first (the whole design against the local server, 64 calls in flight), then
+    ``P5`` on the embedded model: the whole design, or with ``--quick`` a sample extrapolated."""
+    server = _ServerProcess(SERVED_DELAY)
+    try:
+        wall, m = _p5_run(tmp / "served", {"spec": f"openai:fake@{server.url}", "client": "http", "timeout_s": 60},
+                          SERVED_CONCURRENCY)
+    finally:
+        server.stop()
+    calls = m["model_calls"]
+    own = max(wall - calls * SERVED_DELAY / SERVED_CONCURRENCY, 0.0)  # louder's share: wall − ideal call time
+    out = [Result("P5 served", f"P5 archetype (served, {SERVED_DELAY * 1000:.0f} ms per call, "
+                  f"concurrency {SERVED_CONCURRENCY})", dict(_p5_values(wall, m), louder_s=own, peak_mb=_peak_mb()),
+                  f"status={m['status_counts']['archetype_calls']}")]
+    model = {"spec": os.environ.get("LOUDER_P5_MODEL", "embedded"),
+             **({"n_threads": int(os.environ["LOUDER_P5_THREADS"])} if os.environ.get("LOUDER_P5_THREADS") else {})}
+    if quick:
+        swall, sm = _p5_run(tmp / "sample", model, 4, **P5_SAMPLE)
+        per_call = sm["model_seconds"] / max(sm["model_calls"], 1)
+        est = own + calls * per_call
+        out.append(Result("P5", "P5 archetype", dict(seconds=est, extrapolated=1, per_call_s=per_call,
+                                                     measured_calls=sm["model_calls"], sample_wall_s=swall,
+                                                     calls=calls, peak_mb=_peak_mb()),
+                          f"(EXTRAPOLATED: {calls:,} calls × {per_call:.2f} s per call, the mean of "
+                          f"{sm['model_calls']} {model['spec']} calls of the design's prompts (100 agents, K = 1), "
+                          f"+ {own:.0f} s louder's own share from the served line)"))
+        return out
+    run_dir = Path(os.environ["LOUDER_P5_DIR"]) if os.environ.get("LOUDER_P5_DIR") else tmp / "p5"
+    wall, m = _p5_run(run_dir, model, 4)
+    out.append(Result("P5", "P5 archetype", dict(_p5_values(wall, m), peak_mb=_peak_mb()),
+                      f"status={m['status_counts']['archetype_calls']} ({model['spec']})"))
+    return out
+
+
+_ANALYZE = """import json, sys, time
+from louder.analysis import analyze
+start, cpu = time.perf_counter(), time.process_time()
+a = analyze(sys.argv[1], bootstrap=10_000)
+print(json.dumps(dict(seconds=time.perf_counter() - start, cpu_s=time.process_time() - cpu,
+                      cases=len(a.tables["cases"]))))
+"""
+
+
+def _analyze_in_fresh_process(run: Path) -> dict:
+    """``louder analyze`` timed in a process of its own after importing louder.analysis, as a user's
+    would be: nothing cached from an earlier run, lazy imports paid."""
+    import louder
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(louder.__file__).parents[1]),
+                                                                     os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, "-c", _ANALYZE, str(run)], capture_output=True, text=True, env=env,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@figure("P6", "P6 score", quick_s=60)
+def p6_analysis(tmp: Path, quick: bool) -> list[Result]:
+    """The fastest of 3 analyses, each in a fresh process (other load only ever adds time), the
+    median beside it; P6 score once with --quick."""
+    import statistics
+
+    from analyze_100k import synthetic_run
+
+    out = []
+    for key, score, reps in (("P6", False, 3), ("P6 score", True, 1 if quick else 3)):
+        run = tmp / key.replace(" ", "_")
+        run.mkdir()
+        n = synthetic_run(run, score=score)
+        t = [_analyze_in_fresh_process(run) for _ in range(reps)]
+        secs = [r["seconds"] for r in t]
+        out.append(Result(key, f"{key} analysis", dict(seconds=min(secs), median_s=statistics.median(secs),
+                                                        cpu_s=min(r["cpu_s"] for r in t), runs=reps, decisions=n,
+                                                        cases=t[0]["cases"], B=10_000),
+                          "(cpu_s: the analysis process's CPU time, less sensitive than wall time to other load)"))
+    return out
+
+
+@figure("P7", embedded_calls=(12, 48), quick_s=45)
+def p7_constrained(tmp: Path, quick: bool) -> list[Result]:
     """Per request, streamed: (time of the last token - time of the first) / (tokens - 1), so prompt
     evaluation, the same for every method, is left out. Medians over the prompts × seeds."""
     import statistics
@@ -182,76 +415,96 @@ def p7_constrained(tmp: Path, quick: bool) -> str:
         for method in ms:
             ms[method].append(ms_per_token(method))
     free, ll, gb = (statistics.median(ms[k]) for k in ("free", "llguidance", "gbnf"))
-    return (f"P7 constrained decoding ratio={ll / free:.2f} (llguidance ÷ free) gbnf_ratio={gb / free:.2f} "
-            f"ms_per_token free={free:.1f} llguidance={ll:.1f} gbnf={gb:.1f} (embedded)")
+    return [Result("P7", "P7 constrained decoding", dict(ratio=ll / free, gbnf_ratio=gb / free, ms_free=free,
+                                                         ms_llguidance=ll, ms_gbnf=gb),
+                   "(llguidance ÷ free, ms per token; embedded)")]
 
 
-def p5_archetype(tmp: Path, quick: bool, served: float | None = None) -> str:
-    """``served``: instead of the embedded model, the tests' OpenAI-compatible server in its own
-    process answering each call after ``served`` seconds, 64 calls in flight (a stand-in for vLLM)."""
-    import os
-    import resource
+# --- running and checking ---
 
-    from louder.simulation.archetype_run import run_archetype
+def selected(only: set[str]) -> list[Figure]:
+    return [f for f in FIGURES if not only or only & {f.fid, *f.keys, *(k.split()[0] for k in f.keys)}]
 
-    n = 10_000 if quick else 100_000
-    server = _ServerProcess(served) if served is not None else None
-    model = ({"spec": f"openai:fake@{server.url}", "client": "http", "timeout_s": 60} if server else
-             {"spec": os.environ.get("LOUDER_P5_MODEL", "embedded"),
-              **({"n_threads": int(os.environ["LOUDER_P5_THREADS"])} if os.environ.get("LOUDER_P5_THREADS") else {})})
-    cfg = build_config(dict(
-        models=[model], concurrency=64 if server else 4, population="us_adults_regions", agents=n,
-        mode="archetype", decision_mode="score", scenarios=["emergency_response"], groups=["political_ideology"],
-        replicates=5, buckets=[0.25, 0.75], rounds=5,
-        network={"generator": "watts_strogatz", "params": {"k": 8, "p": 0.1}, "seed": 0}))
-    # LOUDER_P5_DIR keeps the run folder (and its cache) so an interrupted P5 resumes
-    out = Path(os.environ["LOUDER_P5_DIR"]) if os.environ.get("LOUDER_P5_DIR") else tmp / "p5"
+
+def plan_line(figures: list[Figure], quick: bool) -> str:
+    """What the run will ask of the embedded model, and (--quick) how long it should take."""
+    calls = ", ".join(f"{f.fid} ≤ {f.embedded_calls[0 if quick else 1]:,}" for f in figures if f.embedded_calls[1])
+    line = f"plan: embedded-model calls {calls or 'none'}"
+    if quick:
+        line += f"; expected ≈ {sum(f.quick_s for f in figures) / 60:.0f} min on 2 idle cores"
+    return line
+
+
+def run(figures: list[Figure], quick: bool) -> dict:
     start = time.perf_counter()
-    try:
-        r = run_archetype(cfg, out)
-    finally:
-        if server:
-            server.stop()
-    wall = time.perf_counter() - start
-    m = r.manifest
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    label = f"P5 archetype (served, {served * 1000:.0f} ms per call, concurrency 64)" if server else "P5 archetype"
-    return (f"{label} seconds={wall:.0f} agents={n} calls={m['model_calls']} peak_mb={peak:.0f} "
-            f"cells={m['population']['cells']} replicates=5 buckets=2 rounds=5 model_call_s={m['model_seconds']:.0f} "
-            f"cache_hits={m['cache_hits']} "
-            f"rows={m['rows']['decisions']} status={m['status_counts']['archetype_calls']} ({cfg.models[0].spec})")
-
-
-def p6_analysis(tmp: Path, quick: bool) -> str:
-    from analyze_100k import synthetic_run
-
-    from louder.analysis import analyze
-
-    n = synthetic_run(tmp)
-    start = time.perf_counter()
-    a = analyze(tmp, bootstrap=10_000)
-    secs = time.perf_counter() - start
-    return f"P6 analysis seconds={secs:.2f} decisions={n} cases={len(a.tables['cases'])} B=10000"
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="reduced sizes (under 10 minutes here)")
-    ap.add_argument("--only", default="", help="comma-separated ids, e.g. P2,P3")
-    args = ap.parse_args()
-    only = {x.strip().upper() for x in args.only.split(",") if x.strip()}
-    benches = [("P1", p1_overhead), ("P2", p2_p3_concurrency_and_cache),
-               ("P2", lambda tmp, quick: p2_p3_concurrency_and_cache(tmp, quick, "langchain")[:1]),
-               ("P4", p4_scoring), ("P5", p5_archetype),
-               ("P5", lambda tmp, quick: p5_archetype(tmp, quick, served=0.2)), ("P6", p6_analysis), ("P7", p7_constrained)]
-    for bid, fn in benches:
-        if only and bid not in only and not (bid == "P2" and "P3" in only):
-            continue
+    results = []
+    for f in figures:
         with tempfile.TemporaryDirectory() as tmp:
-            out = fn(Path(tmp), args.quick)
-        for line in [out] if isinstance(out, str) else out:
-            print(line, flush=True)
+            try:
+                lines = f.fn(Path(tmp), quick)
+            except Exception as e:  # one failing figure must not hide the others; --check fails on it
+                traceback.print_exc()
+                lines = [Result(k, k, {}, error=f"{type(e).__name__}: {e}") for k in f.keys]
+        for r in lines:
+            print(r.line(), flush=True)
+        results += lines
+    return dict(date=date.today().isoformat(), quick=quick, wall_s=time.perf_counter() - start,
+                machine=dict(host=platform.node(), cpus=os.cpu_count(), python=platform.python_version()),
+                results=[asdict(r) for r in results])
+
+
+def check(report: dict) -> list[str]:
+    """One line per goal (met / MISSED / not measured / not checked); returns the misses. A figure
+    that failed counts as missing every goal it has."""
+    results = [Result(**r) for r in report["results"]]
+    misses = []
+    for g in GOALS:
+        rows = [r for r in results if r.key == g.key]
+        if not rows:
+            print(f"check {g.key} {g.field} {g.shown}: not measured")
+        for r in rows:
+            v = r.values.get(g.field)
+            if r.error or v is None:
+                missed = True
+                msg = f"{g.key} {g.field} {g.shown}: MISSED — " + (
+                    f"the figure failed ({r.error})" if r.error else f"no {g.field} in the result")
+            else:
+                missed = g.check and not g.met(v)
+                extra = " (extrapolated)" if r.values.get("extrapolated") else ""
+                msg = f"{g.key} {g.field}={v:.4g}{extra} goal {g.shown}: " + (
+                    "met" if g.met(v) else "MISSED" if g.check else f"missed (not checked: {g.why})")
+            print(f"check {msg}")
+            if missed:
+                misses.append(msg)
+    return misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run of every figure (< 10 min on 2 idle cores)")
+    ap.add_argument("--only", default="", help="comma-separated ids, e.g. P2,P3")
+    ap.add_argument("--json", type=Path, help="write the results (and the machine, date, wall time) here")
+    ap.add_argument("--check", nargs="?", const=True, default=None, metavar="RESULTS_JSON",
+                    help="exit 1 when a figure misses its goal; with a file, check it without measuring")
+    args = ap.parse_args(argv)
+    if isinstance(args.check, str):
+        report = json.loads(Path(args.check).read_text("utf-8"))
+        print(f"checking {args.check} ({report.get('date', '?')}{', quick' if report.get('quick') else ''})")
+    else:
+        only = {x.strip().upper() for x in args.only.split(",") if x.strip()}
+        figures = selected(only)
+        print(plan_line(figures, args.quick), flush=True)
+        report = run(figures, args.quick)
+        print(f"wall time {report['wall_s']:.0f} s ({report['wall_s'] / 60:.1f} min)"
+              f"{', --quick' if args.quick else ''}", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=1), "utf-8")
+    if args.check is None:
+        return 0
+    misses = check(report)
+    print(f"check: {len(misses)} goal(s) missed" if misses else "check: every checked goal met")
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

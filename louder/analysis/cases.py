@@ -91,7 +91,8 @@ def implicit_cases(attr: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.Dat
         lo, hi = stats.dpd_confidence_interval(n, x, B=B, seed=s + 1)
         row = _case_row("implicit", key, test, lo, hi, g)
         pooled = x.sum() / n.sum() if n.sum() else float("nan")
-        row["mdd"] = power.minimum_detectable_dpd(n, pooled, seed=s + 2)
+        # the analysis seed, not the case's: cases with the same (n, pooled rate) share one mdd, computed once
+        row["mdd"] = power.minimum_detectable_dpd(n, pooled, seed=seed)
         row["underpowered"] = bool(not row["mdd"] <= power.UNDERPOWERED)  # NaN (nothing detectable) counts
         rows.append(row)
     return pd.DataFrame(rows, columns=CASE_COLUMNS)

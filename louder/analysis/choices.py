@@ -57,32 +57,42 @@ def independence(attribute_codes, choice_codes, B: int = 10_000, seed: int = 0) 
 
         return Independence(stat, df, float(chi2.sf(stat, df)), "chi-square")
     rng = np.random.default_rng(seed)
-    perm = rng.permuted(np.broadcast_to(c, (B, c.size)), axis=1)
-    flat = (a * m + perm) + (np.arange(B) * k * m)[:, None]
-    draws = _chi2(np.bincount(flat.ravel(), minlength=B * k * m).reshape(B, k, m).astype(float))
+    rows = max(1, 1_000_000 // c.size)  # chunks: the same shuffles in the same order, in cache and bounded memory
+    draws = np.concatenate([_shuffled_chi2(a, rng.permuted(np.broadcast_to(c, (min(rows, B - i), c.size)), axis=1),
+                                           k, m) for i in range(0, B, rows)])
     return Independence(stat, df, float((1 + np.count_nonzero(draws >= stat - 1e-9)) / (B + 1)), "monte-carlo")
+
+
+def _shuffled_chi2(a: np.ndarray, perm: np.ndarray, k: int, m: int) -> np.ndarray:
+    """X² of each row of shuffled choice codes ``perm`` against the attribute codes ``a``."""
+    rows = perm.shape[0]
+    flat = (a * m + perm) + (np.arange(rows) * k * m)[:, None]
+    return _chi2(np.bincount(flat.ravel(), minlength=rows * k * m).reshape(rows, k, m).astype(float))
 
 
 def choice_rates(decisions: pd.DataFrame) -> pd.DataFrame:
     """One row per case × attribute × choice seen among the case's valid decisions: n, n_valid, rate."""
     if decisions is None or decisions.empty:
         return pd.DataFrame(columns=RATE_COLUMNS)
-    d = decisions[decisions["status"] == "valid"]
-    rows = []
-    for key, g in d.groupby(CASE_KEYS, sort=True):
-        table = pd.crosstab(g["attribute"], g["decision"])
-        for attr, r in table.iterrows():
-            for choice, n in r.items():
-                rows.append(dict(zip(CASE_KEYS, key), attribute=attr, choice=choice, n=int(n),
-                                 n_valid=int(r.sum()), rate=n / r.sum()))
-    return pd.DataFrame(rows, columns=RATE_COLUMNS)
+    d = decisions.loc[decisions["status"] == "valid", [*CASE_KEYS, "attribute", "decision"]]
+    if d.empty:
+        return pd.DataFrame(columns=RATE_COLUMNS)
+    seen = d.groupby([*CASE_KEYS, "attribute", "decision"], sort=False).size().rename("n").reset_index()
+    # every attribute × every choice of its case, zero counts included
+    grid = (seen[[*CASE_KEYS, "attribute"]].drop_duplicates()
+            .merge(seen[[*CASE_KEYS, "decision"]].drop_duplicates(), on=CASE_KEYS))
+    t = grid.merge(seen, how="left", on=[*CASE_KEYS, "attribute", "decision"]).rename(columns={"decision": "choice"})
+    t["n"] = t["n"].fillna(0).astype("int64")
+    t["n_valid"] = t.groupby([*CASE_KEYS, "attribute"], sort=False)["n"].transform("sum")
+    t["rate"] = t["n"] / t["n_valid"]
+    return t.sort_values([*CASE_KEYS, "attribute", "choice"], ignore_index=True)[RATE_COLUMNS]
 
 
 def independence_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """One row per case: X², df, p_independence and which test gave it."""
     if decisions is None or decisions.empty:
         return pd.DataFrame(columns=TEST_COLUMNS)
-    d = decisions[decisions["status"] == "valid"]
+    d = decisions.loc[decisions["status"] == "valid", [*CASE_KEYS, "attribute", "decision"]]
     rows = []
     for i, (key, g) in enumerate(d.groupby(CASE_KEYS, sort=True)):
         s = int(np.random.SeedSequence([seed, 13, i]).generate_state(1)[0])

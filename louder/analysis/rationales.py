@@ -61,7 +61,9 @@ def stopwords() -> frozenset[str]:
 
 
 def _with_rationale(decisions: pd.DataFrame) -> pd.DataFrame:
-    return decisions[(decisions["status"] == "valid") & decisions["rationale"].notna()]
+    # only the columns used: grouping a narrow frame is several times faster on 100,000 rows
+    return decisions.loc[(decisions["status"] == "valid") & decisions["rationale"].notna(),
+                         [*KEYS, "attribute", "rationale"]]
 
 
 def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataFrame:
@@ -74,12 +76,21 @@ def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataF
         sub = d if p.scenario is None else d[d["scenario"] == p.scenario]
         if sub.empty:
             continue
-        hit = sub["rationale"].map(lambda t: bool(rx.search(t)))
+        hit = np.array([rx.search(t) is not None for t in sub["rationale"]], dtype=bool)
         for key, g in sub.assign(hit=hit).groupby(KEYS + ["attribute"], sort=True):
             n, m = len(g), int(g["hit"].sum())
             rows.append(dict(analysis="pattern", **dict(zip(KEYS + ["attribute"], key)), pattern=p.id, paper=p.paper,
                              n_rationales=n, n_match=m, share=m / n if n else np.nan))
     return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)
+
+
+def _word_counts(texts: pd.Series, stop: frozenset[str]) -> Counter:
+    """Word counts of the texts, stop words left out. One regex pass over the texts joined by a
+    space: a token never contains a space, so this finds the same tokens as one pass per text."""
+    counts = Counter(TOKEN.findall(" ".join(texts).lower()))
+    for w in stop & counts.keys():
+        del counts[w]
+    return counts
 
 
 def distinctive_words(decisions: pd.DataFrame, top: int = 10, min_count: int = 2) -> pd.DataFrame:
@@ -90,8 +101,7 @@ def distinctive_words(decisions: pd.DataFrame, top: int = 10, min_count: int = 2
     d = _with_rationale(decisions)
     rows = []
     for key, case in d.groupby(KEYS, sort=True):
-        per_attr = {a: Counter(w for t in g["rationale"] for w in TOKEN.findall(t.lower()) if w not in stop)
-                    for a, g in case.groupby("attribute", sort=True)}
+        per_attr = {a: _word_counts(g["rationale"], stop) for a, g in case.groupby("attribute", sort=True)}
         if len(per_attr) < 2:
             continue
         vocab = sorted(set().union(*per_attr.values()))

@@ -75,7 +75,7 @@ def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) ->
                 continue  # a user group file that has moved: fall back to the attributes seen
             out[g.id] = list(g.attributes)
     for f in frames:
-        for gid, g in f.groupby("group"):
+        for gid, g in f[["group", "attribute"]].drop_duplicates().groupby("group"):  # not the whole frame per group
             if gid not in out:
                 out[gid] = sorted(g["attribute"].dropna().unique())
     return out
