@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from louder.cli_tables import (  # noqa: F401
-    cases_table, dry_run_table, explicit_table, population_rates_table, power_note, rates_table, rounds_table,
-    test_table)
+    analysis_tables, cases_table, dry_run_table, explicit_table, population_rates_table, power_note, rates_table,
+    rounds_table, test_table)
 from louder.errors import LouderError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -482,7 +482,8 @@ def analyze(
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns)
     except LouderError as e:
         fail(str(e))
-    console.print(cases_table(a.tables["cases"]))
+    for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)
+        console.print(table)
     if note := power_note(a.tables["cases"]):
         console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:
