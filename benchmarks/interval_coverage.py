@@ -13,12 +13,14 @@ Tables:
    per attribute; D = 0, 0.1, 0.3; centre 0.5 and 0.15 (rates down to 0, where se = 0 without smoothing).
 2. every other resampling unit at k = 3, centre 0.25: probability DPD over agents (p_i ~ Beta, mean r_a,
    concentration 4), cluster bootstrap (``network.dpd_by_round``: n/10 clusters of 10 agents per
-   attribute, n = 30, 100, 300; cluster p ~ Beta(mean r_a, concentration 10)), population-weighted (``population.group_dpd``,
-   lognormal weights independent of the outcome), twins (``population.paired_dpd``: twins share a
-   persona's uniform U with probability 0.7, y_a = 1[U < r_a]), explicit shares
+   attribute, n = 30, 100, 300; cluster p ~ Beta(mean r_a, concentration 10)), population-weighted
+   (``population.group_dpd``, lognormal weights independent of the outcome), twins
+   (``population.paired_dpd``: twins share a persona's uniform U with probability 0.7,
+   y_a = 1[U < r_a]), explicit shares
    (``stats.explicit_dpd_confidence_interval``, shares r_a of N = 3n answers, the rest Unknown).
-3. differences: DPD(case 1) − DPD(case 2) (``stats.dpd_difference_interval``, k = 3) and the mean
-   difference of two rates (``stats.mean_difference_interval``).
+3. differences: DPD(case 1) − DPD(case 2) (``stats.dpd_difference_interval``, k = 3, beside the old
+   percentile interval) and the mean difference of two rates (``stats.mean_difference_interval``, a
+   percentile interval, unchanged: linear in the rates, no boundary).
 """
 
 from __future__ import annotations
@@ -133,31 +135,46 @@ def units_table(sims: int, B: int, ns=(10, 30, 100), Ds=(0.0, 0.1, 0.3), centre:
     return pd.DataFrame(rows)
 
 
+def percentile_difference(n1, x1, n2, x2, B: int, seed: int) -> tuple[float, float]:
+    """The DPD-difference interval louder reported before issue 23: percentiles of DPD_1* − DPD_2*."""
+    rng = np.random.default_rng(seed)
+    d1 = rng.binomial(n1, x1 / n1, size=(B, n1.size)) / n1
+    d2 = rng.binomial(n2, x2 / n2, size=(B, n2.size)) / n2
+    lo, hi = np.quantile((d1.max(1) - d1.min(1)) - (d2.max(1) - d2.min(1)), [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return float(lo), float(hi)
+
+
 def differences_table(sims: int, B: int, ns=(10, 30, 100)) -> pd.DataFrame:
     rows = []
     for n in ns:
-        for D1, D2 in ((0.0, 0.0), (0.1, 0.0), (0.3, 0.3), (0.3, 0.0)):
+        for D1, D2 in ((0.0, 0.0), (0.1, 0.0), (0.3, 0.0), (0.3, 0.3)):
             rng = np.random.default_rng([n, int(D1 * 100), int(D2 * 100)])
             p1, p2, nn = rates(3, D1, 0.5), rates(3, D2, 0.5), np.full(3, n)
-            got = [stats.dpd_difference_interval(nn, rng.binomial(n, p1), nn, rng.binomial(n, p2), B=B, seed=s)
-                   for s in range(sims)]
+            new, old = [], []
+            for s in range(sims):
+                x1, x2 = rng.binomial(n, p1), rng.binomial(n, p2)
+                g = stats.dpd_difference_interval(nn, x1, nn, x2, B=B, seed=s)
+                new.append((g.low, g.high))
+                old.append(percentile_difference(nn, x1, nn, x2, B, s))
             rows.append(dict(statistic="DPD_1 − DPD_2 (k = 3)", n=n, truth=f"{D1} − {D2}",
-                             coverage=np.mean([covers(g.low, g.high, D1 - D2) for g in got]),
-                             width=np.mean([g.high - g.low for g in got])))
+                             coverage=np.mean([covers(lo, hi, D1 - D2) for lo, hi in new]),
+                             coverage_old=np.mean([covers(lo, hi, D1 - D2) for lo, hi in old]),
+                             width=np.mean([hi - lo for lo, hi in new]),
+                             width_old=np.mean([hi - lo for lo, hi in old])))
         for d in (0.0, 0.1, 0.3):
             rng = np.random.default_rng([n, int(d * 100), 7])
             a, b = 0.5 + d / 2, 0.5 - d / 2
             got = [stats.mean_difference_interval([n], [rng.binomial(n, a)], [n], [rng.binomial(n, b)], B=B, seed=s)
                    for s in range(sims)]
-            rows.append(dict(statistic="r_A − r_B", n=n, truth=f"{d}", coverage=np.mean([covers(g.low, g.high, d)
-                                                                                        for g in got]),
-                             width=np.mean([g.high - g.low for g in got])))
+            rows.append(dict(statistic="r_A − r_B (percentile, unchanged)", n=n, truth=f"{d}",
+                             coverage=np.mean([covers(g.low, g.high, d) for g in got]), coverage_old=np.nan,
+                             width=np.mean([g.high - g.low for g in got]), width_old=np.nan))
     return pd.DataFrame(rows)
 
 
 def markdown(df: pd.DataFrame) -> str:
     cols = list(df.columns)
-    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
+    fmt = lambda v: ("–" if np.isnan(v) else f"{v:.3f}") if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in df.itertuples(index=False)]
     return "\n".join(lines)
@@ -169,12 +186,14 @@ if __name__ == "__main__":
     ap.add_argument("--B", type=int, default=1000)
     ap.add_argument("--unit-sims", type=int, default=None, help="simulations for tables 2 and 3 (default --sims)")
     ap.add_argument("--out", default=None, help="also write the tables to this markdown file")
+    ap.add_argument("--only", nargs="+", default=["cases", "units", "differences"],
+                    choices=["cases", "units", "differences"])
     args = ap.parse_args()
     us = args.unit_sims or args.sims
     out = []
-    for title, make in (("cases", lambda: cases_table(args.sims, args.B)),
-                        ("resampling units", lambda: units_table(us, args.B)),
-                        ("differences", lambda: differences_table(us, args.B))):
+    ap_tables = {"cases": lambda: cases_table(args.sims, args.B), "units": lambda: units_table(us, args.B),
+                 "differences": lambda: differences_table(us, args.B)}
+    for title, make in ((t, ap_tables[t]) for t in args.only):
         t = time.perf_counter()
         table = make()
         out.append(f"### {title} ({time.perf_counter() - t:.0f} s)\n\n{markdown(table)}\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from interval_reference import reference_dpd_interval
+
 from louder.analysis import prob_dpd as PD
 
 

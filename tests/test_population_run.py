@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -245,7 +246,7 @@ def test_analyze_and_report_lead_with_the_groups_and_the_regression(tmp_path):
     """Issue 23 point 3: for a three-group population run, `louder analyze` prints the per-group DPDs and
     the regression first; the joint-label case (every intersection as one attribute) comes after them,
     titled as intersections. The report's sections follow the same order."""
-    doc = yaml.safe_load(open(write_pop(tmp_path), encoding="utf-8"))
+    doc = yaml.safe_load(Path(write_pop(tmp_path)).read_text(encoding="utf-8"))
     doc["groups"].append({"id": "region", "name": "Region", "attributes": ["North", "South"]})
     doc["distribution"]["marginals"]["region"] = {"North": 50, "South": 50}
     pop = tmp_path / "three.yaml"

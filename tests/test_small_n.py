@@ -5,11 +5,11 @@ import json
 
 import numpy as np
 import pandas as pd
+from interval_reference import reference_dpd_interval
 
 from louder.analysis import power as P
 from louder.analysis import prob_dpd as PD
 from louder.analysis import stats
-from interval_reference import reference_dpd_interval
 
 
 def test_prob_dpd_point_interval_and_p_against_brute_force():

@@ -106,11 +106,10 @@ def band(estimates, draws, pair_variance, draw_pair_variance) -> Band | None:
 
 def _quantile(t: np.ndarray, q: float) -> float:
     """q-quantile of the rows' max (rows without any pair left out); 'higher' so ∞ never interpolates."""
-    ok = ~np.isnan(t).all(axis=1) if t.ndim == 2 else np.ones(t.shape[0], bool)
-    if not ok.any() or t.shape[1] == 0:
+    ok = ~np.isnan(t).all(axis=1)
+    if not ok.any():
         return 0.0
-    m = np.nanmax(t[ok], axis=1)
-    return float(np.quantile(m, min(q, 1.0), method="higher"))
+    return float(np.quantile(np.nanmax(t[ok], axis=1), q, method="higher"))
 
 
 def _critical(t: np.ndarray, level: float, df: float | None = None) -> float:
@@ -151,8 +150,9 @@ def dpd_difference_interval(first: Band | None, second: Band | None, level: floa
     """Interval for DPD_1 − DPD_2 from the two cases' bands (same B; independent or paired resamples).
 
     One critical value c for both cases' pairs together (the level-quantile of the larger of the two
-    max-|t|, so that both bands hold at once), each case projected as in ``dpd_interval``, then DPD_1 − DPD_2 ∈ [lo_1 − hi_2, hi_1 − lo_2]. It contains DPD̂_1 − DPD̂_2 and keeps
-    its coverage when either DPD is 0, at the price of width (about the sum of the two intervals').
+    max-|t|, so that both bands hold at once), each case projected as in ``dpd_interval``, then
+    DPD_1 − DPD_2 ∈ [lo_1 − hi_2, hi_1 − lo_2]. It contains DPD̂_1 − DPD̂_2 and keeps its coverage
+    when either DPD is 0, at the price of width (about the sum of the two intervals': conservative).
     """
     if first is None or second is None:
         return NAN, NAN
@@ -160,19 +160,6 @@ def dpd_difference_interval(first: Band | None, second: Band | None, level: floa
     lo1, hi1 = _project(first, c)
     lo2, hi2 = _project(second, c)
     return lo1 - hi2, hi1 - lo2
-
-
-def difference_interval(estimate: float, draws, variance: float, draw_variance, level: float = 0.95
-                        ) -> tuple[float, float]:
-    """Symmetric bootstrap-t interval of a signed difference: d̂ ± c·se, c = max(z, level-quantile of
-    |d* − d̂| / se*). Contains d̂ by construction."""
-    d = np.asarray(draws, dtype=float).reshape(-1, 1)
-    b = band([estimate, 0.0], np.column_stack([d[:, 0], np.zeros(d.shape[0])]), [variance],
-             np.asarray(draw_variance, dtype=float).reshape(-1, 1))
-    if b is None:
-        return NAN, NAN
-    c = _critical(b.t, level)
-    return float(estimate - c * b.se[0]), float(estimate + c * b.se[0])
 
 
 def ratio_variance(w, y, n) -> tuple[np.ndarray, np.ndarray]:

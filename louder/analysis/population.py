@@ -217,7 +217,7 @@ def variant_rates(decisions: pd.DataFrame, group: str) -> pd.DataFrame:
 def variant_effects(decisions: pd.DataFrame, group: str, base: str, variant: str, B: int = 10_000,
                     seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Effect of ``variant`` against ``base`` per attribute: d_a = r_a(variant) − r_a(base), with a
-    bootstrap-t interval (x^b ~ Binomial(n, r) on each side, ``stats.mean_difference_interval``).
+    percentile bootstrap interval (x^b ~ Binomial(n, r) on each side, ``stats.mean_difference_interval``).
     Unweighted counts; one row per attribute present under both variants."""
     t = _rate_rows(valid(decisions), ["variant", group]).set_index(["variant", group])
     rows = []
