@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from louder.cli_tables import cases_table, dry_run_table, power_note
+from louder.cli_tables import analysis_tables, cases_table, dry_run_table, power_note
 from louder.errors import LouderError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -407,7 +407,8 @@ def analyze(
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns)
     except LouderError as e:
         fail(str(e))
-    console.print(cases_table(a.tables["cases"]))
+    for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)
+        console.print(table)
     if note := power_note(a.tables["cases"]):
         console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:

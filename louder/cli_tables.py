@@ -65,9 +65,9 @@ def explicit_table(probes: pd.DataFrame) -> Table:
     return table
 
 
-def cases_table(cases: pd.DataFrame) -> Table:
-    table = Table(title="DPD per case (significant = DPD above the 95th percentile under parity; "
-                        "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
+def cases_table(cases: pd.DataFrame, title: str | None = None) -> Table:
+    table = Table(title=title or "DPD per case (significant = DPD above the 95th percentile under parity; "
+                  "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
     for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
                 "dpd_p [95 % CI]", "p_p", "mdd", "valid", "invalid", "refused", "error"):
         table.add_column(col)
@@ -175,3 +175,54 @@ def association_console(result) -> list:
 
 def decision_console(result) -> list:
     return [test_table(result.tables["decision_test.parquet"], "decision"), *_footer(result, "decision_test")]
+
+
+def _f(v, d: int = 3) -> str:
+    return "–" if pd.isna(v) else f"{v:.{d}f}"
+
+
+def population_groups_table(groups: pd.DataFrame) -> Table:
+    """A population run's answer, per case × group: the population-weighted DPD across the group's
+    attributes with its interval, against the parity bootstrap (``population_groups.csv``)."""
+    table = Table(title="Population: DPD per group (each rate population-weighted over the other groups; "
+                        "significant = DPD above the 95th percentile under parity)")
+    for col in ("model", "condition", "scenario", "variant", "group", "valid", "dpd [95 % CI]", "threshold", "p",
+                "sig"):
+        table.add_column(col, justify="right" if col in ("valid", "threshold", "p") else "left")
+    for _, r in groups.iterrows():
+        table.add_row(str(r["model"]), str(r["condition"]), str(r["scenario"]), str(r["variant"]), str(r["group"]),
+                      str(int(r["n_valid"])), f"{_f(r['dpd'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
+                      _f(r["threshold"]), _f(r["p_value"], 4), "[bold red]yes[/]" if r["significant"] else "no")
+    return table
+
+
+def regression_table(reg: pd.DataFrame) -> Table:
+    """Per case: the logistic regression's odds ratios (each attribute against its group's reference,
+    the other groups held fixed), or the status saying why there are none (``population_regression.csv``)."""
+    table = Table(title="Population: logistic regression of the target decision on every group "
+                        "(odds ratio against the group's most frequent attribute, other groups held fixed)")
+    for col in ("model", "condition", "scenario", "variant", "status", "group", "attribute (vs reference)",
+                "odds ratio [95 % CI]", "p", "left out"):
+        table.add_column(col, justify="right" if col == "p" else "left")
+    for _, r in reg.iterrows():
+        ok = r["status"] == "ok"
+        table.add_row(str(r["model"]), str(r["condition"]), str(r["scenario"]), str(r["variant"]), str(r["status"]),
+                      str(r["group"]) if ok else "", f"{r['attribute']} (vs {r['reference']})" if ok else "",
+                      f"{_f(r['odds_ratio'], 2)} [{_f(r['lo'], 2)}, {_f(r['hi'], 2)}]" if ok else "",
+                      _f(r["p_value"], 4) if ok else "", str(r["dropped"] or ""))
+    return table
+
+
+JOINT_LABEL_TITLE = ("Intersections as one group (joint label: every combination of the population's groups is "
+                     "one attribute, so its DPD is the gap between the extreme cells — large and underpowered by "
+                     "construction; the answer is in the two tables above)")
+
+
+def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
+    """What `louder analyze` prints, in order. A population run leads with its per-group DPDs and the
+    regression; its cases table (the joint label) comes after them, titled as the intersections it is."""
+    if "population_groups" not in tables:
+        return [cases_table(tables["cases"])]
+    return [population_groups_table(tables["population_groups"]),
+            regression_table(tables["population_regression"]),
+            cases_table(tables["cases"], title=JOINT_LABEL_TITLE)]

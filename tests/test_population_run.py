@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -405,3 +406,31 @@ def test_placeholder_personas_are_invalid_and_never_decide(tmp_path):
     n_valid = int((~male).sum())
     # asked: every persona, the valid agents' decisions and their twins' names — no decision of a placeholder
     assert r.manifest["model_calls"] == 20 + n_valid + 2 * n_valid
+
+
+def test_analyze_and_report_lead_with_the_groups_and_the_regression(tmp_path):
+    """Issue 23 point 3: for a three-group population run, `louder analyze` prints the per-group DPDs and
+    the regression first; the joint-label case (every intersection as one attribute) comes after them,
+    titled as intersections. The report's sections follow the same order."""
+    doc = yaml.safe_load(Path(write_pop(tmp_path)).read_text(encoding="utf-8"))
+    doc["groups"].append({"id": "region", "name": "Region", "attributes": ["North", "South"]})
+    doc["distribution"]["marginals"]["region"] = {"North": 50, "South": 50}
+    pop = tmp_path / "three.yaml"
+    pop.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", "--population", str(pop), "-m", "fake:seed=2,bias=female:0.9", "-s",
+                                 "emergency_response_policy", "--agents", "80", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    a = CliRunner().invoke(app, ["analyze", str(out), "-B", "300"])
+    assert a.exit_code == 0, a.output
+    text = re.sub(r"\s+", " ", a.output)
+    first = [text.find(s) for s in ("Population: DPD per group", "logistic regression", "Intersections as one group")]
+    assert -1 not in first and first == sorted(first), first
+    assert "DPD per case" not in text  # the joint label is not presented as the run's cases
+    for g in ("gender_identity", "political_ideology", "region"):
+        assert g in text[first[0]:first[1]]  # one row per group in the first table
+    rep = CliRunner().invoke(app, ["report", str(out), "-B", "300"])
+    assert rep.exit_code == 0, rep.output
+    titles = re.findall(r"<h2>([^<]*)</h2>", (out / "report" / "index.html").read_text())
+    assert titles[:3] == ["Population", "Intersections", "Intersections as one group: the joint label per case"]
+    assert "Demographic parity difference per case (cf. Fig. 3)" not in titles

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
+from interval_reference import reference_dpd_interval
 
 from louder.analysis import power as P
 from louder.analysis import prob_dpd as PD
@@ -14,16 +15,24 @@ from louder.analysis import stats
 def test_prob_dpd_point_interval_and_p_against_brute_force():
     rng = np.random.default_rng(3)
     samples = [rng.beta(2, 3, 6), rng.beta(3, 2, 5), rng.beta(2, 2, 4)]
-    r = PD.prob_dpd(samples, B=4000, seed=11)
+    r = PD.prob_dpd(samples, B=20_000, seed=11)
     means = [s.mean() for s in samples]
     assert r.dpd == max(means) - min(means)
-    # brute-force bootstrap: a plain loop resampling agents within each attribute
+    # brute-force bootstrap: a plain loop resampling agents within each attribute, then the
+    # bootstrap-t band and projection of docs/statistics.md written out by hand
     g = np.random.default_rng(99)
-    boot = []
-    for _ in range(4000):
-        m = [s[g.integers(0, s.size, s.size)].mean() for s in samples]
-        boot.append(max(m) - min(m))
-    lo, hi = np.quantile(boot, [0.025, 0.975])
+
+    def mean_var(x):
+        return float(x.mean()), float(((x - x.mean()) ** 2).mean() / x.size)
+
+    resamples = []
+    for _ in range(20_000):
+        mv = [mean_var(s[g.integers(0, s.size, s.size)]) for s in samples]
+        resamples.append(({a: m for a, (m, _) in enumerate(mv)}, {a: v for a, (_, v) in enumerate(mv)}))
+    obs = [mean_var(s) for s in samples]
+    lo, hi = reference_dpd_interval({a: m for a, (m, _) in enumerate(obs)}, {a: v for a, (_, v) in enumerate(obs)},
+                                    resamples, df=3)  # 4 agents in the smallest attribute
+    assert lo <= r.dpd <= hi and hi - lo > 0.2
     assert abs(r.ci_low - lo) < 0.02 and abs(r.ci_high - hi) < 0.02
     # exact permutation p: every assignment of the 15 agents to groups of 6, 5, 4
     pooled = np.concatenate(samples)

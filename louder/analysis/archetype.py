@@ -23,7 +23,7 @@ from louder.types import CASE_KEYS
 class ArchetypeNote:
     """Round-0 DPD interval widths of one case, resampling clusters vs agents.
 
-    width_cluster / width_agent: 95 % percentile-bootstrap interval widths of DPD_0 (``dpd_by_round``
+    width_cluster / width_agent: 95 % bootstrap interval widths of DPD_0 (``dpd_by_round``
     with cluster = cell_id/replicate, and with every agent its own cluster); ratio = their quotient.
     """
 

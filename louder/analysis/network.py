@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from louder.analysis import intervals as I
 from louder.analysis.stats import dpd
 
 
@@ -51,27 +52,48 @@ def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: st
     return n, x
 
 
-def _bootstrap_rates(pairs: list[tuple[np.ndarray, np.ndarray]], B: int, seed: int) -> list[np.ndarray]:
+def _bootstrap_rates(pairs: list[tuple[np.ndarray, np.ndarray]], B: int, seed: int,
+                     with_variance: bool = False) -> list:
     """Cluster bootstrap of rates, one B × A array per (n, x) pair, all with the same resamples.
 
     Resample b draws the C clusters with replacement; w_bc = how often cluster c is drawn (Σ_c w_bc = C);
     r_a^b = Σ_c w_bc x_ca / Σ_c w_bc n_ca (NaN when attribute a drew no valid decision).
-    Weights are made in chunks so that 100,000 single-agent clusters fit in memory.
+    Weights are made in chunks so that 100,000 single-agent clusters fit in memory. ``with_variance``:
+    (rates, pair variances) per pair instead, the variances of ``_rate_variance``.
     """
     rng = np.random.default_rng(seed)
     C = pairs[0][0].shape[0]
     chunk = max(1, 20_000_000 // max(C, 1))
     out: list[list[np.ndarray]] = [[] for _ in pairs]
+    var: list[list[np.ndarray]] = [[] for _ in pairs]
     done = 0
     while done < B:
         m = min(chunk, B - done)
         w = np.stack([np.bincount(rng.integers(0, C, C), minlength=C) for _ in range(m)]).astype(float)
         for i, (n, x) in enumerate(pairs):
+            if with_variance:
+                r, v = _rate_variance(w, n, x)
+                out[i].append(r)
+                var[i].append(I.pair_sum(v))
+                continue
             nb, xb = w @ n, w @ x
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[i].append(np.where(nb > 0, xb / nb, np.nan))
         done += m
+    if with_variance:
+        return [(np.concatenate(o), np.concatenate(v)) for o, v in zip(out, var)]
     return [np.concatenate(o) for o in out]
+
+
+def _rate_variance(w: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rates r_a = Σ_c w_c x_ca / Σ_c w_c n_ca and var(r_a): the cluster-robust (linearised) variance
+    of ``intervals.ratio_variance``, at least the binomial ``intervals.binomial_variance`` of the
+    attribute's pooled counts (so a rate of 0 or 1 keeps a positive variance; with one decision per
+    cluster the two are equal up to that smoothing)."""
+    r, v = I.ratio_variance(w, x, n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        floor = I.binomial_variance(w @ x, w @ n)
+    return r, np.fmax(v, floor)
 
 
 def _dpd_rows(r: np.ndarray) -> np.ndarray:
@@ -99,19 +121,24 @@ def _quantiles(v: np.ndarray, level: float) -> tuple[float, float]:
 
 def dpd_by_round(rows: pd.DataFrame, attr: str, cluster: str | None = None, B: int = 2000, seed: int = 0,
                  level: float = 0.95) -> pd.DataFrame:
-    """Per round: DPD_r with a percentile (cluster) bootstrap interval.
-
-    DPD^b = max_a r_a^b − min_a r_a^b over the resampled rates of ``_bootstrap_rates``;
-    interval = the (1∓level)/2 quantiles of DPD^b.
+    """Per round: DPD_r with a (cluster) bootstrap interval that contains it and keeps its coverage at
+    DPD_r = 0: the resampled rates of ``_bootstrap_rates`` with their variances (``_rate_variance``), the
+    simultaneous bootstrap-t band of every r_a − r_b projected onto max − min (``intervals.dpd_interval``;
+    with ``cluster`` its critical value is at least Student's t on min_a C_a − 1 degrees of freedom, C_a
+    the clusters with a valid decision of attribute a).
     """
     attributes = sorted(rows[attr].dropna().unique())
     clusters = _clusters(rows, cluster)
     rounds = sorted(rows["round"].unique())
     pairs = [_cluster_counts(rows[rows["round"] == r], attr, attributes, cluster, clusters) for r in rounds]
-    boots = _bootstrap_rates(pairs, B, seed)
+    boots = _bootstrap_rates(pairs, B, seed, with_variance=True)
     out = []
-    for r, (n, x), rb in zip(rounds, pairs, boots):
-        lo, hi = _quantiles(_dpd_rows(rb), level)
+    for r, (n, x), (rb, vb) in zip(rounds, pairs, boots):
+        rate, v = _rate_variance(np.ones(n.shape[0]), n, x)
+        # with clusters the variances rest on few units: at least Student's t on (fewest clusters − 1) df
+        seen = (n > 0).sum(axis=0)
+        df = seen[seen > 0].min() - 1 if cluster and (seen > 0).any() else None
+        lo, hi = I.dpd_interval(rate, rb, I.pair_sum(v), vb, level, df=df)
         out.append({"round": int(r), "dpd": _observed_dpd(n, x), "ci_low": lo, "ci_high": hi,
                     "n_valid": int(n.sum())})
     return pd.DataFrame(out)

@@ -19,6 +19,7 @@ import pandas as pd
 from scipy.stats import binomtest, fisher_exact, norm
 from statsmodels.stats.multitest import multipletests
 
+from louder.analysis import intervals as I
 from louder.analysis.stats import dpd, dpd_difference_interval, mean_difference_interval
 
 
@@ -55,7 +56,9 @@ class GroupDPD:
     Null (the paper's parity bootstrap, weighted): p̂ = Σ w y / Σ w over all valid decisions; for
     b = 1..B, x_a^b ~ Binomial(m_a, p̂) with m_a = round(n_eff,a), DPD_b over x_a^b / m_a; threshold =
     ``level`` quantile of DPD_b, p = (1 + #{DPD_b ≥ DPD}) / (B + 1). With unit weights m_a = n_a and
-    this is exactly ``stats.parity_bootstrap``. Interval: x_a^b ~ Binomial(m_a, r_a), percentiles.
+    this is exactly ``stats.parity_bootstrap``. Interval: x_a^b ~ Binomial(m_a, r_a), the bootstrap-t
+    band of every r_a − r_b (var p̃(1 − p̃)/m_a, ``intervals.binomial_variance`` of r_a·m_a) projected
+    onto max − min (``intervals.dpd_interval``: contains the DPD, keeps its coverage at DPD = 0).
     """
 
     group: str
@@ -81,10 +84,10 @@ def group_dpd(decisions: pd.DataFrame, group: str, B: int = 10_000, seed: int = 
     rng = np.random.default_rng(seed)
     null = rng.binomial(m, p_hat, size=(B, m.size)) / m
     null = null.max(axis=1) - null.min(axis=1)
-    boot = rng.binomial(m, r, size=(B, m.size)) / m
-    boot = boot.max(axis=1) - boot.min(axis=1)
+    xb = rng.binomial(m, r, size=(B, m.size))
     threshold = float(np.quantile(null, level))
-    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    lo, hi = I.dpd_interval(r, xb / m, I.pair_sum(I.binomial_variance(r * m, m)),
+                            I.pair_sum(I.binomial_variance(xb, m)), level)
     return GroupDPD(group, len(d), observed, threshold, float((1 + np.count_nonzero(null >= observed - 1e-12)) / (B + 1)),
                     bool(observed > threshold), float(lo), float(hi))
 
@@ -229,7 +232,7 @@ def variant_effects(decisions: pd.DataFrame, group: str, base: str, variant: str
 def variant_dpd_difference(decisions: pd.DataFrame, group: str, base: str, variant: str, B: int = 10_000,
                            seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
     """Does the variant widen the disparity? Δ = DPD(variant) − DPD(base) across ``group``'s attributes,
-    percentile bootstrap interval (``stats.dpd_difference_interval``). Returns (Δ, lo, hi); Δ > 0 widens."""
+    interval of ``stats.dpd_difference_interval`` (valid when either DPD is 0). Returns (Δ, lo, hi); Δ > 0 widens."""
     t = _rate_rows(valid(decisions), ["variant", group])
     v, b = t[t["variant"] == variant], t[t["variant"] == base]
     return dpd_difference_interval(v["n_valid"], v["n_target"], b["n_valid"], b["n_target"], B, seed, level)
@@ -267,18 +270,35 @@ def twin_flips(twins: pd.DataFrame) -> pd.DataFrame:
                                        "p_mcnemar"])
 
 
+def _paired_pair_variance(wide: np.ndarray) -> np.ndarray:
+    """var(r_a − r_b) over n complete twin sets (rows: sets; columns: attributes' 0/1 decisions), for
+    each pair a < b: (q̃ − d̃²)/n, q̃ = (D + ½)/(n + 1) the smoothed share of discordant sets, d̃ = (#a only −
+    #b only)/(n + 1). Positive even with no discordant set. ``wide`` may carry resamples in front:
+    (…, n, k) → (…, P)."""
+    i, j = I.pair_index(wide.shape[-1])
+    n = wide.shape[-2]
+    diff = wide[..., i] - wide[..., j]
+    q = (np.abs(diff).sum(axis=-2) + 0.5) / (n + 1)
+    d = diff.sum(axis=-2) / (n + 1)
+    return (q - d * d) / n
+
+
 def paired_dpd(twins: pd.DataFrame, B: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
     """DPD over the attributes' rates within complete twin sets (each rate over the same personas), with
-    a percentile bootstrap resampling twin sets with replacement. Returns (DPD, lo, hi)."""
+    a bootstrap resampling twin sets with replacement: the bootstrap-t band of every r_a − r_b (paired
+    variance ``_paired_pair_variance``, also per resample) projected onto max − min
+    (``intervals.dpd_interval``). Returns (DPD, lo, hi)."""
     wide = complete_twin_sets(twins).to_numpy(dtype=float)
     if wide.shape[0] == 0 or wide.shape[1] < 2:
         return float("nan"), float("nan"), float("nan")
     observed = dpd(wide.mean(axis=0))
     rng = np.random.default_rng(seed)
-    gaps = []
+    rates, variances = [], []
     for start in range(0, B, 500):  # chunks keep memory at 500 × n_sets × k
         idx = rng.integers(0, wide.shape[0], size=(min(500, B - start), wide.shape[0]))
-        rates = wide[idx].mean(axis=1)
-        gaps.append(rates.max(axis=1) - rates.min(axis=1))
-    lo, hi = np.quantile(np.concatenate(gaps), [(1 - level) / 2, (1 + level) / 2])
-    return observed, float(lo), float(hi)
+        drawn = wide[idx]
+        rates.append(drawn.mean(axis=1))
+        variances.append(_paired_pair_variance(drawn))
+    lo, hi = I.dpd_interval(wide.mean(axis=0), np.concatenate(rates), _paired_pair_variance(wide),
+                            np.concatenate(variances), level)
+    return observed, lo, hi

@@ -7,7 +7,8 @@ model's probability of the target choice. The sampled DPD throws most of that aw
     m_a = mean_{i ∈ a} p_i          DPD_p = max_a m_a − min_a m_a
 
 Agents are the independent units (each has its own persona), so the interval resamples agents
-within attributes and the test permutes attribute labels across agents.
+within attributes and the test permutes attribute labels across agents. Intervals are those of
+``louder.analysis.intervals`` (they contain DPD_p and keep their coverage at DPD_p = 0).
 
 Clusters (issue 14 point 1; archetype mode): agents that share an archetype × replicate share one
 model call, hence one p — they are not independent. With a cluster id per agent the interval
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from louder.analysis import intervals as I
 from louder.types import CASE_KEYS
 
 COLUMNS = [*CASE_KEYS, "dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
@@ -46,14 +48,24 @@ def _dpd_of_means(sums: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def bootstrap_interval(samples: list[np.ndarray], B: int = 10_000, seed: int = 0,
                        level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap of DPD_p over agents: for b = 1..B draw n_a agents with replacement
-    from attribute a (independently per attribute), DPD_p^b = max_a m_a^b − min_a m_a^b; the interval
-    is the (1−level)/2 and (1+level)/2 quantiles of DPD_p^b."""
+    """Interval for DPD_p resampling agents: for b = 1..B draw n_a agents with replacement from
+    attribute a (independently per attribute), m_a^b = their mean p; var(m_a) = mean_i (p_i − m_a)² / n_a
+    (plug-in, also per resample); the simultaneous bootstrap-t band of every m_a − m_b projected onto
+    max − min (``intervals.dpd_interval``: contains DPD_p, holds its coverage at DPD_p = 0), its critical
+    value at least Student's t with min_a n_a − 1 degrees of freedom."""
     rng = np.random.default_rng(seed)
     n = np.array([s.size for s in samples])
-    sums = np.column_stack([s[rng.integers(0, s.size, size=(B, s.size))].sum(axis=1) for s in samples])
-    lo, hi = np.quantile(_dpd_of_means(sums, n), [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    draws = [s[rng.integers(0, s.size, size=(B, s.size))] for s in samples]
+    sums = np.column_stack([d.sum(axis=1) for d in draws])
+    squares = np.column_stack([(d * d).sum(axis=1) for d in draws])
+    del draws
+
+    def var(s1, s2):  # plug-in variance of each attribute's mean from Σp and Σp²
+        return np.maximum(s2 / n - (s1 / n) ** 2, 0) / n
+
+    obs1, obs2 = np.array([s.sum() for s in samples]), np.array([(s * s).sum() for s in samples])
+    return I.dpd_interval(obs1 / n, sums / n, I.pair_sum(var(obs1, obs2)), I.pair_sum(var(sums, squares)), level,
+                          df=n.min() - 1)
 
 
 def permutation_p(samples: list[np.ndarray], B: int = 10_000, seed: int = 0) -> float:
@@ -90,30 +102,29 @@ def _cluster_sums(p: np.ndarray, attribute: np.ndarray, cluster: np.ndarray) -> 
 
 def cluster_interval(p, attribute, cluster, B: int = 10_000, seed: int = 0,
                      level: float = 0.95) -> tuple[float, float]:
-    """Percentile cluster bootstrap of DPD_p.
+    """Cluster bootstrap interval for DPD_p.
 
     With C clusters, S_ca = Σ_{i ∈ c, a} p_i and n_ca = #{i ∈ c, a}: resample b draws C clusters
-    with replacement, w_bc = how often cluster c is drawn; m_a^b = Σ_c w_bc S_ca / Σ_c w_bc n_ca;
-    DPD_p^b = max_a m_a^b − min_a m_a^b over the attributes drawn (NaN when fewer than two); the
-    interval is the (1−level)/2 and (1+level)/2 quantiles of DPD_p^b. One agent per cluster gives
-    the plain bootstrap over agents (with the attribute sizes left free)."""
+    with replacement, w_bc = how often cluster c is drawn; m_a^b = Σ_c w_bc S_ca / Σ_c w_bc n_ca with
+    its linearised variance Σ_c w_bc (S_ca − m_a^b n_ca)² / (Σ_c w_bc n_ca)² (``intervals.ratio_variance``;
+    w = 1 for the data). The simultaneous bootstrap-t band of every m_a − m_b is projected onto max − min
+    (``intervals.dpd_interval``, critical value at least Student's t with min_a C_a − 1 degrees of
+    freedom, C_a the clusters of attribute a); pairs with an attribute a resample did not draw are
+    skipped in it. One agent per cluster gives the bootstrap over agents (with the attribute sizes left free)."""
     S, n, _ = _cluster_sums(np.asarray(p, float), np.asarray(attribute, object), np.asarray(cluster, object))
     rng = np.random.default_rng(seed)
     C = S.shape[0]
-    out = []
+    rates, variances = [], []
     chunk = max(1, 20_000_000 // max(C, 1))
     for start in range(0, B, chunk):
         m = min(chunk, B - start)
         w = np.stack([np.bincount(rng.integers(0, C, C), minlength=C) for _ in range(m)]).astype(float)
-        sb, nb = w @ S, w @ n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = np.where(nb > 0, sb / nb, np.nan)
-        ok = (~np.isnan(means)).sum(axis=1) >= 2
-        d = np.full(m, np.nan)
-        d[ok] = np.nanmax(means[ok], axis=1) - np.nanmin(means[ok], axis=1)
-        out.append(d)
-    lo, hi = np.nanquantile(np.concatenate(out), [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+        r, v = I.ratio_variance(w, S, n)
+        rates.append(r)
+        variances.append(I.pair_sum(v))
+    r, v = I.ratio_variance(np.ones(C), S, n)
+    df = (n > 0).sum(axis=0).min() - 1  # clusters of the attribute with fewest
+    return I.dpd_interval(r, np.concatenate(rates), I.pair_sum(v), np.concatenate(variances), level, df=df)
 
 
 def cluster_permutation_p(p, attribute, cluster, B: int = 10_000, seed: int = 0) -> float:

@@ -168,6 +168,12 @@ def _network(a: Analysis) -> str:
 
     return network_section(a)
 # --- population runs, policy variants and counterfactual twins (issue 11) ---
+JOINT_LABEL_TITLE = "Intersections as one group: the joint label per case"
+JOINT_LABEL_NOTE = ("In a population run the per-case tables below treat every combination of the population's "
+                    "groups (e.g. Female | Liberal) as one attribute of one group named after the population. Their "
+                    "DPD is the gap between the two most extreme of many small cells: large by construction and "
+                    "underpowered. The answer to \"does the model treat a group's attributes differently?\" is the "
+                    "per-group DPD and the regression in <b>Population</b> above.")
 MAX_HEATMAPS = 12  # intersection heat maps drawn (the table has every cell of every case)
 
 
@@ -195,7 +201,8 @@ def _population(a: Analysis) -> str:
         _table(t["population_overall"], scroll=True),
         _p("<b>Per group</b>: DPD across the group's attributes, each rate population-weighted over the other "
            "groups (the gap as it exists in this population, composition included), against the parity "
-           "bootstrap threshold; interval by binomial bootstrap. Small cells make wide intervals: a "
+           "bootstrap threshold; interval by binomial bootstrap at the effective sizes (contains the DPD, valid at "
+           "0: docs/statistics.md). Small cells make wide intervals: a "
            "non-significant DPD at this N is not evidence of no bias."),
         _table(t["population_groups"], scroll=True), _table(t["population_rates"], scroll=True)]
     reg = t["population_regression"]
@@ -220,7 +227,7 @@ def _intersections(a: Analysis) -> str:
     parts = [_p("Target rate and n per intersection of two groups. Cells with at least 30 valid decisions are "
                 "tested against the rest of the population (Fisher's exact test) with Benjamini–Hochberg across "
                 "the pair's tested cells (✱); smaller cells are shown hatched and not tested. The per-case p-values "
-                "of the DPD table above are Holm-adjusted across cases instead.")]
+                "of the DPD table are Holm-adjusted across cases instead.")]
     drawn = 0
     for key, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
         if drawn >= MAX_HEATMAPS:
@@ -296,15 +303,18 @@ def render(a: Analysis) -> str:
         head.append('<div class="missing"><b>Not in this run folder:</b><ul>' +
                     "".join(f"<li>{html.escape(m)}</li>" for m in a.missing) + "</ul></div>")
 
-    sections = [
-        _archetype(a),
-        _section("Demographic parity difference per case (cf. Fig. 3)",
+    population = "population_groups" in t
+    per_case = [
+        _section(JOINT_LABEL_TITLE if population else "Demographic parity difference per case (cf. Fig. 3)",
+                 _p(JOINT_LABEL_NOTE) if population else "",
                  _p("DPD = largest − smallest target-decision rate across a group's attributes (implicit) or "
                     "largest − smallest share of answers naming an attribute (explicit, Unknown in the "
                     "denominator only). The black tick is the 95th percentile of DPD under parity "
                     "(binomial bootstrap); a case is significant when its DPD exceeds it. p is the bootstrap "
                     "p-value, p_holm its Holm adjustment over all cases of the run; the interval resamples "
-                    "decisions within each attribute. In score mode, <b>dpd_p</b> is the DPD of the mean "
+                    "decisions within each attribute and projects a simultaneous band of every pairwise rate "
+                    "difference onto the DPD, so it always contains the DPD and stays valid when the true DPD "
+                    "is 0 (docs/statistics.md). In score mode, <b>dpd_p</b> is the DPD of the mean "
                     "p_target per attribute (the expected rates), with a bootstrap interval over agents and a "
                     "permutation p-value (p_value_p). <b>mdd</b> is the smallest DPD the test detects with 80 % "
                     "power at the case's n (simulated, evenly spread around its pooled rate); cases with mdd "
@@ -325,9 +335,14 @@ def render(a: Analysis) -> str:
                  _p("aligned: the predicted direction with a 95 % interval excluding 0; opposite: the reverse "
                     "direction, interval excluding 0; inconclusive: the interval includes 0."),
                  _png(figures.directions_figure(t["directions"])),
-                 _table(t["directions"].drop(columns=["evidence"]), scroll=True)),
-        _network(a),
-        *_population_sections(a),
+                 _table(t["directions"].drop(columns=["evidence"]), scroll=True))]
+    pop = _population_sections(a)
+    # issue 23: a population run leads with its answer (per-group DPDs and the regression, then the
+    # intersections); its per-case table, the joint label, follows the intersections it summarises
+    lead = [*pop[:2], *per_case, _network(a), *pop[2:]] if population else [*per_case, _network(a), *pop]
+    sections = [
+        _archetype(a),
+        *lead,
         _rationales(a),
         _siblings(a),
         _accounting(a),

@@ -12,6 +12,8 @@ from dataclasses import astuple, dataclass, fields
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
+from louder.analysis import intervals as I
+
 NAN = float("nan")
 
 
@@ -49,7 +51,7 @@ class ParityTest(DictLike):
 
 @dataclass(frozen=True)
 class Interval(TupleLike):
-    """A percentile bootstrap interval."""
+    """A confidence interval (for a DPD: ``intervals.dpd_interval``)."""
 
     low: float
     high: float
@@ -57,7 +59,7 @@ class Interval(TupleLike):
 
 @dataclass(frozen=True)
 class Difference(TupleLike):
-    """An estimated difference with its percentile bootstrap interval."""
+    """An estimated difference with its confidence interval."""
 
     estimate: float
     low: float
@@ -109,11 +111,21 @@ def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) 
     return ParityTest(observed, threshold, p_value, bool(observed > threshold))
 
 
-def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> Interval:
-    """Percentile bootstrap interval for DPD, resampling decisions within each attribute.
+def _binomial_draws(rng: np.random.Generator, n: np.ndarray, x: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """x^b ~ Binomial(n_a, r_a) (resampling n_a decisions of attribute a with replacement): the
+    bootstrap rates (B × k) and their pair variances (B × P, ``intervals.binomial_variance``)."""
+    xb = rng.binomial(n, x / n, size=(B, n.size))
+    return xb / n, I.pair_sum(I.binomial_variance(xb, n))
 
-    Resampling n_a Bernoulli decisions with replacement from attribute a is x_a^b ~ Binomial(n_a, r_a);
-    the interval is the (1−level)/2 and (1+level)/2 quantiles of DPD_b.
+
+def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> Interval:
+    """Interval for DPD that contains it and holds its coverage at DPD = 0 (``intervals.dpd_interval``).
+
+    Resamples decisions within each attribute, x_a^b ~ Binomial(n_a, r_a), r_a^b = x_a^b / n_a; the
+    simultaneous bootstrap-t band for every r_a − r_b (se² = v_a + v_b, v = p̃(1 − p̃)/n_a with
+    p̃ = (x_a + ½)/(n_a + 1), the same formula in each resample) is projected onto max − min:
+    lo = max(0, max_ab (|d̂_ab| − c·se_ab)), hi = min(1, max_ab (|d̂_ab| + c·se_ab)) over the pairs that
+    can be the largest. docs/statistics.md: formula, reasons and simulated coverage.
     """
     n, x = np.asarray(n, dtype=np.int64), np.asarray(x, dtype=np.int64)
     keep = n > 0
@@ -121,9 +133,8 @@ def dpd_confidence_interval(n, x, B: int = 10_000, seed: int = 0, level: float =
     if n.size < 2:
         return Interval(NAN, NAN)
     rng = np.random.default_rng(seed)
-    draws = _dpd_rows(rng.binomial(n, x / n, size=(B, n.size)) / n)
-    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float(lo), float(hi))
+    rb, vb = _binomial_draws(rng, n, x, B)
+    return Interval(*I.dpd_interval(x / n, rb, I.pair_sum(I.binomial_variance(x, n)), vb, level))
 
 
 def explicit_dpd(counts, n_total) -> float:
@@ -152,17 +163,26 @@ def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int =
     return ParityTest(observed, threshold, p_value, bool(observed > threshold))
 
 
+def _multinomial_pair_variance(c: np.ndarray, n_total: int) -> np.ndarray:
+    """var(c_a/N − c_b/N) = (p_a + p_b − (p_a − p_b)²)/N for multinomial shares, with p̃ = (c + ½)/(N + 1)."""
+    p = (np.asarray(c, dtype=float) + 0.5) / (n_total + 1)
+    i, j = I.pair_index(p.shape[-1])
+    return (p[..., i] + p[..., j] - (p[..., i] - p[..., j]) ** 2) / n_total
+
+
 def explicit_dpd_confidence_interval(counts, n_total: int, B: int = 10_000, seed: int = 0,
                                      level: float = 0.95) -> Interval:
-    """Percentile bootstrap of explicit DPD: resample the N valid answers (Unknown as category k+1)."""
+    """Interval for explicit DPD: resample the N valid answers (Unknown as category k+1),
+    c^b ~ Multinomial(N, (c, N − Σc)/N); shares c_a^b / N; the band and projection of
+    ``intervals.dpd_interval`` with the multinomial pair variance (``_multinomial_pair_variance``)."""
     c = np.asarray(counts, dtype=np.int64)
     if n_total <= 0 or c.size < 2:
         return Interval(NAN, NAN)
     probs = np.append(c, n_total - c.sum()) / n_total
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(n_total, probs, size=B)[:, :-1]
-    lo, hi = np.quantile(_dpd_rows(draws) / n_total, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float(lo), float(hi))
+    return Interval(*I.dpd_interval(c / n_total, draws / n_total, _multinomial_pair_variance(c, n_total),
+                                    _multinomial_pair_variance(draws, n_total), level))
 
 
 def holm(p_values) -> np.ndarray:
@@ -180,6 +200,8 @@ def mean_difference_interval(n_a, x_a, n_b, x_b, B: int = 10_000, seed: int = 0,
     """Difference of mean rates between attribute sets A and B, with a percentile bootstrap interval.
 
     d = mean_{a∈A} r_a − mean_{b∈B} r_b; each r resampled as Binomial(n, r)/n. Returns (d, lo, hi).
+    A difference of means is linear in the rates, with no boundary at 0, so the percentile interval
+    keeps its coverage (benchmarks/interval_coverage.py, docs/statistics.md) — unlike a DPD's.
     """
     n_a, x_a, n_b, x_b = (np.asarray(v, dtype=np.int64) for v in (n_a, x_a, n_b, x_b))
     if (n_a == 0).any() or (n_b == 0).any() or n_a.size == 0 or n_b.size == 0:
@@ -208,10 +230,13 @@ def log_odds_dirichlet(counts_i, counts_j, prior) -> tuple[np.ndarray, np.ndarra
 
 def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
                             level: float = 0.95) -> Difference:
-    """Difference of two cases' DPDs (case 1 − case 2) with a percentile bootstrap interval.
+    """Difference of two cases' DPDs (case 1 − case 2) with an interval that contains it and keeps
+    its coverage when either DPD is 0 (``intervals.dpd_difference_interval``).
 
     Δ = DPD(x1/n1) − DPD(x2/n2); each case resampled independently within attributes
-    (x_a^b ~ Binomial(n_a, r_a)). Returns (Δ, lo, hi).
+    (x_a^b ~ Binomial(n_a, r_a)); one simultaneous bootstrap-t band over both cases' pair
+    differences (critical value c shared), each case projected onto [lo_i, hi_i]; Δ ∈ [lo_1 − hi_2,
+    hi_1 − lo_2]. Returns (Δ, lo, hi).
     """
     n1, x1, n2, x2 = (np.asarray(v, dtype=np.int64) for v in (n1, x1, n2, x2))
     k1, k2 = n1 > 0, n2 > 0
@@ -220,10 +245,12 @@ def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
         return Difference(NAN, NAN, NAN)
     delta = dpd(x1 / n1) - dpd(x2 / n2)
     rng = np.random.default_rng(seed)
-    d1 = _dpd_rows(rng.binomial(n1, x1 / n1, size=(B, n1.size)) / n1)
-    d2 = _dpd_rows(rng.binomial(n2, x2 / n2, size=(B, n2.size)) / n2)
-    lo, hi = np.quantile(d1 - d2, [(1 - level) / 2, (1 + level) / 2])
-    return Difference(float(delta), float(lo), float(hi))
+    bands = []
+    for n, x in ((n1, x1), (n2, x2)):
+        rb, vb = _binomial_draws(rng, n, x, B)
+        bands.append(I.band(x / n, rb, I.pair_sum(I.binomial_variance(x, n)), vb))
+    lo, hi = I.dpd_difference_interval(*bands, level=level)
+    return Difference(float(delta), lo, hi)
 
 
 def welch(a, b) -> TTest:

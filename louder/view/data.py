@@ -92,8 +92,8 @@ def rates_over_rounds(decisions: pd.DataFrame, control: pd.DataFrame | None) -> 
 
 
 def dpd_band(decisions: pd.DataFrame, B: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Per round: DPD = max_a r_a − min_a r_a over valid decisions, with a percentile bootstrap band
-    (x_a^b ~ Binomial(n_a, r_a), as ``louder.analysis.stats.dpd_confidence_interval``)."""
+    """Per round: DPD = max_a r_a − min_a r_a over valid decisions, with the interval of
+    ``louder.analysis.stats.dpd_confidence_interval`` (x_a^b ~ Binomial(n_a, r_a); contains the DPD)."""
     from louder.analysis.stats import dpd, dpd_confidence_interval
 
     rows = []

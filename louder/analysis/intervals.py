@@ -1,0 +1,177 @@
+"""Intervals for a DPD (and for a difference of DPDs) that contain their estimate and keep their
+coverage at DPD = 0 (issue 23). docs/statistics.md gives the reasoning and the simulated coverage.
+
+DPD = max_a r_a − min_a r_a = max over the pairs a < b of |d_ab|, with d_ab = r_a − r_b.
+
+A percentile bootstrap of max − min is biased upward near 0 (every resample's max − min is ≥ 0 and
+usually > 0), so its interval can exclude its own estimate and misses a true DPD of 0 almost always
+when k ≥ 3. The pair differences d_ab are smooth (linear in the rates) and have no such boundary; the
+max only enters at the end:
+
+1. **Simultaneous band** for every pair difference (bootstrap-t, max-|t| over pairs). From the B
+   bootstrap rate vectors r* that each caller already draws with its own resampling unit (decisions
+   within attribute, agents, clusters, twin sets, weighted binomials):
+
+       T*_b = max_{a<b} |d*_ab − d̂_ab| / se*_ab,      c = max(z_{(1+level)/2}, level-quantile of T*)
+
+   (Student's t_{df} in place of z when the se rest on few clusters or agents: df = min_a m_a − 1.)
+
+   se_ab is the caller's standard error of d̂_ab and se*_ab the same formula applied to resample b
+   (studentising each resample is what keeps coverage at small n, where se is itself noisy).
+   With probability ≈ level every d_ab lies in d̂_ab ± c·se_ab.
+
+2. **Projection** onto DPD = max_ab |d_ab|:
+
+       lo = max(0, max_ab (|d̂_ab| − c·se_ab)),      hi = min(1, max_ab (|d̂_ab| + c·se_ab))
+
+   Since c·se ≥ 0, lo ≤ DPD̂ = max_ab |d̂_ab| ≤ hi always; whenever the band covers every d_ab,
+   lo ≤ DPD ≤ hi — at DPD = 0 too, where lo > 0 only if some pair's band excludes 0. So the coverage
+   is at least the band's (≈ level); away from 0 it is higher (conservative), the price of bounding a
+   max through all pairs at once. Simulated in docs/statistics.md.
+
+With k = 2 this is the bootstrap-t interval of r_1 − r_2 folded onto |r_1 − r_2|.
+
+Degenerate rates: a rate of 0 or 1 has a plug-in variance of 0, so binary-outcome callers use
+``binomial_variance``: p̃(1 − p̃)/n with p̃ = (x + ½)/(n + 1) (half a success and half a failure added),
+positive for every x. A resample with se* = 0 and d* = d̂ contributes t* = 0; with d* ≠ d̂, t* = ∞.
+Resamples missing an attribute (cluster bootstraps) skip that attribute's pairs; a resample with no
+pair at all is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+NAN = float("nan")
+
+
+def pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k(k−1)/2 pairs a < b in ``np.triu_indices`` order, the order of every pair array here."""
+    return np.triu_indices(k, 1)
+
+
+def pair_sum(v) -> np.ndarray:
+    """v_a + v_b over the pairs of the last axis: the variance of r_a − r_b when the attributes'
+    estimates are independent (different people in each attribute)."""
+    v = np.asarray(v, dtype=float)
+    i, j = pair_index(v.shape[-1])
+    return v[..., i] + v[..., j]
+
+
+def binomial_variance(x, n) -> np.ndarray:
+    """var(x/n) ≈ p̃(1 − p̃)/n with p̃ = (x + ½)/(n + 1); x may be fractional (weighted counts)."""
+    x, n = np.asarray(x, dtype=float), np.asarray(n, dtype=float)
+    p = (x + 0.5) / (n + 1)
+    return p * (1 - p) / n
+
+
+@dataclass(frozen=True)
+class Band:
+    """A case's pair differences d̂ (P,), their standard errors se (P,) and the bootstrap-t values
+    t* = |d* − d̂| / se* (B × P, NaN where a resample lacks an attribute of the pair)."""
+
+    d: np.ndarray
+    se: np.ndarray
+    t: np.ndarray
+
+
+def band(estimates, draws, pair_variance, draw_pair_variance) -> Band | None:
+    """``Band`` from rates r̂ (k,), bootstrap rates r* (B × k), var(d̂_ab) (P,) and the same per
+    resample (B × P). Attributes with a NaN estimate and their pairs are left out; None when fewer
+    than two attributes remain."""
+    r = np.asarray(estimates, dtype=float)
+    if r.size < 2:
+        return None
+    rb = np.asarray(draws, dtype=float).reshape(-1, r.size)
+    v = np.asarray(pair_variance, dtype=float)
+    vb = np.asarray(draw_pair_variance, dtype=float).reshape(-1, v.size)
+    i, j = pair_index(r.size)
+    keep = ~(np.isnan(r[i]) | np.isnan(r[j]))
+    if not keep.any():
+        return None
+    i, j, v, vb = i[keep], j[keep], v[keep], vb[:, keep]
+    d = r[i] - r[j]
+    dev = np.abs(rb[:, i] - rb[:, j] - d)
+    seb = np.sqrt(np.maximum(vb, 0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # se* = 0: no spread in this resample; it only counts if it moved (then ∞: it cannot be scaled)
+        t = np.where(seb > 0, dev / np.where(seb > 0, seb, 1), np.where(dev > 1e-12, np.inf, 0.0))
+    t[np.isnan(dev)] = np.nan
+    return Band(d, np.sqrt(np.maximum(v, 0)), t)
+
+
+def _quantile(t: np.ndarray, q: float) -> float:
+    """q-quantile of the rows' max (rows without any pair left out); 'higher' so ∞ never interpolates."""
+    ok = ~np.isnan(t).all(axis=1)
+    if not ok.any():
+        return 0.0
+    return float(np.quantile(np.nanmax(t[ok], axis=1), q, method="higher"))
+
+
+def _critical(t: np.ndarray, level: float, df: float | None = None) -> float:
+    """c = the level-quantile of max-|t|, never below the pointwise normal quantile — or, when the
+    standard errors rest on few units (clusters, agents' p), the Student t quantile with ``df``
+    degrees of freedom (∞ below 1 df: one unit says nothing about the spread)."""
+    if df is None:
+        floor = float(norm.ppf((1 + level) / 2))
+    else:
+        floor = float(student_t.ppf((1 + level) / 2, df)) if df >= 1 else np.inf
+    return max(floor, _quantile(t, level))
+
+
+def _project(b: Band, c: float) -> tuple[float, float]:
+    a, half = np.abs(b.d), np.zeros_like(b.se)
+    pos = b.se > 0  # se = 0: that pair is known exactly (and ∞ · 0 would be NaN)
+    half[pos] = c * b.se[pos]
+    return float(max(0.0, (a - half).max())), float(min(1.0, (a + half).max()))
+
+
+def dpd_interval(estimates, draws, pair_variance, draw_pair_variance, level: float = 0.95,
+                 df: float | None = None) -> tuple[float, float]:
+    """Interval for DPD = max_a r_a − min_a r_a (module docstring: band, then projection).
+
+    estimates: r̂ (k,); draws: r* (B × k); pair_variance: var(d̂_ab) (P,) in ``pair_index`` order;
+    draw_pair_variance: the same formula per resample (B × P). df: when the variances are estimated
+    from few independent units (m_a clusters or agents of attribute a), min_a m_a − 1, so that c is at
+    least Student's t quantile — the bootstrap alone under-covers with a handful of clusters
+    (docs/statistics.md). (NaN, NaN) with fewer than two rates.
+    """
+    b = band(estimates, draws, pair_variance, draw_pair_variance)
+    if b is None:
+        return NAN, NAN
+    return _project(b, _critical(b.t, level, df))
+
+
+def dpd_difference_interval(first: Band | None, second: Band | None, level: float = 0.95) -> tuple[float, float]:
+    """Interval for DPD_1 − DPD_2 from the two cases' bands (same B; independent or paired resamples).
+
+    One critical value c for both cases' pairs together (the level-quantile of the larger of the two
+    max-|t|, so that both bands hold at once), each case projected as in ``dpd_interval``, then
+    DPD_1 − DPD_2 ∈ [lo_1 − hi_2, hi_1 − lo_2]. It contains DPD̂_1 − DPD̂_2 and keeps its coverage
+    when either DPD is 0, at the price of width (about the sum of the two intervals': conservative).
+    """
+    if first is None or second is None:
+        return NAN, NAN
+    c = _critical(np.concatenate([first.t, second.t], axis=1), level)
+    lo1, hi1 = _project(first, c)
+    lo2, hi2 = _project(second, c)
+    return lo1 - hi2, hi1 - lo2
+
+
+def ratio_variance(w, y, n) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster-resampled rates and their linearised (cluster-robust) variances.
+
+    With cluster weights w_c (how often resample b drew cluster c; all 1 for the data), y_ca the
+    sum of the outcomes and n_ca the count of attribute a's units in cluster c:
+    r_a = Σ_c w_c y_ca / Σ_c w_c n_ca and var(r_a) ≈ Σ_c w_c (y_ca − r_a n_ca)² / (Σ_c w_c n_ca)².
+    w: (C,) or (B × C); y, n: (C × k). NaN where attribute a has no unit."""
+    w, y, n = (np.asarray(v, dtype=float) for v in (w, y, n))
+    sy, sn = w @ y, w @ n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(sn > 0, sy / sn, np.nan)
+        v = (w @ (y * y) - 2 * r * (w @ (y * n)) + r * r * (w @ (n * n))) / sn ** 2
+    return r, np.maximum(v, 0)
