@@ -111,6 +111,7 @@ def _is_population_run(config) -> bool:
 
 
 def _run_population(config, out: Path, retry_errors: bool) -> None:
+    from louder.populations.fit import fit_errors
     from louder.simulation.population_run import population_task
     from louder.task import execute
 
@@ -120,8 +121,8 @@ def _run_population(config, out: Path, retry_errors: bool) -> None:
     m = result.manifest
     p = m["population"]
     console.print(population_rates_table(result.tables["decisions.parquet"]))
-    console.print(f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
-                  f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})")
+    console.print(f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, {fit_errors(p)}, "
+                  f"chi-square {p['chi2']:.2f} (df {p['df']})")
     files = ", ".join(result.tables)
     console.print(f"wrote {out}/: {files}, manifest.json ({m['rows']['decisions']} decisions)")
     console.print(f"model_calls: {m['model_calls']}  cache_hits: {m['cache_hits']}  wall_time_s: {m['wall_time_s']}")
