@@ -444,9 +444,9 @@ def view(
 ) -> None:
     """Replay a recorded network run in the browser (Mesa SolaraViz on 127.0.0.1); calls no model."""
     import os
-    import subprocess
 
     from louder.view.data import load_view_data
+    from louder.view.serve import serve_child
 
     try:
         data = load_view_data(run_dir)
@@ -456,7 +456,7 @@ def view(
     env = {**os.environ, "LOUDER_VIEW_RUN": str(run_dir.resolve()), "LOUDER_VIEW_MAX_NODES": str(max_nodes)}
     cmd = [sys.executable, "-m", "solara", "run", "louder.view.app", "--host", "127.0.0.1", "--port", str(port),
            "--production", "--no-open", "--log-level", "warning"]
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    raise typer.Exit(serve_child(cmd, env))  # stops the server when louder view is stopped
 
 
 @app.command()

@@ -152,10 +152,12 @@ def network_console(result) -> list:
 
 
 def population_console(result) -> list:
+    from louder.populations.fit import fit_errors
+
     p = result.manifest["population"]
     return [population_rates_table(result.tables["decisions.parquet"]),
-            f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
-            f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})", *_footer(result)]
+            f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, {fit_errors(p)}, chi-square "
+            f"{p['chi2']:.2f} (df {p['df']})", *_footer(result)]
 
 
 def archetype_console(result) -> list:

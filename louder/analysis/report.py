@@ -183,6 +183,8 @@ def _population_sections(a: Analysis) -> list[str]:
 
 
 def _population(a: Analysis) -> str:
+    from louder.populations.fit import fit_errors
+
     t = a.tables
     if "population_groups" not in t:
         return ""
@@ -191,8 +193,7 @@ def _population(a: Analysis) -> str:
     if m:
         parts.append(_p(f"Population <b>{html.escape(str(m.get('id')))}</b> ({html.escape(str(m.get('path')))}): "
                         f"{m.get('n')} agents drawn in {m.get('cells_drawn')} cells of "
-                        f"{html.escape(' × '.join(m.get('groups', [])))}. Fit: largest marginal error "
-                        f"{m.get('max_marginal_error', float('nan')):.2f} agents, Pearson chi-square "
+                        f"{html.escape(' × '.join(m.get('groups', [])))}. Fit: {fit_errors(m)}, Pearson chi-square "
                         f"{m.get('chi2', float('nan')):.2f} on {m.get('df')} df against the fitted joint "
                         f"(p = {m.get('p_value', float('nan')):.3f})."))
     parts += [

@@ -365,7 +365,8 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
     return dict(
         **status_block({"decisions": decisions, "archetype_calls": calls}, keys + ["round"], mass="archetype_calls"),
         population={"id": plan.population.id, "path": plan.population.path, "n": len(plan.agents),
-                    "cells": int(len(plan.cells)), "max_marginal_error": d.max_abs_error, "chi2": d.chi_square,
+                    "cells": int(len(plan.cells)), "max_marginal_error": d.max_marginal_error,
+                    "max_table_error": d.max_table_error, "chi2": d.chi_square,
                     "chi2_df": d.df, "chi2_p": d.p_value},
         network={"generator": config.network.generator if config.network else None,
                  "params": dict(config.network.params) if config.network else None,
