@@ -352,11 +352,12 @@ def _matches(name: str, documented: str) -> bool:
 @pytest.fixture(scope="module")
 def reference_runs(tmp_path_factory):
     """Every kind of run on the fake model, analysed: the files whose columns the docs list."""
+    from http.server import ThreadingHTTPServer
+
+    from test_weat import _Embeddings  # a fake /v1/embeddings server
     from typer.testing import CliRunner
 
     from louder.cli import app
-    from test_weat import _Embeddings  # a fake /v1/embeddings server
-    from http.server import ThreadingHTTPServer
 
     base = tmp_path_factory.mktemp("reference-runs")
     runner = CliRunner()
@@ -372,7 +373,10 @@ def reference_runs(tmp_path_factory):
     stereotypes = ["--stereotype", "racism", "--stereotype", "career", "--stereotype", "age"]
     louder("probe", "association", "--out", plain, "-m", FAKE, "--trials", 4, *stereotypes)
     louder("probe", "decision", "--out", plain, "-m", FAKE, "--trials", 4, "--variation", "chained", *stereotypes)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
+    class Embeddings(_Embeddings):  # its own record of requests: test_weat reads the parent's
+        seen: list = []
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         louder("probe", "weat", "--out", plain, "--embeddings",
@@ -488,7 +492,7 @@ def test_readme_is_a_short_landing_page_with_the_quick_start():
 @pytest.mark.parametrize("page", [README, *sorted(DOCS.rglob("*.md"))], ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(page):
     """Links between Markdown files (the README's into docs/, and the site's, which mkdocs checks too)."""
-    text = re.sub(r"```.*?```", "", page.read_text("utf-8"), flags=re.S)
+    text = re.sub(r"```.*?```", "", page.read_text("utf-8"), flags=re.DOTALL)
     broken = []
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
         if re.match(r"^[a-z]+:", target) or target.startswith("#"):

@@ -59,8 +59,6 @@ def _default(param) -> str:
 
 
 def _command_markdown(cmd, ctx, level: int) -> list[str]:
-    import click as _  # noqa: F401  (typer's help records need a click-like context)
-
     lines = [f"{'#' * level} `{ctx.command_path}`", ""]
     if cmd.help:
         lines += [" ".join(cmd.help.split()), ""]
@@ -93,7 +91,7 @@ def cli_markdown() -> str:
     from louder.cli import app
 
     root = typer.main.get_command(app)
-    root_ctx = typer.Context(root, info_name="louder") if hasattr(typer, "Context") else None
+    root_ctx = typer.Context(root, info_name="louder")
     out: list[str] = []
 
     def walk(cmd, ctx, level):
@@ -190,8 +188,8 @@ def config_markdown() -> str:
     in_sections = {flat for keys in SECTIONS.values() for flat in keys.values()}
     top = {n: n for n in ExperimentConfig.model_fields if n not in in_sections}
     out = ["## Top-level keys", "",
-           "Shared by every kind of run (models, seed, concurrency, cache …), and the keys of population, "
-           "network and archetype runs.", ""]
+           ("Shared by every kind of run (models, seed, concurrency, cache …), and the keys of population, "
+            "network and archetype runs."), ""]
     out += _field_rows(ExperimentConfig, top)
     for section, keys in SECTIONS.items():
         out += [f"## `{section}:`", ""]
