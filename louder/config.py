@@ -22,8 +22,8 @@ Condition = Literal["contextualized", "non_contextualized", "no_persona"]
 class GenerationParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(ge=0, le=2)
-    max_tokens: int = Field(ge=1, le=32768)
+    temperature: float = Field(ge=0, le=2, description="sampling temperature (0 = greedy)")
+    max_tokens: int = Field(ge=1, le=32768, description="longest answer in tokens; an answer cut here is `invalid`")
 
 
 # Config sections → the flat fields they set. ``explicit`` and ``association`` were (and still are)
@@ -70,7 +70,9 @@ class ControlConfig(BaseModel):
     """``control:`` — the no-LLM update rule of a network run (louder.networks.rounds.control_rule)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    rule: Literal["majority", "threshold", "degroot"] = "majority"
+    rule: Literal["majority", "threshold", "degroot"] = Field(
+        "majority", description="majority: follow most neighbours; threshold: flip when at least `threshold` of "
+        "the neighbours chose otherwise; degroot: average the neighbours' probabilities")
     threshold: float = Field(0.5, ge=0, le=1, description="threshold rule: share of neighbours that flips an agent")
     self_weight: float = Field(0.5, ge=0, le=1, description="degroot rule: weight of the agent's own probability")
 
@@ -81,23 +83,35 @@ class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str | None = Field(None, description="name of the run; default: the output folder's name")
-    models: list[ModelConfig] = Field(default_factory=lambda: [ModelConfig(spec="embedded")], min_length=1)
-    scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1)
-    groups: list[str] = Field(default_factory=builtin_groups, min_length=1)
-    conditions: list[Condition] = Field(default_factory=lambda: ["contextualized"], min_length=1)
+    models: list[ModelConfig] = Field(default_factory=lambda: [ModelConfig(spec="embedded")], min_length=1,
+                                      description="models under test: a spec string or a mapping with `spec:` "
+                                      "and per-model settings")
+    scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1,
+                                 description="scenario ids or YAML paths (default: the paper's four)")
+    groups: list[str] = Field(default_factory=builtin_groups, min_length=1,
+                              description="group ids or YAML paths (default: the paper's three)")
+    conditions: list[Condition] = Field(default_factory=lambda: ["contextualized"], min_length=1,
+                                        description="persona conditions (section 4.3 ablation)")
     agents: int = Field(100, ge=1, le=1_000_000, description="agents per attribute per case (paper: 100)")
     seed: int = Field(0, ge=0, description="root seed; every per-call seed derives from it")
     paper_faithful: bool = Field(False, description="reproduce the paper's printed inconsistencies")
-    persona: GenerationParams = GenerationParams(temperature=0.7, max_tokens=400)
-    decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=200)
-    completion_persona: GenerationParams = GenerationParams(temperature=0.5, max_tokens=150)
-    completion_decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
-    extraction: GenerationParams = GenerationParams(temperature=0.2, max_tokens=400)
+    persona: GenerationParams = Field(GenerationParams(temperature=0.7, max_tokens=400),
+                                      description="generation of the persona (appendix B)")
+    decision: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=200),
+                                       description="generation of the decision (appendix C)")
+    completion_persona: GenerationParams = Field(GenerationParams(temperature=0.5, max_tokens=150),
+                                                 description="completion models: the persona prompt")
+    completion_decision: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=50),
+                                                  description="completion models: the decision prompt")
+    extraction: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=400),
+                                         description="completion models: the chat call that extracts JSON")
     probe_trials: int | None = Field(
         None, ge=1, le=10_000_000,
         description="explicit-probe trials per scenario × group; default 100 × the group's attributes (paper)")
-    explicit: GenerationParams = GenerationParams(temperature=0.2, max_tokens=200)
-    completion_explicit: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
+    explicit: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=200),
+                                       description="generation of an explicit-probe answer (appendix D)")
+    completion_explicit: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=50),
+                                                  description="completion models: the explicit probe")
     constrain_choices: bool = Field(
         True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
     )
@@ -106,7 +120,8 @@ class ExperimentConfig(BaseModel):
                                           "default: all 21")
     association_trials: int = Field(50, ge=1, le=1_000_000, description="trials per stereotype × variation")
     association_variations: list[Literal["replication", "instruction1", "instruction2", "synonym"]] = Field(
-        default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"], min_length=1)
+        default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"], min_length=1,
+        description="prompt variations of the word association test")
     decision_trials: int = Field(50, ge=1, le=1_000_000, description="decision-test trials per stereotype")
     decision_variant: Literal["relative", "absolute", "chained"] = Field(
         "relative", description="relative (appendix J), absolute yes/no (appendix P), or chained (association, "
@@ -114,9 +129,12 @@ class ExperimentConfig(BaseModel):
     decision_extraction: Literal["followup", "judge"] = Field(
         "followup", description="who got which option: a structured follow-up turn, or the authors' judge call")
     egalitarian: bool = Field(False, description="add appendix Q's egalitarian system prompt")
-    association: GenerationParams = GenerationParams(temperature=1.0, max_tokens=400)
-    profiles: GenerationParams = GenerationParams(temperature=1.0, max_tokens=700)
-    followup: GenerationParams = GenerationParams(temperature=0.0, max_tokens=60)
+    association: GenerationParams = Field(GenerationParams(temperature=1.0, max_tokens=400),
+                                          description="generation of a word-association answer")
+    profiles: GenerationParams = Field(GenerationParams(temperature=1.0, max_tokens=700),
+                                       description="decision test: the two profiles and the decision")
+    followup: GenerationParams = Field(GenerationParams(temperature=0.0, max_tokens=60),
+                                       description="decision test: the follow-up (or judge) that reads the answer")
     decision_mode: Literal["sample", "score"] = Field(
         "sample", description="sample: the paper's JSON decision at temperature 0.2; score: the probability of "
         "each choice from token log-probs (embedded: full sequence; OpenAI-compatible: first token)")
@@ -146,7 +164,8 @@ class ExperimentConfig(BaseModel):
     network: NetworkConfig | None = Field(None, description="social network of the agents (networkx generator "
                                           "or edge list); none: agents decide alone")
     rounds: int = Field(0, ge=0, le=100, description="rounds of influence after the independent round 0")
-    control: ControlConfig = ControlConfig()
+    control: ControlConfig = Field(ControlConfig(), description="the no-LLM control of a network run: a reference "
+                                   "(what a textbook contagion does on the graph), not the amplification's baseline")
     no_influence: bool = Field(True, description="network runs: every round, each agent is also asked its round-0 "
                                "prompt again with a new seed (the no-influence arm); the amplification verdict "
                                "compares the rounds of influence with it. Score mode with score_pick: argmax "

@@ -234,32 +234,29 @@ def test_every_public_name_is_typed_and_documented():
         assert inspect.getdoc(getattr(louder.Run, name)), name
 
 
-def _notebook(embedded: bool):
-    import nbformat
+def _quickstart(tmp_path: Path, **parameters):
+    import sys
 
-    nb = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
-    if not embedded:
-        nb.cells = [c for c in nb.cells if "embedded" not in c.get("metadata", {}).get("tags", [])]
-    return nb
+    sys.path.insert(0, str(ROOT / "docs" / "tools"))
+    import notebooks  # docs/tools/notebooks.py: notebook execution with parameters
 
-
-def _execute(nb, cwd: Path):
-    from nbclient import NotebookClient
-
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    nb = notebooks.execute(ROOT / "examples" / "quickstart.ipynb", tmp_path, parameters)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
     return nb
 
 
 def test_quickstart_notebook_runs_on_the_fake_model(tmp_path):
-    nb = _execute(_notebook(embedded=False), tmp_path)
+    nb = _quickstart(tmp_path, model="fake:seed=1", agents=20)
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells if c.cell_type == "code"])
     assert "image/png" in outputs  # the figure is shown inline
     assert (tmp_path / "runs/quickstart-fake/report/index.html").exists()
-    assert "error" not in [o.get("output_type") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert len(louder.open(tmp_path / "runs/quickstart-real").decisions) == 2 * 3
 
 
 @pytest.mark.slow
 def test_quickstart_notebook_runs_on_the_embedded_model(tmp_path):
-    _execute(_notebook(embedded=True), tmp_path)
-    d = louder.open(tmp_path / "runs/quickstart-embedded").decisions
+    _quickstart(tmp_path)  # its own parameters: the embedded model at 2 agents per attribute
+    d = louder.open(tmp_path / "runs/quickstart-real").decisions
     assert len(d) == 2 * 3 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert louder.open(tmp_path / "runs/quickstart-real").manifest["config"]["models"][0]["spec"] == "embedded"
