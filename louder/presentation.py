@@ -154,3 +154,18 @@ def draw_name(names: NameSet, seed: int) -> str:
     rng = random.Random(stable_seed(seed, "name"))
     first = rng.choice(names.first)
     return f"{first} {rng.choice(names.last)}" if names.last else first
+
+
+def presentation_line(config: Any) -> str | None:
+    """One line for ``--dry-run`` and ``louder plan``: what the presentation dimensions multiply (None
+    with the defaults). Wordings and signals multiply the calls (every agent decides once per wording;
+    each signal has its own agents); orders split the agents and add none."""
+    if presentation_is_default(config):
+        return None
+    from louder.scenarios import load_scenario
+
+    w = sorted({len(wordings_for(config, load_scenario(s))) for s in config.scenarios})
+    words = "/".join(map(str, w))
+    return (f"presentation: {words} wording(s) × choice order {config.choice_order} × {len(config.signal)} signal(s) "
+            f"({', '.join(config.signal)}) — every agent decides once per wording; each signal has its own agents; "
+            "an order changes no count")

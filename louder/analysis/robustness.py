@@ -130,12 +130,16 @@ def _moments(G: np.ndarray, M: np.ndarray, Y: np.ndarray, V: np.ndarray, groups:
 
 def _pair_variance(A: np.ndarray, C: np.ndarray, S: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """var(r_a − r_b) over the pairs (B × P): agents' part A_a + A_b plus the wordings' part
-    Σ_w m_w (S_aw − S_bw)² less the single decisions counted twice (C_a + C_b) — the two-way
+    W/(W−1) Σ_w m_w (S_aw − S_bw)² less the single decisions counted twice (C_a + C_b) — the two-way
     cluster-robust variance (Cameron, Gelbach & Miller 2011), floored at the agents' part. Also returns
     the wordings' excess over the agents' part (for Satterthwaite's df)."""
     i, j = I.pair_index(A.shape[1])
     agents = A[:, i] + A[:, j]
-    wording = np.einsum("bw,bpw->bp", M, (S[:, i, :] - S[:, j, :]) ** 2) - C[:, i] - C[:, j]
+    W = M.shape[1]
+    # W/(W − 1): the usual small-sample factor of a cluster-robust variance over W clusters (without it the
+    # wordings' part is biased down by (W − 1)/W — a third with 3 wordings)
+    scale = W / (W - 1) if W > 1 else 0.0
+    wording = scale * np.einsum("bw,bpw->bp", M, (S[:, i, :] - S[:, j, :]) ** 2) - C[:, i] - C[:, j]
     excess = np.maximum(wording, 0)
     return agents + excess, excess
 
@@ -180,15 +184,31 @@ def pooled_dpd(Y: np.ndarray, V: np.ndarray, attribute: np.ndarray, stratum: np.
         dvar.append(_pair_variance(Ab, Cb, Sb, M)[0])
     df = None
     if W > 1:
-        i, j = I.pair_index(k)
-        agents_part = (var - excess)[0]
-        n_min = min(g.size for g in groups if g.size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sat = var[0] ** 2 / (agents_part ** 2 / max(n_min - 1, 1) + excess[0] ** 2 / (W - 1))
-        sat = sat[~np.isnan(sat)]
-        df = float(sat.min()) if sat.size else None
+        df = _component_df(var[0] - excess[0], excess[0], W, level)
     lo, hi = I.dpd_interval(rates, np.vstack(draws), var[0], np.vstack(dvar), level, df)
     return Pooled(tuple(map(float, rates)), est, lo, hi, df)
+
+
+def _component_df(agents_part: np.ndarray, wording_part: np.ndarray, W: int, level: float) -> float | None:
+    """Degrees of freedom whose Student quantile is the critical value of the two parts together:
+    c² = (z² A + t²_{W−1} X) / (A + X) per pair (A the agents' part, X the wordings' part of the
+    variance; z the normal and t_{W−1} the Student quantile, W wordings), the largest c over the pairs,
+    turned back into df with t_df = c. Each part keeps its own critical value: the wordings' part rests
+    on W − 1 degrees of freedom however small its estimate happens to be (Satterthwaite's df, which
+    trusts that estimate, under-covered with 3 wordings in simulation; docs/robustness.md)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm, t as student_t
+
+    q = (1 + level) / 2
+    z, tw = norm.ppf(q), student_t.ppf(q, W - 1)
+    total = agents_part + wording_part
+    ok = total > 0
+    if not ok.any():
+        return None
+    c = float(np.sqrt(((z * z * agents_part + tw * tw * wording_part)[ok] / total[ok]).max()))
+    if c <= z * (1 + 1e-9):
+        return None
+    return float(brentq(lambda df: student_t.ppf(q, df) - c, W - 1 - 1e-9, 1e7))
 
 
 # --- heterogeneity, stability, the verdict ----------------------------------------------------
