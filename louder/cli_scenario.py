@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +13,7 @@ from louder.errors import LouderError
 
 scenario_app = typer.Typer(add_completion=False, no_args_is_help=True,
                            help="Scenario files: paraphrase a scenario into checked wordings (docs/robustness.md).")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 

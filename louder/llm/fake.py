@@ -84,10 +84,10 @@ class FakeModel:
     def _rng(self, request: Request, *extra) -> random.Random:
         return random.Random(stable_hash([self.seed, request.key_material(), *extra]))
 
-    def _hits(self, request: Request) -> dict[str, float]:
-        """The bias words in the request's prompt (none unless the ``only`` word is there too)."""
+    def _hits(self, request: Request, gated: bool = True) -> dict[str, float]:
+        """The bias words in the request's prompt (when ``gated``, none unless the ``only`` word is there too)."""
         text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
-        if self.only and not re.search(rf"\b{re.escape(self.only)}\b", text, re.IGNORECASE):
+        if gated and self.only and not re.search(rf"\b{re.escape(self.only)}\b", text, re.IGNORECASE):
             return {}
         return {w: p for w, p in self.bias.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)}
 
@@ -108,7 +108,7 @@ class FakeModel:
         schema = request.schema_json()
         # Free text repeats the prompt's bias words, so a persona written for a "woman" carries the
         # bias into the decision prompt that quotes it.
-        words = "".join(f" {w}" for w in self._hits(request))
+        words = "".join(f" {w}" for w in self._hits(request, gated=False))
         if not schema:
             return Reply(text=f"A fake answer{words} ({rng.randrange(10**6)}).")
         answer = {}
