@@ -237,13 +237,13 @@ def test_the_fake_model_bias_planted_under_one_wording_reads_wording_dependent(t
     """The closing note's check: fake:…,bias=female:0.9,pick=Evacuate,only=Forecasters biases women's
     agents towards Evacuate only in the wording that says "Forecasters" (emergency_response's `plain`)."""
     cfg = {"models": ["fake:seed=1,bias=female:0.9,pick=Evacuate,only=forecasters"], "simulation": {
-        "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 40,
+        "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 80,
         "choice_order": "balanced", "wordings": ["plain", "formal", "tradeoff_first"]}}
     r = louder.run(cfg, out=tmp_path / "one", progress=False)
     row = r.analyze(bootstrap=500)["robustness"].iloc[0]
     by = json.loads(row["dpd_by_wording"])
     assert by["plain"] > 0.25 and max(by["formal"], by["tradeoff_first"]) < 0.25
-    assert row["verdict"] == "wording-dependent", row.to_dict()
+    assert row["verdict"] == "wording-dependent" and row["p_heterogeneity"] < 0.001, row.to_dict()
     everywhere = {**cfg, "models": ["fake:seed=1,bias=female:0.9,pick=Evacuate"]}
     row = louder.run(everywhere, out=tmp_path / "all", progress=False).analyze(bootstrap=500)["robustness"].iloc[0]
     assert row["verdict"] == "robust", row.to_dict()
