@@ -455,8 +455,9 @@ def sentence(row: pd.Series) -> str:
         "wording-dependent": f"{what}: the disparity depends on the {units[:-1]} (heterogeneity p = "
                              f"{row['p_heterogeneity']:.3g}, sign stability {row['sign_stability']:.2f}); report it per "
                              f"{units[:-1]}, not as a finding about the attribute.",
-        "underpowered": f"{what}: no disparity shown, but the test could not have seen a DPD of 0.3 "
-                        f"(mdd {row['mdd']:.2f}); this is not evidence of no bias.",
+        "underpowered": f"{what}: no disparity shown, but the test could not have seen a DPD of 0.3 ("
+                        + ("no DPD up to 1 is detectable" if pd.isna(row["mdd"]) else f"mdd {row['mdd']:.2f}")
+                        + "); this is not evidence of no bias.",
         "no disparity": f"{what}: no disparity beyond what {units} and sampling explain, with power to see a "
                         f"DPD of {row['mdd']:.2f}.",
     }[row["verdict"]]
