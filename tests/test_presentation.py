@@ -212,6 +212,24 @@ def test_wordings_and_variants_combine(tmp_path):
     assert r.manifest["planned_calls"] == r.manifest["model_calls"]
 
 
+def test_a_variant_that_a_wording_breaks_is_refused_when_the_config_is_read(tmp_path):
+    path = tmp_path / "flood.yaml"
+    doc = yaml.safe_load((Path(load_scenario.__globals__["DATA"]) / "scenarios" / "emergency_response_policy.yaml")
+                         .read_text("utf-8"))
+    doc["wordings"] = [{"id": "retold", "source": "test", "situation": "A flood is coming and police want you ready."}]
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), "utf-8")
+    with pytest.raises(LouderError, match=r"variant 'mandatory' under wording 'retold'") as e:
+        build_config({"variants": ["base", "mandatory"], "simulation": {"scenarios": [str(path)],
+                                                                        "wordings": ["all"]}})
+    assert "\n" not in str(e.value)
+    doc["variants"].append({"id": "rewritten", "situation": "Another text entirely."})
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), "utf-8")
+    with pytest.raises(LouderError, match="rewrites the whole situation"):
+        build_config({"variants": ["rewritten"], "simulation": {"scenarios": [str(path)], "wordings": ["retold"]}})
+    # without wordings the same variants run as before
+    build_config({"variants": ["base", "mandatory", "rewritten"], "simulation": {"scenarios": [str(path)]}})
+
+
 def test_bad_wordings_are_one_line_errors(tmp_path):
     with pytest.raises(LouderError, match=r"wordings: scenario emergency_response has no wording 'nope'") as e:
         build_config({"simulation": {"scenarios": ["emergency_response"], "wordings": ["nope"]}})
@@ -288,7 +306,6 @@ def test_a_users_names_file_is_accepted(tmp_path):
     assert r.decisions["name"].str.endswith(" Lastname").all()
     assert draw_name(load_names(str(path)).attributes["Male"], 7) in {"Malone Lastname", "Maltwo Lastname"}
     path.write_text("id: bad\nsource: x\ntaken: y\nattributes: {Male: {first: []}}\n", "utf-8")
-    load_names.__wrapped__ if hasattr(load_names, "__wrapped__") else None
     with pytest.raises(LouderError, match="names file"):
         from louder.presentation import _load_names
 
