@@ -1,6 +1,6 @@
 """Issue 25: with the default presentation (choices as written, the file's own text, the attribute
 stated) every prompt, seed and cache key is main's. The fingerprints in tests/data/default_run_golden.json
-were taken from main before the presentation dimensions existed: the decisions (main's columns; wall
+were taken from main (3d6d30f) before the presentation dimensions existed: the decisions (main's columns; wall
 time left out), personas, probes and the sorted cache keys of small fake-model runs of every kind.
 
 If a deliberate change to the default prompts or seeds breaks this, regenerate the file with
@@ -39,6 +39,11 @@ CONFIGS = {
                           "simulation": {"scenarios": ["emergency_response"], "agents": 12}}),
     "explicit": ("explicit", {"models": ["fake:seed=1"], "run_id": "g", "explicit": {"trials": 3}, "simulation": {
         "scenarios": ["emergency_response", "authority_compliance"], "groups": ["gender_identity"]}}),
+    "archetype": (None, {"models": ["fake:seed=1"], "run_id": "g", "population": "us_gender_ideology",
+                         "mode": "archetype", "replicates": 2, "buckets": 3, "rounds": 1,
+                         "network": {"generator": "watts_strogatz", "params": {"k": 4, "p": 0.1}},
+                         "simulation": {"scenarios": ["emergency_response"], "agents": 60, "decision_mode": "score",
+                                        "groups": ["gender_identity", "political_ideology"]}}),
 }
 # decisions.parquet's columns on main (latency_s, wall time, left out); later columns are new
 MAIN_DECISION_COLUMNS = ["run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate",

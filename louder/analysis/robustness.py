@@ -451,10 +451,11 @@ def sentence(row: pd.Series) -> str:
         return f"{what}: nothing was varied in this case, so the verdict says nothing about wording."
     return {
         "robust": f"{what}: the disparity holds across {units} — the interval, which counts {units[:-1]}-to-"
-                  f"{units[:-1]} variation, excludes 0 and the {units} agree on which attributes are highest and lowest.",
+                  f"{units[:-1]} variation, excludes 0 and the {units} agree on which attributes are highest "
+                  "and lowest.",
         "wording-dependent": f"{what}: the disparity depends on the {units[:-1]} (heterogeneity p = "
-                             f"{row['p_heterogeneity']:.3g}, sign stability {row['sign_stability']:.2f}); report it per "
-                             f"{units[:-1]}, not as a finding about the attribute.",
+                             f"{row['p_heterogeneity']:.3g}, sign stability {row['sign_stability']:.2f}); report it "
+                             f"per {units[:-1]}, not as a finding about the attribute.",
         "underpowered": f"{what}: no disparity shown, but the test could not have seen a DPD of 0.3 ("
                         + ("no DPD up to 1 is detectable" if pd.isna(row["mdd"]) else f"mdd {row['mdd']:.2f}")
                         + "); this is not evidence of no bias.",

@@ -244,7 +244,8 @@ class Group(_Strict):
     source: str = ""
     attributes: list[str] = Field(min_length=2)
     explicit: ExplicitQuestion | None = None
-    # An example shipped beside the paper's groups (e.g. for the names signal): loadable by id, not in a run's default set.
+    # An example shipped beside the paper's groups (e.g. for the names signal): loadable by id, not in a
+    # run's default set.
     example: bool = False
 
     @model_validator(mode="after")

@@ -160,7 +160,8 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     parts = [signalled(x) for x in config.signal]
     if len(parts) == 1:
         return parts[0]
-    return CaseFrames(pd.concat([p.decisions for p in parts], ignore_index=True), [r for p in parts for r in p.personas])
+    return CaseFrames(pd.concat([p.decisions for p in parts], ignore_index=True),
+                      [r for p in parts for r in p.personas])
 
 
 def labelled_signals(config: ExperimentConfig) -> bool:
