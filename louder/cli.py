@@ -57,6 +57,10 @@ def _dry_run(config, kind) -> None:
     from louder.cost import price
 
     console.print(dry_run_table(price(kind.build(config).calls, config)))
+    from louder.presentation import presentation_line
+
+    if line := presentation_line(config):  # issue 25: what the wordings, orders and signals multiply
+        console.print(line, highlight=False)
     console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
                   "per token.[/]")
 
@@ -103,6 +107,14 @@ def run(
                                          "twins of every persona for every other attribute of each group"),
     twin_group: Optional[list[str]] = typer.Option(None, "--twin-group", help="with --twins: only this group of "
                                                    "the population gets twins, repeatable"),
+    choice_order: Optional[str] = typer.Option(None, "--choice-order", help="as_written | reversed | balanced | "
+                                               "shuffled: the order the choices are listed in (docs/robustness.md)"),
+    wording: Optional[list[str]] = typer.Option(None, "--wording", help="wording of the scenarios: as_written, "
+                                                "an id of the file's `wordings:`, or all; repeatable"),
+    signal: Optional[list[str]] = typer.Option(None, "--signal", help="stated | names: how the attribute reaches "
+                                               "the persona; repeatable"),
+    names: Optional[str] = typer.Option(None, "--names", help="signal names: the names file (YAML path or "
+                                        "built-in id)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -112,7 +124,8 @@ def run(
     overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
-                     twin_groups=twin_group or None)
+                     twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
+                     signal=signal or None, names=names)
     try:
         cfg = load_config(config, overrides)
         kind = kinds.for_config(cfg)
@@ -158,6 +171,10 @@ def demo(
 from louder.cli_batch import batch_app  # noqa: E402
 
 app.add_typer(batch_app, name="batch")
+
+from louder.cli_scenario import scenario_app  # noqa: E402
+
+app.add_typer(scenario_app, name="scenario")
 
 
 @app.command()

@@ -32,7 +32,8 @@ class GenerationParams(BaseModel):
 SECTIONS: dict[str, dict[str, str]] = {
     "simulation": {k: k for k in (
         "agents", "scenarios", "groups", "conditions", "persona", "decision", "completion_persona",
-        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask")},
+        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask",
+        "choice_order", "wordings", "signal", "names")},
     "explicit": {"trials": "probe_trials", "params": "explicit", "completion_params": "completion_explicit"},
     "association": {"trials": "association_trials", "variations": "association_variations", "params": "association"},
     "decision_test": {"trials": "decision_trials", "variant": "decision_variant", "extraction": "decision_extraction",
@@ -176,6 +177,20 @@ class ExperimentConfig(BaseModel):
     replicates: int = Field(5, ge=1, le=1000, description="archetype mode: replicates per archetype (K)")
     buckets: int | list[float] = Field(8, description="archetype mode: neighbour-share buckets — a count "
                                        "(0, 1/n, …, 1) or the list of bucket centres")
+    # --- robustness: how a scenario is presented (issue 25, docs/robustness.md) ---
+    choice_order: Literal["as_written", "reversed", "balanced", "shuffled"] = Field(
+        "as_written", description="the order the choices are listed in: as written (the paper's), reversed, "
+        "balanced (each label in each position for an equal share of each attribute's agents; recommended) or "
+        "shuffled (a permutation per agent)")
+    wordings: list[str] = Field(default_factory=lambda: ["as_written"], min_length=1,
+                                description="wordings of the scenarios to run: as_written (the file's own text), ids "
+                                "of the file's `wordings:`, or all")
+    signal: list[Literal["stated", "names"]] = Field(
+        default_factory=lambda: ["stated"], min_length=1,
+        description="how the attribute reaches the persona: stated (the paper's) or names (only a first and last "
+        "name drawn from the attribute's name list; the audit-study design); one or both")
+    names: str | None = Field(None, description="signal names: the names file (YAML path or built-in id); default "
+                              "bertrand_mullainathan_2004")
 
     @field_validator("models", mode="before")
     @classmethod
@@ -256,6 +271,18 @@ class ExperimentConfig(BaseModel):
             raise ValueError("variants are listed more than once")
         return v
 
+    @field_validator("signal", mode="before")
+    @classmethod
+    def _one_signal_is_a_list(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("wordings", "signal")
+    @classmethod
+    def _distinct_wordings(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError("listed more than once")
+        return v
+
     @field_validator("conditions")
     @classmethod
     def _distinct_conditions(cls, v):
@@ -291,6 +318,44 @@ class ExperimentConfig(BaseModel):
         if self.twins and self.population is None:
             raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
                              "--population FILE) — a population of one group works")
+        return self
+
+    @model_validator(mode="after")
+    def _presentation(self) -> ExperimentConfig:
+        """Wordings, choice orders and signals (docs/robustness.md): what exists, and what each kind runs."""
+        from louder.presentation import ALL, check_names, load_names
+
+        seed_only = self.population is not None or self.network is not None or self.mode != "agents"
+        kind = "mode: archetype" if self.mode != "agents" else "population:" if self.population else "network:"
+        if seed_only and (self.wordings != ["as_written"] or self.signal != ["stated"]):
+            field = "wordings" if self.wordings != ["as_written"] else "signal"
+            raise ValueError(f"{field}: wordings and the names signal run in the seed simulation only, not with "
+                             f"{kind}; drop `{field}:` (or run the same scenarios without {kind})")
+        if self.mode != "agents" and self.choice_order != "as_written":
+            raise ValueError("choice_order: archetype mode scores one shared prompt per population cell, listed as "
+                             "written; use choice_order: as_written (or an agents-mode run for other orders)")
+        if ALL in self.wordings and len(self.wordings) > 1:
+            raise ValueError("wordings: `all` already includes every wording; give [all] alone or a list of ids")
+        for ref in self.scenarios:
+            s = load_scenario(ref)
+            for w in self.wordings:
+                if w != ALL and w not in s.wording_ids:
+                    raise ValueError(f"wordings: scenario {s.id} has no wording {w!r}; its wordings are "
+                                     f"{', '.join(s.wording_ids)} (add it under `wordings:` in the scenario file, "
+                                     "write some with `louder scenario paraphrase`, or use wordings: [all])")
+            for v in self.variants:
+                for w in (s.wording_ids if ALL in self.wordings else self.wordings):
+                    s.text(v, w)  # a LouderError names the variant and wording that cannot be combined
+        if "names" in self.signal:
+            if any(m.api == "completion" for m in self.models):
+                raise ValueError("signal: names writes personas from a name with chat prompts; completion: models "
+                                 "are not supported — use a chat model spec or signal: stated")
+            names = load_names(self.names)
+            for ref in self.groups:
+                g = load_group(ref)
+                check_names(names, g.id, g.attributes, self.names)
+        elif self.names is not None:
+            raise ValueError("names: a names file is read by signal: names only; add `signal: names` or drop `names:`")
         return self
 
 

@@ -37,6 +37,21 @@ CASES = {
     "population, twins and variants": (None, {"population": "us_gender_ideology", "variants": ["base", "mandatory"],
                                               "twins": True, "simulation": {
         "scenarios": ["emergency_response_policy"], "agents": 40}}),
+    # issue 25: wordings × orders × signals (and wordings × variants, and the explicit probes' orders)
+    "simulation, wordings × balanced orders × both signals": (None, {"simulation": {
+        "scenarios": ["emergency_response", "career_path_selection"], "groups": ["race_black_white"], "agents": 3,
+        "conditions": ["contextualized", "no_persona"], "wordings": ["all"], "choice_order": "balanced",
+        "signal": ["stated", "names"]}}),
+    "simulation, variants, shuffled orders, score mode": (None, {"variants": ["base", "mandatory"], "simulation": {
+        "scenarios": ["emergency_response_policy"], "groups": ["gender_identity"], "agents": 2,
+        "wordings": ["as_written"], "choice_order": "shuffled", "decision_mode": "score"}}),
+    "network, balanced orders": (None, {"network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}},
+                                        "rounds": 1, "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 4, "choice_order": "balanced"}}),
+    "population, reversed orders": (None, {"population": "us_gender_ideology", "simulation": {
+        "scenarios": ["emergency_response"], "agents": 20, "choice_order": "reversed"}}),
+    "explicit probes, balanced orders": ("explicit", {"explicit": {"trials": 4}, "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["political_ideology"], "choice_order": "balanced"}}),
     "explicit probes": ("explicit", {"explicit": {"trials": 3}, "simulation": {
         "scenarios": ["emergency_response", "authority_compliance"], "groups": ["gender_identity", "race_ethnicity"]}}),
     "explicit probes, completion path": ("explicit", {"models": ["completion:fake:seed=2"], "explicit": {"trials": 2},

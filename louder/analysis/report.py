@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
+from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
 from louder.io import write_text
 from louder.status import status_by
@@ -32,7 +33,10 @@ def _accounting(a: Analysis) -> str:
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
     if a.decisions is not None:
-        t = pd.DataFrame(status_by(a.decisions, ["model", "condition", "scenario", "group", "attribute"]))
+        d = a.presented if getattr(a, "presented", None) is not None else a.decisions  # issue 25: every wording
+        keys = ["model", "condition", "scenario", "group", "attribute"]
+        keys += [c for c in ("signal", "wording") if c in d and d[c].nunique() > 1]
+        t = pd.DataFrame(status_by(d, keys))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
     if a.personas is not None and len(a.personas):
         t = pd.DataFrame(status_by(a.personas, ["model", "condition", "scenario", "group", "attribute"]))
@@ -344,6 +348,7 @@ def render(a: Analysis) -> str:
     sections = [
         _archetype(a),
         *lead,
+        robustness_section(t, getattr(a, "presented", None)),  # issue 25
         _rationales(a),
         _siblings(a),
         _accounting(a),

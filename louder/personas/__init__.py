@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from louder.llm.answers import is_refusal, parse_json_object
+from louder.llm.base import Reply
 from louder.prompts import Prompts
 from louder.session import ModelSession, Outcome
 from louder.scenarios import Scenario
@@ -34,6 +35,13 @@ class PersonaOut(BaseModel):
 class NameOut(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=NAME_MAX)
+
+
+class PersonaTextOut(BaseModel):
+    """A persona written for a given name (the `names` signal): the name is not asked for."""
+
+    model_config = ConfigDict(extra="forbid")
+    persona: str = Field(min_length=1, max_length=PERSONA_MAX)
 
 
 class RewriteOut(BaseModel):
@@ -65,6 +73,21 @@ def generate_persona(session: ModelSession, scenario: Scenario, condition: str, 
                       completion_params=cfg.completion_persona, extraction_prompt=prompts.persona_extraction)
     fixed = prompts.no_persona_text(attribute) if condition == "no_persona" else None
     return _persona(out, completion_prompt or prompt, prompts, fixed)
+
+
+def generate_named_persona(session: ModelSession, scenario: Scenario, condition: str, name: str, seed: int,
+                           replicate: str) -> Persona:
+    """The `names` signal (docs/robustness.md): a persona written for ``name`` by a prompt that never
+    states the attribute; ``name`` is kept. Under no_persona no call is made: the persona is the
+    template's text for the name."""
+    prompts = session.prompts
+    if condition == "no_persona":
+        return Persona(name, prompts.no_persona_named_text(name), "valid",
+                       Outcome("", Reply(text="", attempts=0), attempts=0), "")
+    prompt = prompts.persona_named(name, condition, scenario, session.config.paper_faithful)
+    out = session.ask_chat(session.client, prompt, PersonaTextOut, session.config.persona, seed, replicate)
+    p = _persona(out, prompt, prompts, None, name_field=False)
+    return Persona(name, p.persona, p.status, p.outcome, p.prompt, p.reason) if p.status == "valid" else p
 
 
 def rewrite_persona(session: ModelSession, prompt: str, name: str | None, seed: int, replicate: str) -> Persona:
