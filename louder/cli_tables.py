@@ -169,6 +169,21 @@ def explicit_console(result) -> list:
     return [explicit_table(result.tables["probes.parquet"]), *_footer(result, "probes")]
 
 
+def beliefs_table(beliefs: pd.DataFrame) -> Table:
+    """The beliefs probe per scenario × attribute: mean valid answer / 100 and the status counts."""
+    table = Table(title="Beliefs: out of 100 such people, how many would choose the target (mean of valid answers)")
+    for col in ("model", "scenario", "group", "attribute", "belief rate", *STATUSES):
+        table.add_column(col, justify="right" if col in ("belief rate", *STATUSES) else "left")
+    for idx, g in beliefs.groupby(["model", "scenario", "group", "attribute"], sort=False):
+        valid = g.loc[g["status"] == "valid", "answer"].astype(float)
+        table.add_row(*map(str, idx), _f(valid.mean() / 100) if len(valid) else "–", *_status_cells(g))
+    return table
+
+
+def beliefs_console(result) -> list:
+    return [beliefs_table(result.tables["beliefs.parquet"]), *_footer(result, "beliefs")]
+
+
 def association_console(result) -> list:
     return [test_table(result.tables["association.parquet"], "association"), *_footer(result, "association")]
 

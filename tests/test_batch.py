@@ -172,3 +172,16 @@ def test_population_run_with_twins_round_trip_equals_live_run(fake_server, tmp_p
     for name in ("decisions.parquet", "twins.parquet"):
         cols = ["agent_id", "attribute", "name", "persona", "decision", "status"]
         pd.testing.assert_frame_equal(done.tables[name][cols], live.tables[name][cols])
+
+
+def test_the_beliefs_probe_goes_through_a_batch(fake_server, tmp_path):
+    """The beliefs kind exports its plan, and after import `louder probe beliefs` runs from the cache."""
+    import louder
+
+    config = cfg(fake_server.url, belief_trials=2)
+    stage, files, n = export(config, tmp_path, ["beliefs"])
+    assert (stage, n) == (1, 3 * 2)
+    for f in files:
+        import_file(play_batch(f, fake_server.url, tmp_path / f"out-{f.name}"), tmp_path, config)
+    run = louder.run(config, out=tmp_path, kind="beliefs", progress=False)
+    assert run.manifest["model_calls"] == 0 and set(run.beliefs["status"]) == {"valid"}

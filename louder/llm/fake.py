@@ -6,7 +6,8 @@ random generator seeded by ``seed`` and the request (so the same request always 
 answer, and different replicates differ). A choice field of the request's schema (a ``Literal``,
 i.e. a JSON-schema ``enum``) gets one of its options: uniformly, or — when a bias WORD occurs in
 the prompt (whole word, any case) — the first option with probability P and the others uniformly
-with the rest. Free-text fields get a short filler sentence — a ``name`` field a made-up name of
+with the rest. An integer field gets a Binomial draw over its range with the same probability
+(``count``). Free-text fields get a short filler sentence — a ``name`` field a made-up name of
 letters, a ``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
 ``score`` returns the same probabilities as log-probs. Nothing here imitates a real model: it exists
 to make the pipeline's arithmetic checkable.
@@ -81,6 +82,14 @@ class FakeModel:
         p = max(hits)
         return [p] + [(1 - p) / (len(options) - 1)] * (len(options) - 1)
 
+    def count(self, request: Request, rng: random.Random, low: int, high: int) -> int:
+        """An integer field (the beliefs probe's "how many out of 100"): low + Binomial(high − low, q),
+        q = ½, or the largest P of the bias words in the prompt — so its mean is the rate the same bias
+        gives a first choice among two."""
+        hits = list(self._hits(request).values())
+        q = max(hits) if hits else 0.5
+        return low + sum(rng.random() < q for _ in range(high - low))
+
     def generate(self, request: Request) -> Reply:
         rng = self._rng(request)
         schema = request.schema_json()
@@ -94,6 +103,8 @@ class FakeModel:
             options = prop.get("enum")
             if options:
                 answer[name] = rng.choices(options, weights=self.probabilities(request, options))[0]
+            elif prop.get("type") == "integer":
+                answer[name] = self.count(request, rng, prop.get("minimum", 0), prop.get("maximum", 100))
             elif name == "name":
                 answer[name] = _fake_name(rng)
             elif name == "persona":
