@@ -206,7 +206,8 @@ def plan(
 
 
 probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                        help="Prompt-based probes: explicit question answering (appendix D).")
+                        help="Prompt-based probes: explicit question answering (appendix D), beliefs "
+                             "(docs/voices.md), the word association and relative decision tests.")
 app.add_typer(probe_app, name="probe")
 
 

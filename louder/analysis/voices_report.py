@@ -61,7 +61,7 @@ def readings_figure(voices: pd.DataFrame, what: str = "gap") -> Figure | None:
         if what == "gap":
             ax.set_xlabel(f"rate({r['observed_higher']}) − rate({r['observed_lower']})", fontsize=7)
         else:
-            ax.set_xlim(0, 1.02)
+            ax.set_xlim(-0.03, 1.03)
             ax.set_xlabel("DPD (largest − smallest)", fontsize=7)
         ax.tick_params(axis="x", labelsize=7)
         ax.set_title(_label(r), fontsize=7)
@@ -80,6 +80,19 @@ GAP_COLUMNS = ["model", "scenario", "group", "observed_higher", "observed_lower"
                "note"]
 
 
+def _power(tables: dict[str, pd.DataFrame], r: pd.Series) -> str:
+    """A warning when the agents' case is underpowered (the case table's ``underpowered``)."""
+    c = tables.get("cases")
+    if c is None or c.empty:
+        return ""
+    hit = c[(c["kind"] == "implicit") & (c["condition"] == "contextualized") & (c["model"] == r["model"])
+            & (c["scenario"] == r["scenario"]) & (c["group"] == r["group"])]
+    if len(hit) and bool(hit["underpowered"].iloc[0]):
+        return " The agents' case is underpowered (too few agents to detect a DPD of 0.3): a small action DPD is " \
+               "not evidence of no bias."
+    return ""
+
+
 def voices_section(tables: dict[str, pd.DataFrame]) -> str:
     """The section, when the analysis computed ``voices`` (a run with beliefs, or --observed)."""
     v, rates = tables.get("voices"), tables.get("voice_rates")
@@ -93,7 +106,7 @@ def voices_section(tables: dict[str, pd.DataFrame]) -> str:
                   "answer-to-answer spread at the probe temperature, not uncertainty about people."),
              png(readings_figure(v, "dpd")), table(v[DPD_COLUMNS], scroll=True),
              "<ul>" + "".join(f"<li><b>{html.escape(r['model'])} × {html.escape(r['scenario'])} × "
-                              f"{html.escape(r['group'])}</b>: {html.escape(sentence(r))}</li>"
+                              f"{html.escape(r['group'])}</b>: {html.escape(sentence(r) + _power(tables, r))}</li>"
                               for _, r in v.iterrows()) + "</ul>"]
     if v["observed_gap"].notna().any():
         parts += [note("<b>Gaps</b> between the observed attributes with the highest and lowest observed rate "
