@@ -97,21 +97,23 @@ class Run:
         return m.get("manifest") or next(iter(m.values()))
 
     def analyze(self, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
-                patterns: str | Path | None = None, write: bool = True) -> dict[str, pd.DataFrame]:
+                patterns: str | Path | None = None, write: bool = True,
+                observed: str | Path | None = None) -> dict[str, pd.DataFrame]:
         """Every table ``louder analyze`` computes, keyed by its CSV stem (``cases``, ``attributes``,
-        ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does."""
+        ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does.
+        ``observed``: a file of observed rates (``voices``: gaps and amplification, docs/voices.md)."""
         from louder.analysis import analyze
 
         self._analysis = analyze(self.path, bootstrap=bootstrap, seed=seed, predictions=predictions,
-                                 patterns=patterns, write=write)
+                                 patterns=patterns, write=write, observed=observed)
         return dict(self._analysis.tables)
 
-    def report(self, bootstrap: int = 10_000, seed: int = 0) -> Path:
+    def report(self, bootstrap: int = 10_000, seed: int = 0, observed: str | Path | None = None) -> Path:
         """Analyse the run and write its self-contained HTML report; returns RUN_DIR/report/index.html."""
         from louder.analysis import analyze
         from louder.analysis.report import write_report
 
-        return write_report(analyze(self.path, bootstrap=bootstrap, seed=seed))
+        return write_report(analyze(self.path, bootstrap=bootstrap, seed=seed, observed=observed))
 
 
 def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as the issue names it

@@ -223,7 +223,8 @@ def plan(
 
 
 probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                        help="Prompt-based probes: explicit question answering (appendix D).")
+                        help="Prompt-based probes: explicit question answering (appendix D), beliefs "
+                             "(docs/voices.md), the word association and relative decision tests.")
 app.add_typer(probe_app, name="probe")
 
 
@@ -248,6 +249,30 @@ def probe_explicit(
                      seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
     try:
         _probe("explicit", config, out, overrides, retry_errors, dry_run)
+    except LouderError as e:
+        fail(str(e))
+
+
+@probe_app.command("beliefs")
+def probe_beliefs(
+    config: Optional[Path] = typer.Argument(None, help="experiment config YAML (optional; same file as `louder run`)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run folder (the simulation's, so one report covers "
+                                       "both)"),
+    model: ModelOpt = None,
+    scenario: Optional[list[str]] = typer.Option(None, "--scenario", "-s", help="scenario id or YAML path, repeatable"),
+    group: Optional[list[str]] = typer.Option(None, "--group", "-g", help="group id or YAML path, repeatable"),
+    trials: Optional[int] = typer.Option(None, "--trials", "-n", help="answers per scenario × attribute (default 100)"),
+    seed: SeedOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    retry_errors: RetryOpt = False,
+    dry_run: DryRunOpt = False,
+) -> None:
+    """Ask the model how many out of 100 people of each attribute would choose the target (docs/voices.md);
+    writes beliefs.parquet into the run folder."""
+    overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, belief_trials=trials,
+                     seed=seed, concurrency=concurrency)
+    try:
+        _probe("beliefs", config, out, overrides, retry_errors, dry_run)
     except LouderError as e:
         fail(str(e))
 
@@ -416,12 +441,15 @@ def analyze(
     predictions: Optional[Path] = typer.Option(None, "--predictions", help="literature predictions YAML "
                                                "(default: Table 3 of the paper)"),
     patterns: Optional[Path] = typer.Option(None, "--patterns", help="rationale phrase patterns YAML"),
+    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md): gaps and "
+                                            "amplification of the agents' gap in voices.csv"),
 ) -> None:
     """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs."""
     from louder.analysis import analyze as run_analysis
 
     try:
-        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns)
+        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
+                         observed=observed)
     except LouderError as e:
         fail(str(e))
     for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)
@@ -438,13 +466,14 @@ def report(
     run_dir: Path = typer.Argument(..., help="run folder"),
     bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
+    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md)"),
 ) -> None:
     """Analyze the run folder and write RUN_DIR/report/index.html (self-contained, figures embedded)."""
     from louder.analysis import analyze as run_analysis
     from louder.analysis.report import write_report
 
     try:
-        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed)
+        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, observed=observed)
         path = write_report(a)
     except LouderError as e:
         fail(str(e))

@@ -173,6 +173,21 @@ def explicit_console(result) -> list:
     return [explicit_table(result.tables["probes.parquet"]), *_footer(result, "probes")]
 
 
+def beliefs_table(beliefs: pd.DataFrame) -> Table:
+    """The beliefs probe per scenario × attribute: mean valid answer / 100 and the status counts."""
+    table = Table(title="Beliefs: out of 100 such people, how many would choose the target (mean of valid answers)")
+    for col in ("model", "scenario", "group", "attribute", "belief rate", *STATUSES):
+        table.add_column(col, justify="right" if col in ("belief rate", *STATUSES) else "left")
+    for idx, g in beliefs.groupby(["model", "scenario", "group", "attribute"], sort=False):
+        valid = g.loc[g["status"] == "valid", "answer"].astype(float)
+        table.add_row(*map(str, idx), _f(valid.mean() / 100) if len(valid) else "–", *_status_cells(g))
+    return table
+
+
+def beliefs_console(result) -> list:
+    return [beliefs_table(result.tables["beliefs.parquet"]), *_footer(result, "beliefs")]
+
+
 def association_console(result) -> list:
     return [test_table(result.tables["association.parquet"], "association"), *_footer(result, "association")]
 
@@ -225,11 +240,12 @@ JOINT_LABEL_TITLE = ("Intersections as one group (joint label: every combination
 def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     """What `louder analyze` prints, in order. A population run leads with its per-group DPDs and the
     regression; its cases table (the joint label) comes after them, titled as the intersections it is."""
+    voices = [voices_table(tables["voices"])] if "voices" in tables else []
     if "population_groups" not in tables:
-        return [cases_table(tables["cases"]), *robustness_tables(tables)]
+        return [cases_table(tables["cases"]), *robustness_tables(tables), *voices]
     return [population_groups_table(tables["population_groups"]),
             regression_table(tables["population_regression"]),
-            cases_table(tables["cases"], title=JOINT_LABEL_TITLE), *robustness_tables(tables)]
+            cases_table(tables["cases"], title=JOINT_LABEL_TITLE), *robustness_tables(tables), *voices]
 
 
 def robustness_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
@@ -257,3 +273,28 @@ def robustness_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
                       f(r["expected"]), str(r["n"]), f(r["p_value"], 4), f(r["mean_p_first_listed"]))
         out.append(t)
     return out
+
+
+def voices_table(voices: pd.DataFrame) -> Table:
+    """Actions, words, beliefs and the world per case (``voices.csv``, docs/voices.md)."""
+    table = Table(title="Actions, words, beliefs and the world: DPDs [95 % CI] (explicit* = share of answers, other "
+                        "units); gaps higher − lower observed attribute; amplification = action gap / observed gap")
+    for col in ("model", "scenario", "group", "action", "belief", "explicit*", "observed gap", "action gap",
+                "amplification"):
+        table.add_column(col)
+
+    def ci(r, est, lo, hi):
+        return "–" if pd.isna(r[est]) else f"{_f(r[est], 2)} [{_f(r[lo], 2)}, {_f(r[hi], 2)}]"
+
+    for _, r in voices.iterrows():
+        obs = "–" if pd.isna(r["observed_gap"]) else (f"{r['observed_higher']}−{r['observed_lower']} "
+                                                      + ci(r, "observed_gap", "observed_ci_low", "observed_ci_high"))
+        amp = "–" if pd.isna(r["amplification"]) else (ci(r, "amplification", "amp_ci_low", "amp_ci_high")
+                                                       if not pd.isna(r["amp_ci_low"]) else
+                                                       f"{_f(r['amplification'], 2)} (no interval: see note)")
+        table.add_row(str(r["model"]), str(r["scenario"]), str(r["group"]),
+                      ci(r, "action_dpd", "action_ci_low", "action_ci_high"),
+                      ci(r, "belief_dpd", "belief_ci_low", "belief_ci_high"),
+                      ci(r, "explicit_dpd", "explicit_ci_low", "explicit_ci_high"), obs,
+                      ci(r, "action_gap", "action_gap_ci_low", "action_gap_ci_high"), amp)
+    return table

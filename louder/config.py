@@ -38,6 +38,7 @@ SECTIONS: dict[str, dict[str, str]] = {
     "association": {"trials": "association_trials", "variations": "association_variations", "params": "association"},
     "decision_test": {"trials": "decision_trials", "variant": "decision_variant", "extraction": "decision_extraction",
                       "profiles": "profiles", "followup": "followup"},
+    "beliefs": {"trials": "belief_trials", "params": "beliefs", "completion_params": "completion_beliefs"},
 }
 # Flat keys that now belong in a section (the shared ones — models, seed, concurrency, cache,
 # run_id, paper_faithful, stereotypes, egalitarian — stay at the top).
@@ -149,6 +150,13 @@ class ExperimentConfig(BaseModel):
         "local", description="local: cases run in this process; ray: cases run as Ray tasks (pip install louder[ray])")
     ray_address: str | None = Field(None, description="executor ray: ray.init(address=…) of an existing cluster; "
                                     "default: start a local Ray")
+    # --- the beliefs probe (docs/voices.md): "out of 100 <people>, how many would choose to <target>?" ---
+    belief_trials: int = Field(100, ge=1, le=1_000_000, description="beliefs-probe answers per scenario × attribute")
+    beliefs: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=30),
+                                      description="beliefs-probe generation (chat): one JSON integer 0–100")
+    completion_beliefs: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=20),
+                                                 description="beliefs probe on the completion path: the completion "
+                                                 "call (a chat model then extracts the integer)")
     # --- populations (docs/populations.md) ---
     population: str | None = Field(None, description="population file (or built-in id): agents carry one "
                                    "attribute of every group; `agents` is then the number of agents drawn")

@@ -135,3 +135,7 @@ register(Kind(
     "decision", "LLM Relative Decision Test (Bai et al.): which of two people gets which option",
     "probe decision", "louder.probes.bai_runner:decision_task", ("decision_test.parquet",),
     "decision_manifest.json", console="louder.cli_tables:decision_console", label="decision test"))
+register(Kind(
+    "beliefs", "the model is asked, per attribute, how many out of 100 such people would choose the target (issue 21)",
+    "probe beliefs", "louder.probes.beliefs:beliefs_task", ("beliefs.parquet",), "beliefs_manifest.json",
+    console="louder.cli_tables:beliefs_console", label="belief answers"))

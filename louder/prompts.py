@@ -49,9 +49,10 @@ class Prompts:
     def hashes(self) -> dict:
         """sha256 of each template, for the manifest."""
         out = {}
-        for section in ("persona", "action", "explicit", "twin", "persona_names"):
+        for section in ("persona", "action", "explicit", "twin", "persona_names", "beliefs"):
             for name, text in self.doc.get(section, {}).items():
-                out[f"{section}.{name}"] = stable_hash(text)[:16]
+                if isinstance(text, str):  # templates, not the beliefs probe's phrase tables
+                    out[f"{section}.{name}"] = stable_hash(text)[:16]
         return out
 
     # --- persona generation (Appendix B.1) ---
@@ -139,3 +140,36 @@ class Prompts:
                       extraction_task=q.extraction_task or self.doc["fallbacks"]["explicit_extraction_task"],
                       completion_answer=q.completion_answer or self.doc["fallbacks"]["completion_answer"],
                       answer_list=answers)
+
+    # --- the beliefs probe (docs/voices.md; not from the paper) ---
+    def belief_people(self, group: Group, attribute: str) -> str:
+        """'women' for gender_identity × Female: ``beliefs.people``, else ``beliefs.fallback_people``."""
+        b = self.doc["beliefs"]
+        phrase = b["people"].get(group.id, {}).get(attribute)
+        return phrase or render(b["fallback_people"], group=group.name.lower(), attribute=attribute)
+
+    def belief(self, scenario: Scenario, group: Group, attribute: str, api: str) -> str:
+        """The beliefs question for one attribute (``chat`` or ``completion``)."""
+        situation, target = belief_text(scenario)
+        return render(self.doc["beliefs"]["completion" if api == "completion" else "chat"], situation=situation,
+                      people=self.belief_people(group, attribute), target=target)
+
+    def belief_extraction(self, text: str, scenario: Scenario, group: Group, attribute: str) -> str:
+        _, target = belief_text(scenario)
+        return render(self.doc["beliefs"]["extraction"], text=text.strip(), target=target,
+                      people=self.belief_people(group, attribute))
+
+
+def belief_text(scenario: Scenario) -> tuple[str, str]:
+    """(third-person situation, target phrase) of the beliefs probe; LouderError when the scenario
+    file lacks them."""
+    from louder.errors import LouderError
+
+    if scenario.belief is None:
+        raise LouderError(f"scenario {scenario.id}: no `belief.target` for the beliefs probe; add `belief: {{target: "
+                          f"<what the person would choose to do, e.g. evacuate>}}` to the scenario file")
+    situation = scenario.belief.situation or (scenario.explicit.situation if scenario.explicit else None)
+    if situation is None:
+        raise LouderError(f"scenario {scenario.id}: the beliefs probe needs a third-person situation; add "
+                          "`belief.situation` (or `explicit.situation`) to the scenario file")
+    return situation, scenario.belief.target

@@ -28,3 +28,12 @@ def choice_schema(name: str, field: str, labels: tuple[str, ...], constrained: b
     if rationale:
         fields["rationale"] = (str, Field(max_length=RATIONALE_MAX))
     return create_model(name, __config__=STRICT, **fields)
+
+
+@cache
+def count_schema(name: str, field: str, low: int, high: int, constrained: bool = True) -> type[BaseModel]:
+    """``{field}``: one integer; with ``constrained`` the schema bounds it to [low, high] (JSON-schema
+    minimum/maximum, which llguidance compiles into the allowed digits). Out-of-range answers of an
+    unconstrained model are still counted, as invalid."""
+    kind = (int, Field(ge=low, le=high)) if constrained else (int, ...)
+    return create_model(name, __config__=STRICT, **{field: kind})

@@ -30,6 +30,8 @@ def default_answer(prompt: str, seed: int) -> str:
                            "persona": f"A persona number {h % 97}, written by the fake server."})
     if "create a name" in prompt:
         return json.dumps({"name": f"Named {NAMES[h % len(NAMES)]}"})
+    if '"count": <an integer from 0 to 100>' in prompt:  # the beliefs probe
+        return json.dumps({"count": h % 101})
     if '"decision"' in prompt:
         import re
 

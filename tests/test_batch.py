@@ -309,3 +309,16 @@ def test_poll_of_an_expired_batch_lets_its_requests_be_exported_again(fake_serve
     stage, files, n = export(config, tmp_path, ["simulation"], unanswered=True)
     assert (stage, n) == (2, 6)
     assert sorted(_ids(files[0])) == sorted(_ids(tmp_path / "batch" / "requests-1.jsonl"))
+
+
+def test_the_beliefs_probe_goes_through_a_batch(fake_server, tmp_path):
+    """The beliefs kind exports its plan, and after import `louder probe beliefs` runs from the cache."""
+    import louder
+
+    config = cfg(fake_server.url, belief_trials=2)
+    stage, files, n = export(config, tmp_path, ["beliefs"])
+    assert (stage, n) == (1, 3 * 2)
+    for f in files:
+        import_file(play_batch(f, fake_server.url, tmp_path / f"out-{f.name}"), tmp_path, config)
+    run = louder.run(config, out=tmp_path, kind="beliefs", progress=False)
+    assert run.manifest["model_calls"] == 0 and set(run.beliefs["status"]) == {"valid"}

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -370,6 +371,7 @@ def reference_runs(tmp_path_factory):
     one = ["--scenario", "emergency_response", "--group", "gender_identity"]
     louder("run", "--out", plain, "-m", FAKE, "--agents", 4, "-c", "contextualized", "-c", "no_persona", *one)
     louder("probe", "explicit", "--out", plain, "-m", FAKE, "--trials", 6, *one)
+    louder("probe", "beliefs", "--out", plain, "-m", FAKE, "--trials", 4, *one)
     stereotypes = ["--stereotype", "racism", "--stereotype", "career", "--stereotype", "age"]
     louder("probe", "association", "--out", plain, "-m", FAKE, "--trials", 4, *stereotypes)
     louder("probe", "decision", "--out", plain, "-m", FAKE, "--trials", 4, "--variation", "chained", *stereotypes)
@@ -398,7 +400,13 @@ def reference_runs(tmp_path_factory):
         "decision_mode: score}\n")
     louder("run", base / "arch.yaml", "--out", arch, "-m", FAKE)
     louder("run", "--out", robust, "-m", FAKE, "--agents", 4, "--choice-order", "balanced", "--wording", "all", *one)
-    for run in (plain, net, pop, arch, robust):
+    observed = base / "observed.yaml"  # invented rates (the format only)
+    observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
+                                             rate=r, n=400, source="invented for this test", year=2026,
+                                             measure="share who evacuated") for a, r in
+                                        (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
+    louder("analyze", plain, "-B", 200, "--observed", observed)
+    for run in (net, pop, arch, robust):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
     for run in (plain, net, pop, arch, robust):

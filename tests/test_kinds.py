@@ -57,6 +57,11 @@ CASES = {
     "explicit probes, completion path": ("explicit", {"models": ["completion:fake:seed=2"], "explicit": {"trials": 2},
                                                       "simulation": {"scenarios": ["emergency_response"],
                                                                      "groups": ["gender_identity"]}}),
+    "beliefs probe": ("beliefs", {"beliefs": {"trials": 3}, "simulation": {
+        "scenarios": ["emergency_response", "authority_compliance"], "groups": ["gender_identity", "race_ethnicity"]}}),
+    "beliefs probe, completion path": ("beliefs", {"models": ["completion:fake:seed=2"], "beliefs": {"trials": 2},
+                                                   "simulation": {"scenarios": ["emergency_response"],
+                                                                  "groups": ["gender_identity"]}}),
     "association test": ("association", {"stereotypes": ["racism", "guilt"], "association": {"trials": 2}}),
     "decision test": ("decision", {"stereotypes": ["racism", "guilt"], "decision_test": {"trials": 2}}),
     "decision test, absolute": ("decision", {"stereotypes": ["racism"], "decision_test": {
@@ -144,7 +149,7 @@ def test_recognition_names_one_kind_per_config():
     assert read({"population": "us_gender_ideology"}) == "population"
     assert read({"network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}}}) == "network"
     assert read({"population": "us_gender_ideology", "mode": "archetype"}) == "archetype"
-    assert set(kinds.names("probe")) >= {"explicit", "association", "decision"}
+    assert set(kinds.names("probe")) >= {"explicit", "association", "decision", "beliefs"}
     assert set(kinds.names("run")) == {"simulation", "population", "network", "archetype"}
 
 

@@ -14,27 +14,46 @@ from louder.datafiles import load_yaml_model
 
 CONTRAST_COLUMNS = ["model", "implicit_condition", "n_implicit", "mean_implicit", "sd_implicit",
                     "significant_implicit", "n_explicit", "mean_explicit", "sd_explicit", "significant_explicit",
-                    "t", "df", "p_value"]
+                    "t", "df", "p_value",
+                    # issue 21: the beliefs probe's DPDs, and Welch's test of implicit vs belief
+                    "n_belief", "mean_belief", "sd_belief", "significant_belief", "t_belief", "df_belief",
+                    "p_value_belief"]
 ABLATION_COLUMNS = ["model", "scenario", "group", "condition", "dpd", "threshold", "significant", "ci_low",
                     "ci_high", "diff_vs_contextualized", "diff_ci_low", "diff_ci_high"]
 DIRECTION_COLUMNS = ["id", "model", "condition", "scenario", "group", "prediction", "higher", "lower",
                      "mean_higher", "mean_lower", "difference", "ci_low", "ci_high", "verdict", "note", "evidence"]
 
 
-def contrast(cases: pd.DataFrame, implicit_condition: str = "contextualized") -> pd.DataFrame:
+def contrast(cases: pd.DataFrame, implicit_condition: str = "contextualized",
+             beliefs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per model: mean (sd) DPD of implicit cases (of one condition) and of explicit cases, and
-    Welch's t-test of the difference, as in section 5.1."""
+    Welch's t-test of the difference, as in section 5.1. With ``beliefs`` (the voices table: one
+    belief DPD per case, ``analysis.voices``) also the mean (sd) belief DPD, its cases with a
+    permutation p < 0.05, and Welch's t-test of implicit vs belief — the same test as implicit vs
+    explicit, for consistency (cases are treated as independent samples, not paired by scenario ×
+    group). Belief and implicit DPDs are both differences of rates of choosing the target; the
+    explicit DPD is a difference of shares of answers (docs/voices.md)."""
     rows = []
-    for model, g in cases.groupby("model", sort=True):
+    models = set(cases["model"]) | (set(beliefs["model"]) if beliefs is not None and len(beliefs) else set())
+    for model in sorted(models):
+        g = cases[cases["model"] == model]
         imp = g[(g["kind"] == "implicit") & (g["condition"] == implicit_condition)]["dpd"].to_numpy(dtype=float)
         exp = g[g["kind"] == "explicit"]["dpd"].to_numpy(dtype=float)
         sig_i = int(g[(g["kind"] == "implicit") & (g["condition"] == implicit_condition)]["significant"].sum())
         sig_e = int(g[g["kind"] == "explicit"]["significant"].sum())
         t = stats.welch(imp, exp)
+        bel = np.array([], dtype=float)
+        sig_b = 0
+        if beliefs is not None and len(beliefs):
+            b = beliefs[(beliefs["model"] == model) & beliefs["belief_dpd"].notna()]
+            bel, sig_b = b["belief_dpd"].to_numpy(dtype=float), int((b["belief_p"] < 0.05).sum())
+        tb = stats.welch(imp, bel)
         rows.append(dict(model=model, implicit_condition=implicit_condition, n_implicit=len(imp),
                          mean_implicit=_mean(imp), sd_implicit=_sd(imp), significant_implicit=sig_i,
                          n_explicit=len(exp), mean_explicit=_mean(exp), sd_explicit=_sd(exp),
-                         significant_explicit=sig_e, **t))
+                         significant_explicit=sig_e, **t, n_belief=len(bel), mean_belief=_mean(bel),
+                         sd_belief=_sd(bel), significant_belief=sig_b, t_belief=tb.t, df_belief=tb.df,
+                         p_value_belief=tb.p_value))
     return pd.DataFrame(rows, columns=CONTRAST_COLUMNS)
 
 
@@ -89,6 +108,9 @@ class Predictions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str = ""
+    # issue 21: a file of observed rates (docs/voices.md) that `louder analyze` reads when no --observed
+    # is given; a relative path is read from the predictions file's folder
+    observed: str | None = None
     predictions: list[Prediction]
 
 
@@ -96,6 +118,16 @@ def load_predictions(path: str | Path | None = None) -> list[Prediction]:
     """The Table 3 predictions shipped with louder, or a user's file of the same format."""
     source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "directions.yaml"
     return load_yaml_model(Predictions, source, "predictions").predictions
+
+
+def predictions_observed(path: str | Path | None = None) -> Path | None:
+    """The observed-rates file a predictions file points to (its ``observed:``), or None."""
+    source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "directions.yaml"
+    ref = load_yaml_model(Predictions, source, "predictions").observed
+    if ref is None:
+        return None
+    p = Path(ref)
+    return p if p.is_absolute() else Path(str(source)).parent / p
 
 
 def verdict(difference: float, lo: float, hi: float) -> str:

@@ -13,6 +13,7 @@ from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
 from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
+from louder.analysis.voices_report import voices_section
 from louder.io import write_text
 from louder.status import status_by
 
@@ -47,6 +48,9 @@ def _accounting(a: Analysis) -> str:
     if a.probes is not None:
         t = pd.DataFrame(status_by(a.probes, ["model", "scenario", "group"]))
         parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
+    if a.beliefs is not None:
+        t = pd.DataFrame(status_by(a.beliefs, ["model", "scenario", "group", "attribute"]))
+        parts += ["<h3>Beliefs probe (per attribute)</h3>", _table(t, scroll=True)]
     for title, df, keys in (("Word association test", a.association, ["model", "stereotype", "variation"]),
                             ("Relative decision test", a.decision_test, ["model", "stereotype", "variant"])):
         if df is not None:
@@ -327,8 +331,13 @@ def render(a: Analysis) -> str:
                     "not evidence of no bias."),
                  _png(figures.dpd_figure(t["cases"])), _table(_cases_table(t["cases"]), scroll=True)),
         _section("Implicit vs explicit (section 5.1)",
-                 _p("Per model: mean DPD over implicit (contextualized) and explicit cases, and Welch's t-test."),
+                 _p("Per model: mean DPD over implicit (contextualized) and explicit cases, and Welch's t-test. "
+                    "With beliefs (<code>louder probe beliefs</code>): the mean belief DPD and Welch's t-test of "
+                    "implicit vs belief (t_belief, p_value_belief) — does the model act more biased than it believes "
+                    "people are? Implicit and belief DPDs are both differences of rates of choosing the target; "
+                    "the explicit DPD is a difference of shares of answers (next section)."),
                  _table(t["contrast"])),
+        voices_section(t),
         _section("Target-decision rate per attribute (cf. Fig. 4)",
                  _png(figures.rates_figure(t["attributes"])), _table(_rates_table(t["attributes"]), scroll=True)),
         _choices(t.get("choices")),

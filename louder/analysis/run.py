@@ -46,6 +46,7 @@ class Analysis:
     population: pd.DataFrame | None = None
     twins: pd.DataFrame | None = None
     presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal (``decisions``: the case view)
+    beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
 
 
 def _read_json(path: Path) -> dict | None:
@@ -100,7 +101,8 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, p
     if probes is None:
         missing.append("explicit probes: no probes.parquet — run `louder probe explicit --out RUN_DIR` "
                        "to add the explicit (question-answer) contrast")
-    siblings = any((run_dir / f).exists() for f in ("association.parquet", "decision_test.parquet", "weat.parquet"))
+    siblings = any((run_dir / f).exists() for f in ("association.parquet", "decision_test.parquet", "weat.parquet",
+                                                    "beliefs.parquet"))
     if decisions is None and probes is None and not siblings:
         raise LouderError(f"run folder {run_dir} has neither decisions.parquet nor probes.parquet; "
                           "run `louder run --out DIR` and/or `louder probe explicit --out DIR` first")
@@ -122,15 +124,19 @@ def _network_split(run: Path, decisions: pd.DataFrame, missing: list[str]):
 
 
 def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
-            patterns: str | Path | None = None, write: bool = True) -> Analysis:
-    """Compute every table of the run folder (and, with ``write``, save them as CSV there)."""
+            patterns: str | Path | None = None, write: bool = True, observed: str | Path | None = None) -> Analysis:
+    """Compute every table of the run folder (and, with ``write``, save them as CSV there). ``observed``:
+    a file of observed rates (docs/voices.md; default: the one the predictions file names, if any)."""
     start = time.perf_counter()
     if bootstrap < 100:
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
     run = Path(run_dir)
     decisions, probes, personas, manifests, missing = load_run(run)
     decisions = _variants_as_scenarios(decisions)
-    attrs = _group_attributes(manifests, [f for f in (decisions, probes) if f is not None])
+    beliefs = _read_parquet(run / "beliefs.parquet")  # issue 21: `louder probe beliefs`
+    if m := _read_json(run / "beliefs_manifest.json"):
+        manifests["beliefs"] = m
+    attrs = _group_attributes(manifests, [f for f in (decisions, probes, beliefs) if f is not None])
     rounds, control, arm = None, None, None
     if decisions is not None and "round" in decisions.columns:
         rounds, decisions, control, arm = _network_split(run, decisions, missing)
@@ -157,8 +163,10 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     cases = C.with_holm(pd.concat([f for f in case_frames if len(f)], ignore_index=True)) if any(
         len(f) for f in case_frames) else pd.DataFrame(columns=C.CASE_COLUMNS)
 
-    tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases),
-              "choices": rates if decisions is not None else choice_rates(None)}
+    voice_tables = _voices(run, attributes, cases, beliefs, attrs, predictions, observed, missing, bootstrap, seed)
+    tables = {"cases": cases, "attributes": attributes,
+              "contrast": contrast(cases, beliefs=voice_tables.get("voices")),
+              "choices": rates if decisions is not None else choice_rates(None), **voice_tables}
     imp_attr = attributes[attributes["kind"] == "implicit"]
     tables["ablation"] = ablation(cases, imp_attr, B=bootstrap, seed=seed)
     tables["directions"] = directions(imp_attr, load_predictions(predictions), B=bootstrap, seed=seed)
@@ -201,9 +209,10 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control, no_influence=arm)
     result.presented = presented
+    result.beliefs = beliefs
     _add_population(result, bootstrap, seed)
     result.seconds = time.perf_counter() - start
-    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES
+    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
     if write:
         for name in written:
             if name in tables:
@@ -244,3 +253,30 @@ def _add_population(a: Analysis, bootstrap: int, seed: int) -> None:
         base_scenario = d["scenario"].str.replace(r" \[[^\]]*\]$", "", regex=True)
         d = d.assign(scenario=base_scenario)
     a.tables.update(population_tables(d, a.twins, B=bootstrap, seed=seed))
+
+
+# --- actions, words, beliefs and the world (issue 21) ---
+VOICES_TABLES = ("voices", "voice_rates")
+
+
+def _voices(run: Path, attributes: pd.DataFrame, cases: pd.DataFrame, beliefs: pd.DataFrame | None,
+            groups: dict[str, list[str]], predictions, observed, missing: list[str], bootstrap: int,
+            seed: int) -> dict[str, pd.DataFrame]:
+    """voices / voice_rates (``analysis.voices``) when the run has beliefs or observed rates are given
+    (``--observed``, else the predictions file's ``observed:``)."""
+    from louder.analysis import voices as V
+    from louder.analysis.compare import predictions_observed
+
+    path = observed or predictions_observed(predictions)
+    entries = None
+    if path is not None:
+        scenarios = set(attributes["scenario"]) | (set(beliefs["scenario"]) if beliefs is not None else set())
+        entries, notes = V.check_observed(V.load_observed(path), groups, scenarios, f"observed file {path}")
+        missing.extend(notes)
+    if beliefs is None and entries is None:
+        return {}
+    if beliefs is None:
+        missing.append("beliefs: no beliefs.parquet — run `louder probe beliefs --out RUN_DIR` to add what the model "
+                       "believes people do beside what its agents do")
+    voices, rates = V.voices(attributes, cases, beliefs, entries, groups, B=bootstrap, seed=seed)
+    return {"voices": voices, "voice_rates": rates}

@@ -117,3 +117,37 @@ def choice_probabilities(reply: Reply, labels: list[str], suffix: str = "") -> S
     if mass <= 0:
         return Scored("invalid", None, 0.0, "none of the choices among the returned log-probs")
     return Scored("valid", {label: x / mass for label, x in zip(labels, p)}, mass)
+
+
+@dataclass
+class Counted:
+    status: str
+    value: int | None
+    note: str = ""
+
+
+def classify_count(reply: Reply, field: str, low: int, high: int, markers: list[str]) -> Counted:
+    """Classify a reply whose JSON field ``field`` should be an integer in [low, high] (the beliefs
+    probe). A whole number written as 42.0 or "42" counts as 42; a number outside the range, a
+    fraction, or no number at all is ``invalid`` (the raw text is kept by the caller); refusal
+    wording without a number is ``refused``."""
+    if reply.error:
+        return Counted("error", None, reply.error)
+    if reply.refusal:
+        return Counted("refused", None, reply.refusal)
+    obj = parse_json_object(reply.text)
+    if obj is not None and field in obj:
+        v = obj[field]
+        if isinstance(v, str) and re.fullmatch(r"\s*-?\d+(\.0*)?\s*", v):
+            v = float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and float(v).is_integer():
+            v = int(v)
+            if low <= v <= high:
+                return Counted("valid", v)
+            return Counted("invalid", None, f"{field!r} = {v} is outside {low}–{high}")
+    if is_refusal(reply.text, markers):
+        return Counted("refused", None, "refusal wording")
+    if obj is None:
+        note = "truncated at max_tokens" if reply.finish_reason == "length" else "no JSON object"
+        return Counted("invalid", None, note)
+    return Counted("invalid", None, f"{field!r} is not a whole number from {low} to {high}")

@@ -10,7 +10,8 @@ others uniformly with the rest. Options for checking robustness (docs/robustness
 makes a bias favour the option LABEL wherever it is listed (instead of whichever is listed first);
 ``only=WORD`` lets the biases act only when WORD is in the prompt too (e.g. a word of one wording);
 ``first=P`` gives the first-listed option probability P whenever no bias acts — a model that prefers
-position and ignores personas. Free-text fields get a short filler sentence — a ``name`` field a made-up name of
+position and ignores personas. An integer field gets a Binomial draw over its range with the same
+probability (``count``). Free-text fields get a short filler sentence — a ``name`` field a made-up name of
 letters, a ``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
 ``score`` returns the same probabilities as log-probs. Nothing here imitates a real model: it exists
 to make the pipeline's arithmetic checkable.
@@ -103,6 +104,14 @@ class FakeModel:
         at = options.index(self.pick) if hits and self.pick in options else 0
         return [p if i == at else (1 - p) / (k - 1) for i in range(k)]
 
+    def count(self, request: Request, rng: random.Random, low: int, high: int) -> int:
+        """An integer field (the beliefs probe's "how many out of 100"): low + Binomial(high − low, q),
+        q = ½, or the largest P of the bias words in the prompt — so its mean is the rate the same bias
+        gives a first choice among two."""
+        hits = list(self._hits(request).values())
+        q = max(hits) if hits else 0.5
+        return low + sum(rng.random() < q for _ in range(high - low))
+
     def generate(self, request: Request) -> Reply:
         rng = self._rng(request)
         schema = request.schema_json()
@@ -116,6 +125,8 @@ class FakeModel:
             options = prop.get("enum")
             if options:
                 answer[name] = rng.choices(options, weights=self.probabilities(request, options))[0]
+            elif prop.get("type") == "integer":
+                answer[name] = self.count(request, rng, prop.get("minimum", 0), prop.get("maximum", 100))
             elif name == "name":
                 answer[name] = _fake_name(rng)
             elif name == "persona":

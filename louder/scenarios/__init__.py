@@ -44,6 +44,15 @@ class ExplicitText(_Strict):
     extra_as_printed: str | None = None
 
 
+class BeliefText(_Strict):
+    """The beliefs probe's wording (docs/voices.md): ``target`` completes "how many would choose to …"
+    ("evacuate"); ``situation`` is the third-person text the question follows (default: the explicit
+    probe's ``explicit.situation``)."""
+
+    target: str = Field(min_length=1)
+    situation: str | None = Field(None, min_length=1)
+
+
 class Replacement(_Strict):
     """Replace every occurrence of ``find`` (exact text) by ``with`` in the situation and the choice
     descriptions."""
@@ -105,6 +114,7 @@ class Scenario(_Strict):
     persona_context_as_printed: str | None = None
     completion: CompletionText | None = None
     explicit: ExplicitText | None = None
+    belief: BeliefText | None = None
     notes: list[str] = []
     variants: list[Variant] = []
     wordings: list[Wording] = []  # paraphrases: nuisance variation, pooled by the analysis (docs/robustness.md)
