@@ -138,13 +138,31 @@ def _footer(result, main: str = "decisions") -> list[str]:
     m = result.manifest
     files = ", ".join(f"{name} ({len(df):,} rows)" for name, df in result.tables.items())
     return [f"wrote {result.out}/: {files}, {result.manifest_file}",
-            f"model_calls: {m['model_calls']} (planned for a cold run: {m['planned_calls']})  cache_hits: "
+            f"model_calls: {m['model_calls']} ({'at the budget' if 'sequential' in m else 'planned for a cold run'}: "
+            f"{m['planned_calls']})  cache_hits: "
             f"{m['cache_hits']}  wall_time_s: {m['wall_time_s']}",
             f"status counts: {m['status_counts'].get(main, m['status_counts'])}"]
 
 
+def sequential_table(result) -> list:
+    """Sequential runs (issue 20): per case, how it stopped, after how many agents, and its DPD CS."""
+    if "sequential.csv" not in result.tables:
+        return []
+    seq, s = result.tables["sequential.csv"], result.manifest["sequential"]
+    table = Table(title=f"Sequential: waves of {s['wave']} up to {s['budget']}, α = {s['alpha']} for every verdict "
+                  f"of the run (Bonferroni over {s['pairs']} pairs of attributes)")
+    keys = [c for c in seq.columns if c in ("model", "condition", "scenario", "variant", "group")]
+    for col in (*keys, "stop", "waves", "agents", "DPD", "CS", "p"):
+        table.add_column(col, justify="left" if col in keys or col == "stop" else "right")
+    for _, r in seq.iterrows():
+        table.add_row(*[str(r[k]) for k in keys], str(r["stop_reason"]), str(r["waves"]),
+                      str(r["agents_per_attribute"]), f"{r['dpd']:.3f}", f"[{r['cs_low']:.3f}, {r['cs_high']:.3f}]",
+                      f"{r['p_adjusted']:.3g}")
+    return [table]
+
+
 def simulation_console(result) -> list:
-    return [rates_table(result.tables["decisions.parquet"]), *_footer(result)]
+    return [rates_table(result.tables["decisions.parquet"]), *sequential_table(result), *_footer(result)]
 
 
 def network_console(result) -> list:
@@ -155,7 +173,8 @@ def population_console(result) -> list:
     p = result.manifest["population"]
     return [population_rates_table(result.tables["decisions.parquet"]),
             f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
-            f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})", *_footer(result)]
+            f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})",
+            *sequential_table(result), *_footer(result)]
 
 
 def archetype_console(result) -> list:

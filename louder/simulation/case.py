@@ -107,12 +107,13 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
 # --- the seed simulation's case -------------------------------------------------------------------
 
 def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str, str],
-               scenario: Scenario) -> BiasModel:
-    """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant)."""
+               scenario: Scenario, replicates: range | None = None) -> BiasModel:
+    """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant);
+    ``replicates``: only those of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
     case = Case(model_label, condition, scenario, load_group(group_id), config.seed)
     return BiasModel(case, session, config.agents, seed=stable_seed(config.seed, model_label, condition, scenario_id,
-                                                                     group_id))
+                                                                     group_id), replicates=replicates)
 
 
 def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
@@ -120,14 +121,14 @@ def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
 
 
 def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
-                  tick: Tick = None) -> CaseFrames:
+                  tick: Tick = None, replicates: range | None = None) -> CaseFrames:
     """One case as a Mesa model per policy variant: its agents' decision rows (DataCollector) and
     persona rows. With the default variants ["base"] the rows are exactly the single-attribute
-    pipeline's (no variant column)."""
+    pipeline's (no variant column). ``replicates``: only those agents of each attribute (a wave)."""
     keys = case_columns(run_id, case_key)
 
     def one(variant: str, scenario: Scenario) -> CaseFrames:
-        abm = case_model(config, session, case_key, scenario)
+        abm = case_model(config, session, case_key, scenario, replicates)
         abm.step(tick)
         df = abm.datacollector.get_agent_vars_dataframe().reset_index()
         df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"]).assign(**keys)
