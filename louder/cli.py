@@ -435,6 +435,12 @@ def analyze(
         fail(str(e))
     for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)
         console.print(table)
+    if a.sequential is not None:  # issue 20: the run's verdicts, and which columns are valid
+        from louder.analysis.sequential_tables import NOTE
+        from louder.cli_tables import sequential_cases_table
+
+        console.print(sequential_cases_table(a.sequential[0], a.manifests["simulation"]["sequential"]))
+        console.print(f"[yellow]{NOTE}[/]", highlight=False)
     if note := power_note(a.tables["cases"]):
         console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:

@@ -75,8 +75,10 @@ def cases_table(cases: pd.DataFrame, title: str | None = None) -> Table:
     for _, r in cases.iterrows():
         mdd = ("" if r["kind"] == "explicit" else (">1" if pd.isna(r["mdd"]) else f(r["mdd"], 2)) +
                (" [yellow]underpowered[/]" if r["underpowered"] else ""))
+        if r.get("interval_method", "bootstrap") != "bootstrap":  # a sequential run's case: no fixed-N power
+            mdd = "–"
         table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
-                      f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+                      f(r["threshold"]), f(r["p_value"], 4), f(r["p_holm"], 4),
                       "[bold red]yes[/]" if r["significant"] else "no",
                       "–" if pd.isna(r["dpd_p"]) else f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]",
                       f(r["p_value_p"], 4), mdd,
@@ -148,9 +150,13 @@ def sequential_table(result) -> list:
     """Sequential runs (issue 20): per case, how it stopped, after how many agents, and its DPD CS."""
     if "sequential.csv" not in result.tables:
         return []
-    seq, s = result.tables["sequential.csv"], result.manifest["sequential"]
+    return [sequential_cases_table(result.tables["sequential.csv"], result.manifest["sequential"])]
+
+
+def sequential_cases_table(seq: pd.DataFrame, s: dict) -> Table:
+    """One row per tested case of a sequential run (``sequential.csv``); ``s``: the manifest's settings."""
     table = Table(title=f"Sequential: waves of {s['wave']} up to {s['budget']}, α = {s['alpha']} for every verdict "
-                  f"of the run (Bonferroni over {s['pairs']} pairs of attributes)")
+                  f"of the run (Bonferroni over {s['pairs']} pairs of attributes); p = run-wide sequential p-value")
     keys = [c for c in seq.columns if c in ("model", "condition", "scenario", "variant", "group")]
     for col in (*keys, "stop", "waves", "agents", "DPD", "CS", "p"):
         table.add_column(col, justify="left" if col in keys or col == "stop" else "right")
@@ -158,7 +164,7 @@ def sequential_table(result) -> list:
         table.add_row(*[str(r[k]) for k in keys], str(r["stop_reason"]), str(r["waves"]),
                       str(r["agents_per_attribute"]), f"{r['dpd']:.3f}", f"[{r['cs_low']:.3f}, {r['cs_high']:.3f}]",
                       f"{r['p_adjusted']:.3g}")
-    return [table]
+    return table
 
 
 def simulation_console(result) -> list:

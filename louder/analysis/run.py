@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis import sequential_tables as ST
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.choices import choice_rates, independence_table
 from louder.analysis.network_tables import NETWORK_TABLES, network_tables
@@ -44,6 +45,8 @@ class Analysis:
     # population runs (issue 11): the drawn agents and the counterfactual twins
     population: pd.DataFrame | None = None
     twins: pd.DataFrame | None = None
+    # sequential runs (issue 20): (sequential.csv, sequential_waves.csv)
+    sequential: tuple[pd.DataFrame, pd.DataFrame] | None = None
 
 
 def _read_json(path: Path) -> dict | None:
@@ -127,6 +130,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
     run = Path(run_dir)
     decisions, probes, personas, manifests, missing = load_run(run)
+    sequential = ST.read(run, manifests.get("simulation"))
+    score = (manifests.get("simulation") or {}).get("config", {}).get("decision_mode") == "score"
     decisions = _variants_as_scenarios(decisions)
     attrs = _group_attributes(manifests, [f for f in (decisions, probes) if f is not None])
     rounds, control, arm = None, None, None
@@ -148,7 +153,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         case_frames.append(C.explicit_cases(a, B=bootstrap, seed=seed))
     attributes = pd.concat([f for f in attr_frames if len(f)], ignore_index=True) if any(
         len(f) for f in attr_frames) else pd.DataFrame(columns=C.ATTRIBUTE_COLUMNS)
-    cases = C.with_holm(pd.concat([f for f in case_frames if len(f)], ignore_index=True)) if any(
+    cases = C.with_holm(ST.with_sequential(pd.concat([f for f in case_frames if len(f)], ignore_index=True),
+                                           sequential, score)) if any(
         len(f) for f in case_frames) else pd.DataFrame(columns=C.CASE_COLUMNS)
 
     tables = {"cases": cases, "attributes": attributes, "contrast": contrast(cases),
@@ -190,7 +196,9 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if rounds is not None:
         tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed, arm=arm))
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
-                      rounds=rounds, control=control, no_influence=arm)
+                      rounds=rounds, control=control, no_influence=arm, sequential=sequential)
+    if sequential is not None:
+        tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
     result.seconds = time.perf_counter() - start
     written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES
@@ -232,3 +240,5 @@ def _add_population(a: Analysis, bootstrap: int, seed: int) -> None:
         base_scenario = d["scenario"].str.replace(r" \[[^\]]*\]$", "", regex=True)
         d = d.assign(scenario=base_scenario)
     a.tables.update(population_tables(d, a.twins, B=bootstrap, seed=seed))
+    if "population_groups" in a.tables:
+        a.tables["population_groups"] = ST.with_sequential_groups(a.tables["population_groups"], a.sequential)

@@ -179,7 +179,8 @@ class DpdSequence:
 
 def difference_bounds(lo_z, hi_z) -> tuple[np.ndarray, np.ndarray]:
     """A pair's CS for z = (x_a − x_b + 1)/2 as one for r_a − r_b: [2L − 1, 2U − 1]."""
-    return 2 * np.asarray(lo_z, dtype=float) - 1, 2 * np.asarray(hi_z, dtype=float) - 1
+    # rounded: grid arithmetic must not put a bound a hair below a threshold it sits on (0.3 as 0.29999…)
+    return np.round(2 * np.asarray(lo_z, dtype=float) - 1, 9), np.round(2 * np.asarray(hi_z, dtype=float) - 1, 9)
 
 
 def dpd_bounds(l, u, means, log_capital_half=None) -> DpdSequence:
