@@ -45,7 +45,7 @@ class Kind:
     def build(self, config: ExperimentConfig, **options):
         """The kind's ``Task`` (its plan) for ``config``; one-line LouderErrors for what it cannot run."""
         if config.sequential is not None and not self.sequential:
-            raise LouderError(f"sequential: a {self.name} run has no sequential mode (simulation and population runs "
+            raise LouderError(f"sequential: {self.name} runs have no sequential mode (simulation and population runs "
                               "do); drop `sequential:` / --until decided for it")
         return _load(self.task)(config, **options)
 

@@ -259,6 +259,11 @@ class PairedStreams:
         return float(min(1.0, 1.0 / self.max_e)) if self.max_e > 0 else 1.0
 
 
+def _rows(cap: Capital, rows: np.ndarray) -> Capital:
+    return Capital(cap.bet_alpha, cap.n[rows], cap.sum_x[rows], cap.sum_sq[rows], cap.log_plus[rows],
+                   cap.log_minus[rows])
+
+
 def run_design(x, alpha: float, precision: float, wave: int, budget: int, pairs_total: int | None = None):
     """A whole sequential design on simulated streams, vectorised over runs: ``x`` is
     runs × k × budget with every answer valid (the i-th answers of two attributes form their i-th
@@ -273,27 +278,30 @@ def run_design(x, alpha: float, precision: float, wave: int, budget: int, pairs_
     ia, ib = pair_index(k)
     P = ia.size
     level = pair_alpha(alpha, pairs_total or P)
-    cap = start(runs * P, level)
+    sums = np.cumsum(x, axis=2)
+    cap = start(runs * P, level)  # the capital of the runs still going, run-major
     stop = np.full(runs, UNDECIDED, dtype=object)
     used = np.zeros(runs, dtype=np.int64)
-    active = np.ones(runs, dtype=bool)
+    active = np.arange(runs)
     final = DpdSequence(*(np.full(runs, np.nan) for _ in range(4)))
     n_waves = -(-budget // wave)
     for w in range(n_waves):
         a, b = w * wave, min((w + 1) * wave, budget)
-        z = ((x[:, ia, a:b] - x[:, ib, a:b] + 1) / 2).reshape(runs * P, -1)
-        cap = update(cap, np.where(np.repeat(active, P)[:, None], z, np.nan))  # stopped runs take no more
+        xa = x[active]
+        cap = update(cap, ((xa[:, ia, a:b] - xa[:, ib, a:b] + 1) / 2).reshape(active.size * P, -1))
         lo, hi = intervals(cap, level)
-        l, u = difference_bounds(lo.reshape(runs, P), hi.reshape(runs, P))
-        seq = dpd_bounds(l, u, x[:, :, :b].mean(axis=2), cap.log_capital[:, HALF].reshape(runs, P))
+        l, u = difference_bounds(lo.reshape(-1, P), hi.reshape(-1, P))
+        seq = dpd_bounds(l, u, sums[active, :, b - 1] / b, cap.log_capital[:, HALF].reshape(-1, P))
         v = verdict(seq.low, seq.high, precision)
-        now = active & ((v != CONTINUE) | (w == n_waves - 1))
-        decided = now & (v != CONTINUE)
-        stop[decided] = v[decided]
-        used[now] = b
+        now = (v != CONTINUE) | (w == n_waves - 1)
+        runs_now = active[now]
+        stop[runs_now[v[now] != CONTINUE]] = v[now][v[now] != CONTINUE]
+        used[runs_now] = b
         for name in ("dpd", "low", "high", "e_value"):
-            getattr(final, name)[now] = getattr(seq, name)[now]
-        active &= ~now
-        if not active.any():
+            getattr(final, name)[runs_now] = getattr(seq, name)[now]
+        keep = ~now
+        active = active[keep]
+        if not active.size:
             break
+        cap = _rows(cap, np.repeat(keep, P))  # stopped runs take no more answers
     return stop, used, final
