@@ -46,7 +46,7 @@ def _report(**values):
     """A results file as run.py writes it, every goal met unless overridden."""
     base = {"P1": dict(ratio=1.01), "P2": dict(ratio=1.2), "P3": dict(ratio=0.002, rerun_model_calls=0),
             "P4": dict(ratio=1.5), "P5": dict(seconds=1100.0, extrapolated=1, peak_mb=1300.0),
-            "P6": dict(seconds=2.0), "P7": dict(ratio=1.0), "P8": dict(ratio=0.2, type1=0.01)}
+            "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "P7": dict(ratio=1.0)}  # P7 last
     for key, v in values.items():
         base[key.replace("_", " ")] = v
     return dict(date="2026-11-23", quick=True, wall_s=500,

@@ -113,7 +113,7 @@ def test_under_parity_disparity_is_declared_at_most_alpha_of_the_time(k):
     attribute: `disparity` in ≤ α of them (plus 3 sd of Monte-Carlo error)."""
     rng = np.random.default_rng(100 + k)
     x = (rng.random((400, k, 300)) < 0.5).astype(float)
-    stop, used, final = S.run_design(x, 0.05, 0.1, 10, 300)
+    stop, _, final = S.run_design(x, 0.05, 0.1, 10, 300)
     bound = 0.05 + 3 * np.sqrt(0.05 * 0.95 / 400)
     assert (stop == S.DISPARITY).mean() <= bound
     assert (final.low <= final.dpd).all() and (final.dpd <= final.high).all()
@@ -161,7 +161,7 @@ def test_paired_streams_match_the_vectorised_design_and_skip_invalid_answers():
     numbers when every answer is valid, and with gaps pairs the i-th valid answers."""
     rng = np.random.default_rng(2)
     x = (rng.random((1, 3, 60)) < np.array([0.2, 0.5, 0.8])[None, :, None]).astype(float)
-    stop, used, final = S.run_design(x, 0.05, 0.1, 10, 60)
+    _, used, final = S.run_design(x, 0.05, 0.1, 10, 60)
     live = S.PairedStreams(3, 0.05 / 3)
     for w in range(int(used[0]) // 10):
         live.add([list(x[0, a, w * 10:(w + 1) * 10]) for a in range(3)])

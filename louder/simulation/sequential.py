@@ -34,7 +34,6 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 
 from louder.analysis import sequential as S
