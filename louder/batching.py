@@ -2,8 +2,9 @@
 
 An experiment's calls depend on each other (a decision needs its agent's persona), so a batch
 experiment takes stages: each export runs the experiment with recording clients and writes the
-requests that can be asked *now* (cache misses only); each import fills the cache; once nothing
-is missing, ``louder run`` with the same config completes from the cache with ``model_calls: 0``.
+requests that can be asked *now* (cache misses only; with ``--unanswered``/``--retry-errors`` also
+those a stage's results left without an answer or with an error); each import fills the cache;
+once nothing is missing, ``louder run`` with the same config completes from the cache with ``model_calls: 0``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
-from louder.llm.batch import ImportSummary, Recorder, batch_dir, export_stage, import_results, read_index
+from louder.llm.batch import (ImportSummary, Recorder, batch_dir, export_stage, import_results, mark_answered,
+                               read_index, request_states)
 from louder.llm.cache import ResponseCache
 from louder.llm.spec import parse_spec
 
@@ -27,18 +29,19 @@ def _check_models(config: ExperimentConfig) -> None:
                               "API) or openai:MODEL@URL (vLLM run_batch) specs with one URL")
 
 
-def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
+def record(config: ExperimentConfig, out: Path, kinds: list[str], retry_errors: bool = False) -> Recorder:
     """Run ``kinds`` (``louder.kinds`` names; ``simulation`` = whatever ``louder run`` runs with this
     config) with recording clients: every answer the run still needs is written down, no model is
     called, and no result file is written while anything is missing. A network run records one step
     per stage (personas, round 0, then one round of influence, since round r's prompts quote round
-    r − 1's answers); an archetype run knows every prompt up front: one stage."""
+    r − 1's answers); an archetype run knows every prompt up front: one stage. ``retry_errors``: a
+    cached ``error`` answer is needed again, as in ``louder run --retry-errors``."""
     from louder import kinds as registry
     from louder.task import execute
 
     resolved = [registry.resolve(k, config) for k in kinds]
     _check_models(config)
-    recorder = Recorder()
+    recorder = Recorder(retry_errors)
     for kind in resolved:
         execute(kind.build(config), config, out, recorder=recorder)
     return recorder
@@ -47,35 +50,79 @@ def record(config: ExperimentConfig, out: Path, kinds: list[str]) -> Recorder:
 @dataclass(frozen=True)
 class BatchStatus:
     needed: int  # answers the experiment still needs right now (this stage)
-    exported: int  # of those, already in an exported file waiting for its results
+    exported: int  # exported requests waiting for their file's results (retries of errors included)
+    unanswered: int  # needed requests whose file's results came back without them (`export --unanswered`)
+    errors: int  # exported requests whose answer came back as an error (`export --retry-errors`)
     stage: int  # the last stage exported (0: none)
     stages: dict[int, int]  # stage → requests exported in it
+    awaiting_files: tuple[str, ...] = ()  # request files whose results have not come back
+    unanswered_files: tuple[str, ...] = ()  # request files whose results came back incomplete
+    new: int = 0  # needed requests never exported
 
     @property
     def next_step(self) -> str:
-        if self.needed == 0:
-            return "complete: `louder run` with this config makes 0 model calls"
-        if self.exported == self.needed:
-            return f"import the results of stage {self.stage} (`louder batch import FILE --out RUN_DIR`)"
-        return f"export stage {self.stage + 1} (`louder batch export`): {self.needed - self.exported} new requests"
+        nxt = self.stage + 1
+        if self.new and self.unanswered:
+            return (f"export stage {nxt} (`louder batch export --unanswered`): {self.new} new requests and "
+                    f"{self.unanswered} that got no answer in the results of {', '.join(self.unanswered_files)}")
+        if self.new:
+            return f"export stage {nxt} (`louder batch export`): {self.new} new requests"
+        if self.exported:
+            return (f"import the results of {', '.join(self.awaiting_files)} ({self.exported} requests awaiting "
+                    "them): `louder batch import FILE --out RUN_DIR`")
+        if self.unanswered:
+            return (f"{self.unanswered} requests got no answer in the results of {', '.join(self.unanswered_files)}: "
+                    f"`louder batch export --unanswered` exports exactly those again as stage {nxt}")
+        if self.errors:
+            return (f"complete with {self.errors} error answers (`louder run` makes 0 model calls and counts them "
+                    f"as error); `louder batch export --retry-errors` exports exactly those again as stage {nxt}")
+        return "complete: `louder run` with this config makes 0 model calls"
+
+
+def _cache(config: ExperimentConfig, out: Path) -> ResponseCache:
+    return ResponseCache(config.cache or out / "cache.sqlite")
+
+
+def _states(config: ExperimentConfig, out: Path) -> dict[str, tuple[str, str]]:
+    if not read_index(out):
+        return {}
+    cache = _cache(config, out)
+    try:
+        return request_states(out, cache)
+    finally:
+        cache.close()
 
 
 def status(config: ExperimentConfig, out: Path, kinds: list[str]) -> BatchStatus:
     recorder = record(config, out, kinds)
-    index = read_index(out)
+    states = _states(config, out)
     pending = recorder.pending
     stages: dict[int, int] = {}
-    for e in index.values():
+    for e in read_index(out).values():
         stages[e["stage"]] = stages.get(e["stage"], 0) + 1
-    return BatchStatus(len(pending), sum(p.key in index for p in pending), max(stages, default=0), stages)
+    awaiting = [f for s, f in states.values() if s == "awaiting"]
+    lost = [states[p.key][1] for p in pending if states.get(p.key, ("",))[0] == "unanswered"]
+    return BatchStatus(len(pending), len(awaiting), len(lost), sum(s == "error" for s, _ in states.values()),
+                       max(stages, default=0), stages, tuple(dict.fromkeys(sorted(awaiting))),
+                       tuple(dict.fromkeys(sorted(lost))), sum(p.key not in states for p in pending))
 
 
-def export(config: ExperimentConfig, out: Path, kinds: list[str]) -> tuple[int, list[Path], int]:
-    """Write the next stage; returns (stage, files, requests written)."""
-    recorder = record(config, out, kinds)
-    before = len(read_index(out))
-    stage, files = export_stage(out, recorder.pending)
-    return stage, files, len(read_index(out)) - before
+def export(config: ExperimentConfig, out: Path, kinds: list[str], unanswered: bool = False,
+           retry_errors: bool = False) -> tuple[int, list[Path], int]:
+    """Write the next stage; returns (stage, files, requests written).
+
+    Every request the experiment needs now that was never exported, and besides: with
+    ``unanswered``, those whose file's results came back without them; with ``retry_errors``,
+    those whose answer came back as an ``error`` (and any other cached error answer the run needs).
+    A request whose file's results are still awaited is never written twice.
+    """
+    recorder = record(config, out, kinds, retry_errors=retry_errors)
+    states = _states(config, out)
+    again = {"unanswered"} if unanswered else set()
+    if retry_errors:
+        again.add("error")
+    stage, files = export_stage(out, recorder.pending, {k for k, (s, _) in states.items() if s in again})
+    return stage, files, sum(len(f.read_text("utf-8").splitlines()) for f in files)
 
 
 def import_file(path: Path, out: Path, config: ExperimentConfig) -> ImportSummary:
@@ -83,7 +130,7 @@ def import_file(path: Path, out: Path, config: ExperimentConfig) -> ImportSummar
         raise LouderError(f"batch result file {path} does not exist")
     if not read_index(out):
         raise LouderError(f"{out} has no exported batch (batch/index.jsonl); run `louder batch export` first")
-    cache = ResponseCache(config.cache or out / "cache.sqlite")
+    cache = _cache(config, out)
     try:
         return import_results(path, out, cache)
     finally:
@@ -136,8 +183,8 @@ def poll(config: ExperimentConfig, out: Path) -> list[tuple[str, str, ImportSumm
     """Check every submitted batch; download and import the results of those that ended.
 
     A batch that ended partially (expired, cancelled, some requests failed) is imported for what it
-    has: its error file's lines become ``error`` answers, and requests with no line at all stay
-    missing, so the next ``louder batch export`` asks for exactly those again.
+    has: its error file's lines become ``error`` answers, and requests with no line at all become
+    *unanswered*, so ``louder batch export --unanswered`` asks for exactly those again.
     """
     client = _openai_client(config)
     done = _submitted(out)
@@ -159,6 +206,9 @@ def poll(config: ExperimentConfig, out: Path) -> list[tuple[str, str, ImportSumm
             target = batch_dir(out) / f"results-{name.removeprefix('requests-').removesuffix('.jsonl')}-{kind[:-8]}.jsonl"
             target.write_bytes(client.files.content(fid).content)
             summaries.append(import_file(target, out, config))
+        # The batch ended: whatever its files did not answer will not come (an expired batch may
+        # have no file at all), so its requests no longer await results.
+        mark_answered(out, f"batch {entry['batch_id']} ({batch.status})", {name: 0})
         entry["imported"] = True
         _save_submitted(out, done)
         report.append((name, batch.status, _merge(summaries)))

@@ -60,6 +60,10 @@ def _dry_run(config, kind) -> None:
     from louder.cost import price
 
     console.print(dry_run_table(price(kind.build(config).calls, config)))
+    from louder.presentation import presentation_line
+
+    if line := presentation_line(config):  # issue 25: what the wordings, orders and signals multiply
+        console.print(line, highlight=False)
     console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
                   "per token.[/]")
 
@@ -114,6 +118,14 @@ def run(
                                        "(default 10)"),
     precision: Optional[float] = typer.Option(None, "--precision", help="with --until decided: D, the smallest "
                                               "DPD of interest; parity is declared within D (default 0.1)"),
+    choice_order: Optional[str] = typer.Option(None, "--choice-order", help="as_written | reversed | balanced | "
+                                               "shuffled: the order the choices are listed in (docs/robustness.md)"),
+    wording: Optional[list[str]] = typer.Option(None, "--wording", help="wording of the scenarios: as_written, "
+                                                "an id of the file's `wordings:`, or all; repeatable"),
+    signal: Optional[list[str]] = typer.Option(None, "--signal", help="stated | names: how the attribute reaches "
+                                               "the persona; repeatable"),
+    names: Optional[str] = typer.Option(None, "--names", help="signal names: the names file (YAML path or "
+                                        "built-in id)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -123,7 +135,8 @@ def run(
     overrides = dict(models=model or None, agents=agents, scenarios=scenario or None, groups=group or None,
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
-                     twin_groups=twin_group or None)
+                     twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
+                     signal=signal or None, names=names)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)
@@ -184,6 +197,10 @@ def demo(
 from louder.cli_batch import batch_app  # noqa: E402
 
 app.add_typer(batch_app, name="batch")
+
+from louder.cli_scenario import scenario_app  # noqa: E402
+
+app.add_typer(scenario_app, name="scenario")
 
 
 @app.command()
@@ -476,9 +493,9 @@ def view(
 ) -> None:
     """Replay a recorded network run in the browser (Mesa SolaraViz on 127.0.0.1); calls no model."""
     import os
-    import subprocess
 
     from louder.view.data import load_view_data
+    from louder.view.serve import serve_child
 
     try:
         data = load_view_data(run_dir)
@@ -488,7 +505,7 @@ def view(
     env = {**os.environ, "LOUDER_VIEW_RUN": str(run_dir.resolve()), "LOUDER_VIEW_MAX_NODES": str(max_nodes)}
     cmd = [sys.executable, "-m", "solara", "run", "louder.view.app", "--host", "127.0.0.1", "--port", str(port),
            "--production", "--no-open", "--log-level", "warning"]
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    raise typer.Exit(serve_child(cmd, env))  # stops the server when louder view is stopped
 
 
 @app.command()

@@ -44,17 +44,25 @@ def _config(config, model, agents, scenario, group, seed):
 @batch_app.command("export")
 def export_cmd(config: ConfigArg = None, out: OutOpt = ..., model: ModelOpt = None, agents: AgentsOpt = None,
                scenario: ScenarioOpt = None, group: GroupOpt = None, seed: SeedOpt = None,
-               kind: KindOpt = None) -> None:
+               kind: KindOpt = None,
+               unanswered: Annotated[bool, typer.Option(
+                   "--unanswered", help="also export again the requests whose file's results came back without "
+                                        "them (a cut line, an expired batch)")] = False,
+               retry_errors: Annotated[bool, typer.Option(
+                   "--retry-errors", help="also export again the requests whose answer came back as an error "
+                                          "(as `louder run --retry-errors` asks them live)")] = False) -> None:
     """Write RUN_DIR/batch/requests-<stage>.jsonl: every request the experiment needs now (cache misses)."""
-    from louder.batching import export
+    from louder.batching import export, status
 
     try:
         cfg = _config(config, model, agents, scenario, group, seed)
-        stage, files, n = export(cfg, out, kind or ["simulation"])
+        stage, files, n = export(cfg, out, kind or ["simulation"], unanswered=unanswered, retry_errors=retry_errors)
+        if not files:
+            st = status(cfg, out, kind or ["simulation"])
     except LouderError as e:
         _fail(str(e))
     if not files:
-        console.print("nothing new to export: see `louder batch status`")
+        console.print(f"nothing to export; next: {st.next_step}", highlight=False, soft_wrap=True)
         return
     for f in files:
         console.print(f"wrote {f}")
@@ -99,8 +107,11 @@ def status_cmd(config: ConfigArg = None, out: OutOpt = ..., model: ModelOpt = No
     except LouderError as e:
         _fail(str(e))
     console.print(f"stages exported: {st.stage} ({', '.join(f'{k}: {v}' for k, v in sorted(st.stages.items())) or '–'})")
-    console.print(f"requests needed now: {st.needed} (already exported, awaiting results: {st.exported})")
-    console.print(f"next: {st.next_step}")
+    for line in (f"requests needed now: {st.needed} (never exported: {st.new}; no answer in their file's "
+                 f"results: {st.unanswered})",
+                 f"exported, awaiting results: {st.exported}; answered with an error: {st.errors}",
+                 f"next: {st.next_step}"):
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @batch_app.command("submit")

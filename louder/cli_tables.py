@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 from rich.table import Table
 
@@ -176,11 +178,12 @@ def network_console(result) -> list:
 
 
 def population_console(result) -> list:
+    from louder.populations.fit import fit_errors
+
     p = result.manifest["population"]
     return [population_rates_table(result.tables["decisions.parquet"]),
-            f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, largest marginal error "
-            f"{p['max_marginal_error']:.2f} agents, chi-square {p['chi2']:.2f} (df {p['df']})",
-            *sequential_table(result), *_footer(result)]
+            f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, {fit_errors(p)}, chi-square "
+            f"{p['chi2']:.2f} (df {p['df']})", *sequential_table(result), *_footer(result)]
 
 
 def archetype_console(result) -> list:
@@ -247,7 +250,34 @@ def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     """What `louder analyze` prints, in order. A population run leads with its per-group DPDs and the
     regression; its cases table (the joint label) comes after them, titled as the intersections it is."""
     if "population_groups" not in tables:
-        return [cases_table(tables["cases"])]
+        return [cases_table(tables["cases"]), *robustness_tables(tables)]
     return [population_groups_table(tables["population_groups"]),
             regression_table(tables["population_regression"]),
-            cases_table(tables["cases"], title=JOINT_LABEL_TITLE)]
+            cases_table(tables["cases"], title=JOINT_LABEL_TITLE), *robustness_tables(tables)]
+
+
+def robustness_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
+    """Issue 25: the pooled DPD over wordings (or orders) with its verdict, and the position bias."""
+    out = []
+    f = lambda v, d=3: "–" if pd.isna(v) else f"{v:.{d}f}"  # noqa: E731
+    if "robustness" in tables and len(tables["robustness"]):
+        t = Table(title="Robustness: DPD pooled over wordings (two-way interval) — docs/robustness.md")
+        for col in ("model", "condition", "scenario", "group", "signal", "wordings × orders", "DPD per wording",
+                    "pooled DPD [95 % CI]", "p_het", "stability", "verdict"):
+            t.add_column(col)
+        for _, r in tables["robustness"].iterrows():
+            per = ", ".join(f"{k} {f(v, 2)}" for k, v in json.loads(r["dpd_by_wording"]).items())
+            t.add_row(r["model"], r["condition"], r["scenario"], r["group"], r["signal"],
+                      f"{r['n_wordings']} × {r['n_orders']}", per,
+                      f"{f(r['pooled_dpd'])} [{f(r['pooled_ci_low'])}, {f(r['pooled_ci_high'])}]",
+                      f(r["p_heterogeneity"], 4), f(r["sign_stability"], 2), r["verdict"])
+        out.append(t)
+    if "position_bias" in tables and len(tables["position_bias"]):
+        t = Table(title="Position bias: rate of choosing the first-listed option (Wilson 95 % CI) against 1/k")
+        for col in ("model", "scenario", "first-listed rate [95 % CI]", "expected", "n", "p", "mean p(first)"):
+            t.add_column(col)
+        for _, r in tables["position_bias"].iterrows():
+            t.add_row(r["model"], r["scenario"], f"{f(r['rate_first_listed'])} [{f(r['ci_low'])}, {f(r['ci_high'])}]",
+                      f(r["expected"]), str(r["n"]), f(r["p_value"], 4), f(r["mean_p_first_listed"]))
+        out.append(t)
+    return out

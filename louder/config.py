@@ -22,8 +22,8 @@ Condition = Literal["contextualized", "non_contextualized", "no_persona"]
 class GenerationParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(ge=0, le=2)
-    max_tokens: int = Field(ge=1, le=32768)
+    temperature: float = Field(ge=0, le=2, description="sampling temperature (0 = greedy)")
+    max_tokens: int = Field(ge=1, le=32768, description="longest answer in tokens; an answer cut here is `invalid`")
 
 
 # Config sections → the flat fields they set. ``explicit`` and ``association`` were (and still are)
@@ -32,7 +32,8 @@ class GenerationParams(BaseModel):
 SECTIONS: dict[str, dict[str, str]] = {
     "simulation": {k: k for k in (
         "agents", "scenarios", "groups", "conditions", "persona", "decision", "completion_persona",
-        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask")},
+        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask",
+        "choice_order", "wordings", "signal", "names")},
     "explicit": {"trials": "probe_trials", "params": "explicit", "completion_params": "completion_explicit"},
     "association": {"trials": "association_trials", "variations": "association_variations", "params": "association"},
     "decision_test": {"trials": "decision_trials", "variant": "decision_variant", "extraction": "decision_extraction",
@@ -70,7 +71,9 @@ class ControlConfig(BaseModel):
     """``control:`` — the no-LLM update rule of a network run (louder.networks.rounds.control_rule)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    rule: Literal["majority", "threshold", "degroot"] = "majority"
+    rule: Literal["majority", "threshold", "degroot"] = Field(
+        "majority", description="majority: follow most neighbours; threshold: flip when at least `threshold` of "
+        "the neighbours chose otherwise; degroot: average the neighbours' probabilities")
     threshold: float = Field(0.5, ge=0, le=1, description="threshold rule: share of neighbours that flips an agent")
     self_weight: float = Field(0.5, ge=0, le=1, description="degroot rule: weight of the agent's own probability")
 
@@ -96,23 +99,35 @@ class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str | None = Field(None, description="name of the run; default: the output folder's name")
-    models: list[ModelConfig] = Field(default_factory=lambda: [ModelConfig(spec="embedded")], min_length=1)
-    scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1)
-    groups: list[str] = Field(default_factory=builtin_groups, min_length=1)
-    conditions: list[Condition] = Field(default_factory=lambda: ["contextualized"], min_length=1)
+    models: list[ModelConfig] = Field(default_factory=lambda: [ModelConfig(spec="embedded")], min_length=1,
+                                      description="models under test: a spec string or a mapping with `spec:` "
+                                      "and per-model settings")
+    scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1,
+                                 description="scenario ids or YAML paths (default: the paper's four)")
+    groups: list[str] = Field(default_factory=builtin_groups, min_length=1,
+                              description="group ids or YAML paths (default: the paper's three)")
+    conditions: list[Condition] = Field(default_factory=lambda: ["contextualized"], min_length=1,
+                                        description="persona conditions (section 4.3 ablation)")
     agents: int = Field(100, ge=1, le=1_000_000, description="agents per attribute per case (paper: 100)")
     seed: int = Field(0, ge=0, description="root seed; every per-call seed derives from it")
     paper_faithful: bool = Field(False, description="reproduce the paper's printed inconsistencies")
-    persona: GenerationParams = GenerationParams(temperature=0.7, max_tokens=400)
-    decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=200)
-    completion_persona: GenerationParams = GenerationParams(temperature=0.5, max_tokens=150)
-    completion_decision: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
-    extraction: GenerationParams = GenerationParams(temperature=0.2, max_tokens=400)
+    persona: GenerationParams = Field(GenerationParams(temperature=0.7, max_tokens=400),
+                                      description="generation of the persona (appendix B)")
+    decision: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=200),
+                                       description="generation of the decision (appendix C)")
+    completion_persona: GenerationParams = Field(GenerationParams(temperature=0.5, max_tokens=150),
+                                                 description="completion models: the persona prompt")
+    completion_decision: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=50),
+                                                  description="completion models: the decision prompt")
+    extraction: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=400),
+                                         description="completion models: the chat call that extracts JSON")
     probe_trials: int | None = Field(
         None, ge=1, le=10_000_000,
         description="explicit-probe trials per scenario × group; default 100 × the group's attributes (paper)")
-    explicit: GenerationParams = GenerationParams(temperature=0.2, max_tokens=200)
-    completion_explicit: GenerationParams = GenerationParams(temperature=0.2, max_tokens=50)
+    explicit: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=200),
+                                       description="generation of an explicit-probe answer (appendix D)")
+    completion_explicit: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=50),
+                                                  description="completion models: the explicit probe")
     constrain_choices: bool = Field(
         True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)"
     )
@@ -121,7 +136,8 @@ class ExperimentConfig(BaseModel):
                                           "default: all 21")
     association_trials: int = Field(50, ge=1, le=1_000_000, description="trials per stereotype × variation")
     association_variations: list[Literal["replication", "instruction1", "instruction2", "synonym"]] = Field(
-        default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"], min_length=1)
+        default_factory=lambda: ["replication", "instruction1", "instruction2", "synonym"], min_length=1,
+        description="prompt variations of the word association test")
     decision_trials: int = Field(50, ge=1, le=1_000_000, description="decision-test trials per stereotype")
     decision_variant: Literal["relative", "absolute", "chained"] = Field(
         "relative", description="relative (appendix J), absolute yes/no (appendix P), or chained (association, "
@@ -129,9 +145,12 @@ class ExperimentConfig(BaseModel):
     decision_extraction: Literal["followup", "judge"] = Field(
         "followup", description="who got which option: a structured follow-up turn, or the authors' judge call")
     egalitarian: bool = Field(False, description="add appendix Q's egalitarian system prompt")
-    association: GenerationParams = GenerationParams(temperature=1.0, max_tokens=400)
-    profiles: GenerationParams = GenerationParams(temperature=1.0, max_tokens=700)
-    followup: GenerationParams = GenerationParams(temperature=0.0, max_tokens=60)
+    association: GenerationParams = Field(GenerationParams(temperature=1.0, max_tokens=400),
+                                          description="generation of a word-association answer")
+    profiles: GenerationParams = Field(GenerationParams(temperature=1.0, max_tokens=700),
+                                       description="decision test: the two profiles and the decision")
+    followup: GenerationParams = Field(GenerationParams(temperature=0.0, max_tokens=60),
+                                       description="decision test: the follow-up (or judge) that reads the answer")
     decision_mode: Literal["sample", "score"] = Field(
         "sample", description="sample: the paper's JSON decision at temperature 0.2; score: the probability of "
         "each choice from token log-probs (embedded: full sequence; OpenAI-compatible: first token)")
@@ -161,7 +180,8 @@ class ExperimentConfig(BaseModel):
     network: NetworkConfig | None = Field(None, description="social network of the agents (networkx generator "
                                           "or edge list); none: agents decide alone")
     rounds: int = Field(0, ge=0, le=100, description="rounds of influence after the independent round 0")
-    control: ControlConfig = ControlConfig()
+    control: ControlConfig = Field(ControlConfig(), description="the no-LLM control of a network run: a reference "
+                                   "(what a textbook contagion does on the graph), not the amplification's baseline")
     no_influence: bool = Field(True, description="network runs: every round, each agent is also asked its round-0 "
                                "prompt again with a new seed (the no-influence arm); the amplification verdict "
                                "compares the rounds of influence with it. Score mode with score_pick: argmax "
@@ -172,6 +192,21 @@ class ExperimentConfig(BaseModel):
     replicates: int = Field(5, ge=1, le=1000, description="archetype mode: replicates per archetype (K)")
     buckets: int | list[float] = Field(8, description="archetype mode: neighbour-share buckets — a count "
                                        "(0, 1/n, …, 1) or the list of bucket centres")
+    # --- robustness: how a scenario is presented (issue 25, docs/robustness.md) ---
+    choice_order: Literal["as_written", "reversed", "balanced", "shuffled"] = Field(
+        "as_written", description="the order the choices are listed in: as written (the paper's), reversed, "
+        "balanced (each label in each position for an equal share of each attribute's agents; recommended) or "
+        "shuffled (a permutation per agent)")
+    wordings: list[str] = Field(default_factory=lambda: ["as_written"], min_length=1,
+                                description="wordings of the scenarios to run: as_written (the file's own text), ids "
+                                "of the file's `wordings:`, or all")
+    signal: list[Literal["stated", "names"]] = Field(
+        default_factory=lambda: ["stated"], min_length=1,
+        description="how the attribute reaches the persona: stated (the paper's) or names (only a first and last "
+        "name drawn from the attribute's name list; the audit-study design); one or both")
+    names: str | None = Field(None, description="signal names: the names file (YAML path or built-in id); default "
+                              "bertrand_mullainathan_2004")
+
     # --- sequential runs (docs/sequential.md) ---
     sequential: SequentialConfig | None = Field(None, description="run each case in waves until it is decided "
                                                 "(`louder run --until decided`); none: a fixed number of agents")
@@ -254,6 +289,18 @@ class ExperimentConfig(BaseModel):
             raise ValueError("variants are listed more than once")
         return v
 
+    @field_validator("signal", mode="before")
+    @classmethod
+    def _one_signal_is_a_list(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("wordings", "signal")
+    @classmethod
+    def _distinct_wordings(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError("listed more than once")
+        return v
+
     @field_validator("conditions")
     @classmethod
     def _distinct_conditions(cls, v):
@@ -289,6 +336,44 @@ class ExperimentConfig(BaseModel):
         if self.twins and self.population is None:
             raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
                              "--population FILE) — a population of one group works")
+        return self
+
+    @model_validator(mode="after")
+    def _presentation(self) -> ExperimentConfig:
+        """Wordings, choice orders and signals (docs/robustness.md): what exists, and what each kind runs."""
+        from louder.presentation import ALL, check_names, load_names
+
+        seed_only = self.population is not None or self.network is not None or self.mode != "agents"
+        kind = "mode: archetype" if self.mode != "agents" else "population:" if self.population else "network:"
+        if seed_only and (self.wordings != ["as_written"] or self.signal != ["stated"]):
+            field = "wordings" if self.wordings != ["as_written"] else "signal"
+            raise ValueError(f"{field}: wordings and the names signal run in the seed simulation only, not with "
+                             f"{kind}; drop `{field}:` (or run the same scenarios without {kind})")
+        if self.mode != "agents" and self.choice_order != "as_written":
+            raise ValueError("choice_order: archetype mode scores one shared prompt per population cell, listed as "
+                             "written; use choice_order: as_written (or an agents-mode run for other orders)")
+        if ALL in self.wordings and len(self.wordings) > 1:
+            raise ValueError("wordings: `all` already includes every wording; give [all] alone or a list of ids")
+        for ref in self.scenarios:
+            s = load_scenario(ref)
+            for w in self.wordings:
+                if w != ALL and w not in s.wording_ids:
+                    raise ValueError(f"wordings: scenario {s.id} has no wording {w!r}; its wordings are "
+                                     f"{', '.join(s.wording_ids)} (add it under `wordings:` in the scenario file, "
+                                     "write some with `louder scenario paraphrase`, or use wordings: [all])")
+            for v in self.variants:
+                for w in (s.wording_ids if ALL in self.wordings else self.wordings):
+                    s.text(v, w)  # a LouderError names the variant and wording that cannot be combined
+        if "names" in self.signal:
+            if any(m.api == "completion" for m in self.models):
+                raise ValueError("signal: names writes personas from a name with chat prompts; completion: models "
+                                 "are not supported — use a chat model spec or signal: stated")
+            names = load_names(self.names)
+            for ref in self.groups:
+                g = load_group(ref)
+                check_names(names, g.id, g.attributes, self.names)
+        elif self.names is not None:
+            raise ValueError("names: a names file is read by signal: names only; add `signal: names` or drop `names:`")
         return self
 
 

@@ -49,7 +49,7 @@ class Prompts:
     def hashes(self) -> dict:
         """sha256 of each template, for the manifest."""
         out = {}
-        for section in ("persona", "action", "explicit", "twin"):
+        for section in ("persona", "action", "explicit", "twin", "persona_names"):
             for name, text in self.doc.get(section, {}).items():
                 out[f"{section}.{name}"] = stable_hash(text)[:16]
         return out
@@ -64,6 +64,14 @@ class Prompts:
         )
         return render(p[key], demographic_attribute=attribute, context=scenario.context(paper_faithful))
 
+    def persona_named(self, name: str, condition: str, scenario: Scenario, paper_faithful: bool) -> str:
+        """The `names` signal's persona prompt (chat): the agent's name, never its attribute."""
+        p = self.doc["persona_names"]
+        return render(p[condition], name=name, context=scenario.context(paper_faithful))
+
+    def no_persona_named_text(self, name: str) -> str:
+        return render(self.doc["persona_names"]["no_persona_text"], name=name)
+
     @property
     def persona_checks(self) -> dict:
         return self.doc["persona_checks"]
@@ -71,7 +79,7 @@ class Prompts:
     @cached_property
     def placeholders(self) -> list[str]:
         """The ``<…>`` placeholder texts of the persona and twin templates (what a model may echo)."""
-        texts = [t for section in ("persona", "twin") for t in self.doc.get(section, {}).values()]
+        texts = [t for section in ("persona", "twin", "persona_names") for t in self.doc.get(section, {}).values()]
         return list(dict.fromkeys(m for t in texts for m in re.findall(r"<([^<>]+)>", t)))
 
     def twin_rewrite(self, group: str, old: str, new: str, persona: str) -> str:
@@ -103,10 +111,16 @@ class Prompts:
                       choice_list=or_list(scenario.labels))
 
     # --- explicit question answering (Appendix D) ---
-    def explicit(self, scenario: Scenario, group: Group, paper_faithful: bool, api: str) -> str:
+    def explicit(self, scenario: Scenario, group: Group, paper_faithful: bool, api: str,
+                 order: list[str] | None = None) -> str:
+        """``order``: the option labels in the order shown (``simulation.choice_order``); None: as written.
+        Unknown stays last."""
         if scenario.explicit is None or group.explicit is None:
             raise ValueError(f"scenario {scenario.id} or group {group.id} has no explicit-probe text")
         ex, q = scenario.explicit, group.explicit
+        if order is not None:
+            by_label = {o.label: o for o in q.options}
+            q = q.model_copy(update={"options": [by_label[x] for x in order]})
         situation = ex.situation + "\n" + ex.decision_sentence
         if paper_faithful and ex.extra_as_printed:
             situation += "\n" + ex.extra_as_printed

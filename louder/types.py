@@ -22,6 +22,9 @@ DECISION_COLUMNS = [
     "run_id", *CASE_KEYS, "attribute", "agent_id", "replicate", "name", "persona",
     "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
     "input_tokens", "output_tokens", "choice_mass",
+    # how the scenario was presented (docs/robustness.md): the labels as shown joined with "|", the
+    # wording (as_written: the file's own text) and the identity signal (stated | names)
+    "choice_order", "wording", "signal",
 ]
 # personas.parquet: one row per generated persona (and its prompt) of the simulation.
 PERSONA_COLUMNS = [
@@ -32,6 +35,7 @@ PERSONA_COLUMNS = [
 PROBE_COLUMNS = [
     "run_id", "probe", "model", "scenario", "group", "trial", "answer", "attribute", "rationale", "status",
     "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
+    "choice_order",  # the options as shown, joined with "|" (Unknown last; docs/robustness.md)
 ]
 # twins.parquet (population runs with twins, issue 11): one row per twin and per source agent of a twin
 # set (original True), then one attr_<group> column per group of the population.
@@ -54,6 +58,7 @@ DTYPES = {
     "original": "bool", "round": "int64", "node": "int64", "neighbours": "int64", "neighbours_valid": "Int64",
     "neighbour_share": "Float64", "changed": "boolean", "trial": "int64", "answer": "string", "prompt": "string",
     "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64",
+    "choice_order": "string", "wording": "string", "signal": "string",
 }
 
 

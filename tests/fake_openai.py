@@ -238,7 +238,11 @@ class FakeOpenAIServer:
     def batch_api_get(self, h) -> None:
         if "/batches/" in h.path:
             b = self.batches[h.path.rsplit("/", 1)[-1]]
-            b["status"] = "completed"  # the first retrieve says in_progress was before; now it is done
+            # The first retrieve says in_progress was before; now it is done (``batch_outcome =
+            # "expired"``: a batch that expired before answering anything has no output file).
+            b["status"] = getattr(self, "batch_outcome", "completed")
+            if b["status"] == "expired":
+                b["output_file_id"] = None
             return h._send(200, b)
         data = self.files[h.path.split("/files/")[1].split("/")[0]]
         h.send_response(200)

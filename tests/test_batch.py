@@ -172,3 +172,140 @@ def test_population_run_with_twins_round_trip_equals_live_run(fake_server, tmp_p
     for name in ("decisions.parquet", "twins.parquet"):
         cols = ["agent_id", "attribute", "name", "persona", "decision", "status"]
         pd.testing.assert_frame_equal(done.tables[name][cols], live.tables[name][cols])
+
+
+def _ids(path: Path) -> list[str]:
+    return [json.loads(x)["custom_id"] for x in path.read_text().splitlines()]
+
+
+def test_a_line_cut_in_half_is_exported_again(fake_server, tmp_path):
+    """issue 23.6: a result file with a line cut in half leaves a request that got no answer; status
+    names `--unanswered` (not "awaiting results" forever) and export writes exactly that request."""
+    config = cfg(fake_server.url)
+    runner = CliRunner()
+    common = ["--model", f"openai:fake@{fake_server.url}", "--agents", "2", "--scenario", "emergency_response",
+              "--group", "gender_identity", "--out", str(tmp_path)]
+    for stage in (1, 2):
+        _, files, _ = export(config, tmp_path, ["simulation"])
+        res = play_batch(files[0], fake_server.url, tmp_path / f"results-{stage}.jsonl")
+        lines = res.read_text().splitlines()
+        if stage == 2:  # the decisions' results come back with the last line cut in half
+            lines[-1] = lines[-1][: len(lines[-1]) // 2]
+            res.write_text("\n".join(lines) + "\n")
+        s = import_file(res, tmp_path, config)
+        assert (s.stored, s.malformed) == ((6, 0) if stage == 1 else (5, 1))
+    cut = _ids(tmp_path / "batch" / "requests-2.jsonl")[-1]
+    st = status(config, tmp_path, ["simulation"])
+    assert (st.needed, st.new, st.unanswered, st.exported) == (1, 0, 1, 0)
+    assert "--unanswered" in st.next_step and "requests-2.jsonl" in st.next_step
+    r = runner.invoke(app, ["batch", "status", *common])
+    assert "louder batch export --unanswered" in r.output and "awaiting results: 0" in r.output, r.output
+    r = runner.invoke(app, ["batch", "export", *common])  # a plain export writes nothing, and says why
+    assert r.exit_code == 0 and "--unanswered" in r.output and not (tmp_path / "batch" / "requests-3.jsonl").exists()
+    r = runner.invoke(app, ["batch", "export", *common, "--unanswered"])
+    assert r.exit_code == 0 and "stage 3: 1 requests" in r.output, r.output
+    assert _ids(tmp_path / "batch" / "requests-3.jsonl") == [cut]
+    st = status(config, tmp_path, ["simulation"])  # stage 3 is out: awaited, never exported twice
+    assert (st.exported, st.unanswered) == (1, 0) and "import the results of requests-3.jsonl" in st.next_step
+    assert export(config, tmp_path, ["simulation"], unanswered=True)[1] == []
+    import_file(play_batch(tmp_path / "batch" / "requests-3.jsonl", fake_server.url, tmp_path / "r3.jsonl"),
+                tmp_path, config)
+    assert "complete" in status(config, tmp_path, ["simulation"]).next_step
+    done = run_experiment(config, tmp_path)
+    assert done.manifest["model_calls"] == 0 and (done.decisions["status"] == "valid").all()
+
+
+def test_a_stage_with_new_and_unanswered_requests_exports_both_when_asked(fake_server, tmp_path):
+    """A persona cut from stage 1's results: stage 2 holds the decisions of the five answered
+    personas, and with `--unanswered` the lost persona too; without it, only the decisions."""
+    config = cfg(fake_server.url)
+    for flag in (False, True):
+        run = tmp_path / str(flag)
+        _, files, _ = export(config, run, ["simulation"])
+        res = play_batch(files[0], fake_server.url, run / "r1.jsonl")
+        lines = res.read_text().splitlines()
+        res.write_text("\n".join(lines[:-1] + [lines[-1][:40]]) + "\n")
+        import_file(res, run, config)
+        st = status(config, run, ["simulation"])
+        assert (st.new, st.unanswered) == (5, 1) and "--unanswered" in st.next_step
+        first, cut = _ids(files[0]), _ids(files[0])[-1]
+        stage, files, n = export(config, run, ["simulation"], unanswered=flag)
+        second = _ids(files[0])
+        assert (stage, n) == (2, 6 if flag else 5) and (cut in second) == flag
+        assert len(set(second) - set(first)) == 5  # the decisions of the answered personas
+
+
+def test_retry_errors_exports_exactly_the_error_answers(tmp_path):
+    """issue 23.6: lines that came back as 429/500 errors are re-batched by `export --retry-errors`,
+    exactly those, until none is left; the run then completes from the cache like a live run."""
+    from fault_server import FaultServer
+
+    server = FaultServer({"429": 0.2, "500": 0.2}, seed=2)
+    server.start()
+    try:
+        config = cfg(server.url, agents=10)
+        from louder.llm.cache import ResponseCache
+
+        def error_keys() -> set[str]:
+            cache = ResponseCache(tmp_path / "cache.sqlite")
+            try:
+                flags = cache.error_flags([json.loads(x)["custom_id"] for x in
+                                           (tmp_path / "batch" / "index.jsonl").read_text().splitlines()])
+            finally:
+                cache.close()
+            return {k for k, e in flags.items() if e}
+
+        asked, retried = 0, 0
+        for _ in range(12):
+            st = status(config, tmp_path, ["simulation"])
+            if "complete" in st.next_step and st.errors == 0:
+                break
+            if st.new:
+                stage, files, n = export(config, tmp_path, ["simulation"])
+                assert not (set(_ids(files[0])) & error_keys())  # a plain export never re-asks an error
+            else:
+                assert "--retry-errors" in st.next_step and st.errors == len(error_keys()) > 0
+                errors = error_keys()
+                stage, files, n = export(config, tmp_path, ["simulation"], retry_errors=True)
+                assert set(_ids(files[0])) == errors and n == len(errors)  # exactly the error answers
+                assert export(config, tmp_path, ["simulation"], retry_errors=True)[1] == []  # out: not twice
+                retried += 1
+            asked += n
+            s = import_file(play_batch(files[0], server.url, tmp_path / f"r{stage}.jsonl"), tmp_path, config)
+            assert s.stored == n
+        else:
+            raise AssertionError("batch stages did not finish")
+        assert retried >= 1 and server.injected["429"] + server.injected["500"] > 0
+        done = run_experiment(config, tmp_path)
+        assert done.manifest["model_calls"] == 0 and (done.decisions["status"] == "valid").all()
+        assert asked == 60 + server.injected["429"] + server.injected["500"]  # every error asked once more
+    finally:
+        server.stop()
+
+
+def test_cli_export_retry_errors(fake_server, tmp_path):
+    config = cfg(fake_server.url)
+    _, files, _ = export(config, tmp_path, ["simulation"])
+    lines = play_batch(files[0], fake_server.url, tmp_path / "r1.jsonl").read_text().splitlines()
+    bad = json.loads(lines[0]) | {"response": {"status_code": 500, "body": {"error": {"message": "boom"}}}}
+    (tmp_path / "r1.jsonl").write_text("\n".join([json.dumps(bad), *lines[1:]]) + "\n")
+    assert import_file(tmp_path / "r1.jsonl", tmp_path, config).errors == 1
+    common = ["--model", f"openai:fake@{fake_server.url}", "--agents", "2", "--scenario", "emergency_response",
+              "--group", "gender_identity", "--out", str(tmp_path)]
+    r = CliRunner().invoke(app, ["batch", "export", *common, "--retry-errors"])
+    assert r.exit_code == 0 and "stage 2: 6 requests" in r.output, r.output  # 5 decisions + the failed persona
+    assert json.loads(lines[0])["custom_id"] in _ids(tmp_path / "batch" / "requests-2.jsonl")
+
+
+def test_poll_of_an_expired_batch_lets_its_requests_be_exported_again(fake_server, tmp_path):
+    config = cfg(fake_server.url)
+    export(config, tmp_path, ["simulation"])
+    submit(config, tmp_path)
+    fake_server.batch_outcome = "expired"
+    report = poll(config, tmp_path)
+    assert report[-1][1] == "expired" and report[-1][2] is None
+    st = status(config, tmp_path, ["simulation"])
+    assert (st.exported, st.unanswered) == (0, 6) and "--unanswered" in st.next_step
+    stage, files, n = export(config, tmp_path, ["simulation"], unanswered=True)
+    assert (stage, n) == (2, 6)
+    assert sorted(_ids(files[0])) == sorted(_ids(tmp_path / "batch" / "requests-1.jsonl"))

@@ -43,6 +43,21 @@ CASES = {
                                                                    "groups": ["gender_identity", "political_ideology"]}}),
     "population, sequential to its budget": (None, {"population": "us_gender_ideology", "sequential": {
         "budget": 40, "wave": 20, "precision": 0.01}, "simulation": {"scenarios": ["emergency_response"]}}),
+    # issue 25: wordings × orders × signals (and wordings × variants, and the explicit probes' orders)
+    "simulation, wordings × balanced orders × both signals": (None, {"simulation": {
+        "scenarios": ["emergency_response", "career_path_selection"], "groups": ["race_black_white"], "agents": 3,
+        "conditions": ["contextualized", "no_persona"], "wordings": ["all"], "choice_order": "balanced",
+        "signal": ["stated", "names"]}}),
+    "simulation, variants, shuffled orders, score mode": (None, {"variants": ["base", "mandatory"], "simulation": {
+        "scenarios": ["emergency_response_policy"], "groups": ["gender_identity"], "agents": 2,
+        "wordings": ["as_written"], "choice_order": "shuffled", "decision_mode": "score"}}),
+    "network, balanced orders": (None, {"network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}},
+                                        "rounds": 1, "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 4, "choice_order": "balanced"}}),
+    "population, reversed orders": (None, {"population": "us_gender_ideology", "simulation": {
+        "scenarios": ["emergency_response"], "agents": 20, "choice_order": "reversed"}}),
+    "explicit probes, balanced orders": ("explicit", {"explicit": {"trials": 4}, "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["political_ideology"], "choice_order": "balanced"}}),
     "explicit probes": ("explicit", {"explicit": {"trials": 3}, "simulation": {
         "scenarios": ["emergency_response", "authority_compliance"], "groups": ["gender_identity", "race_ethnicity"]}}),
     "explicit probes, completion path": ("explicit", {"models": ["completion:fake:seed=2"], "explicit": {"trials": 2},
@@ -240,32 +255,29 @@ def test_every_public_name_is_typed_and_documented():
         assert inspect.getdoc(getattr(louder.Run, name)), name
 
 
-def _notebook(embedded: bool):
-    import nbformat
+def _quickstart(tmp_path: Path, **parameters):
+    import sys
 
-    nb = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
-    if not embedded:
-        nb.cells = [c for c in nb.cells if "embedded" not in c.get("metadata", {}).get("tags", [])]
-    return nb
+    sys.path.insert(0, str(ROOT / "docs" / "tools"))
+    import notebooks  # docs/tools/notebooks.py: notebook execution with parameters
 
-
-def _execute(nb, cwd: Path):
-    from nbclient import NotebookClient
-
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    nb = notebooks.execute(ROOT / "examples" / "quickstart.ipynb", tmp_path, parameters)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
     return nb
 
 
 def test_quickstart_notebook_runs_on_the_fake_model(tmp_path):
-    nb = _execute(_notebook(embedded=False), tmp_path)
+    nb = _quickstart(tmp_path, model="fake:seed=1", agents=20)
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells if c.cell_type == "code"])
     assert "image/png" in outputs  # the figure is shown inline
     assert (tmp_path / "runs/quickstart-fake/report/index.html").exists()
-    assert "error" not in [o.get("output_type") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert len(louder.open(tmp_path / "runs/quickstart-real").decisions) == 2 * 3
 
 
 @pytest.mark.slow
 def test_quickstart_notebook_runs_on_the_embedded_model(tmp_path):
-    _execute(_notebook(embedded=True), tmp_path)
-    d = louder.open(tmp_path / "runs/quickstart-embedded").decisions
+    _quickstart(tmp_path)  # its own parameters: the embedded model at 2 agents per attribute
+    d = louder.open(tmp_path / "runs/quickstart-real").decisions
     assert len(d) == 2 * 3 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert louder.open(tmp_path / "runs/quickstart-real").manifest["config"]["models"][0]["spec"] == "embedded"

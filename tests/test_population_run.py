@@ -434,3 +434,54 @@ def test_analyze_and_report_lead_with_the_groups_and_the_regression(tmp_path):
     titles = re.findall(r"<h2>([^<]*)</h2>", (out / "report" / "index.html").read_text())
     assert titles[:3] == ["Population", "Intersections", "Intersections as one group: the joint label per case"]
     assert "Demographic parity difference per case (cf. Fig. 3)" not in titles
+
+
+def write_table_pop(tmp_path) -> str:
+    """Three groups, age × ideology given as a two-way table (with an association), gender as a marginal."""
+    (tmp_path / "ai.csv").write_text("age_group,political_ideology,weight\n18-29,Conservative,5\n18-29,Moderate,10\n"
+                                     "18-29,Liberal,15\n30-64,Conservative,20\n30-64,Moderate,20\n30-64,Liberal,10\n"
+                                     "65+,Conservative,12\n65+,Moderate,6\n65+,Liberal,2\n")
+    ideology = {"id": "political_ideology", "name": "Ideology", "attributes": ["Conservative", "Moderate", "Liberal"]}
+    doc = {"id": "tabled", "name": "tabled", "groups": [
+        {"id": "age_group", "name": "Age", "attributes": ["18-29", "30-64", "65+"]}, "gender_identity", ideology],
+           "distribution": {"marginals": {"gender_identity": {"Male": 49, "Female": 50, "Non-binary": 1}},
+                            "tables": [{"groups": ["age_group", "political_ideology"], "file": "ai.csv"}]}}
+    p = tmp_path / "tabled.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return str(p)
+
+
+def test_one_way_and_two_way_fit_errors_are_reported_apart(tmp_path):
+    """issue 23.7: every one-way marginal of 100 drawn agents is exact while a two-way table cell misses
+    by an agent; the manifest, the console and the report give the two figures apart."""
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", "--population", write_table_pop(tmp_path), "-m", "fake:seed=1", "-s",
+                                 "emergency_response_policy", "--agents", "100", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    agents = pd.read_parquet(out / "population.parquet")
+    pop = load_population(write_table_pop(tmp_path))
+    # independent of fit.py: counts by pandas against N × the stated shares
+    one_way = max(float((agents[g].value_counts().reindex(pop.group(g).attributes, fill_value=0)
+                         - 100 * pd.Series(s, index=pop.group(g).attributes)).abs().max())
+                  for g, s in pop.marginals.items())
+    for g in ("age_group", "political_ideology"):  # the table's margins are one-way targets too
+        table = pd.read_csv(tmp_path / "ai.csv").groupby(g)["weight"].sum()
+        one_way = max(one_way, float((agents[g].value_counts() - 100 * table / table.sum()).abs().max()))
+    cells = pd.read_csv(tmp_path / "ai.csv").set_index(["age_group", "political_ideology"])["weight"]
+    drawn = agents.groupby(["age_group", "political_ideology"]).size().reindex(cells.index, fill_value=0)
+    two_way = float((drawn - 100 * cells / cells.sum()).abs().max())
+    assert one_way < 1e-6 and two_way >= 1  # the situation the issue met
+    p = json.loads((out / "manifest.json").read_text())["population"]
+    assert p["max_marginal_error"] == pytest.approx(one_way, abs=1e-6)
+    assert p["max_table_error"] == pytest.approx(two_way, abs=1e-6)
+    assert p["max_table_share_error"] == pytest.approx(two_way / 100, abs=1e-8)
+    text = " ".join(r.output.split())
+    assert f"largest one-way marginal error {one_way:.2f} agents, largest two-way table cell error {two_way:.2f} " \
+           "agents" in text, r.output
+    rep = CliRunner().invoke(app, ["report", str(out), "-B", "200"])
+    assert rep.exit_code == 0, rep.output
+    html = (out / "report" / "index.html").read_text()
+    assert f"largest one-way marginal error {one_way:.2f} agents, largest two-way table cell error {two_way:.2f}" in html
+    # without tables the report says so rather than print a number
+    c = cfg(tmp_path, agents=10)
+    assert execute(population_task(c), c, tmp_path / "plain").manifest["population"]["max_table_error"] is None

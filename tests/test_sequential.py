@@ -356,6 +356,15 @@ def test_other_kinds_refuse_a_sequential_run_in_one_line(tmp_path, config, name)
         louder.run(cfg, out=tmp_path / "p", kind="explicit", progress=False)
 
 
+@pytest.mark.parametrize("extra, field", [({"wordings": ["all"]}, "wording"),
+                                          ({"signal": ["names"], "groups": ["race_black_white"]}, "signal")])
+def test_several_wordings_or_signals_are_refused_in_one_line(tmp_path, extra, field):
+    cfg = {"models": [FAKE], "sequential": {"budget": 20}, "simulation": {**ONE_CASE, **extra}}
+    with pytest.raises(LouderError, match=rf"^sequential: .*{field}") as e:
+        louder.run(cfg, out=tmp_path / "w", progress=False)
+    assert "\n" not in str(e.value)
+
+
 def test_the_command_line_flags(tmp_path):
     base = ["run", "--out", str(tmp_path / "cli"), "--model", BIASED, "--scenario", "emergency_response", "--group",
             "gender_identity"]

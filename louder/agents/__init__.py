@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields, replace
+from functools import cached_property
 
 import mesa
 import numpy as np
@@ -10,7 +11,9 @@ from pydantic import BaseModel
 
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Request, stable_seed
-from louder.personas import Persona, generate_persona
+from louder.personas import Persona, generate_named_persona, generate_persona
+from louder.presentation import draw_name, joined, load_names, ordered, shown_order
+from louder.scenarios import AS_WRITTEN, Scenario
 from louder.schemas import choice_schema
 
 
@@ -78,10 +81,39 @@ class PersonaAgent(mesa.Agent):
         population agents name all of theirs."""
         return self.attribute
 
+    # --- presentation (docs/robustness.md): how the agent sees its scenario ---
+    @cached_property
+    def order(self) -> tuple[str, ...]:
+        """The order this agent sees the choices in (``simulation.choice_order``), from its identity."""
+        return shown_order(self.model.case.scenario.labels, self.model.session.config.choice_order, self.replicate,
+                           self.seed)
+
+    @property
+    def scenario(self) -> Scenario:
+        """The case's scenario with its choices in this agent's order: what the decision prompt shows."""
+        return ordered(self.model.case.scenario, self.order)
+
+    @property
+    def choice_order(self) -> str:
+        return joined(self.order)
+
+    @property
+    def wording(self) -> str:
+        return getattr(self.model.case, "wording", AS_WRITTEN)
+
+    @property
+    def signal(self) -> str:
+        return getattr(self.model.case, "signal", "stated")
+
     def write_persona(self) -> None:
         c = self.model.case
-        self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
-                                        "persona|" + self.key)
+        if self.signal == "names":  # the audit-study design: the prompt names the person, never the attribute
+            names = load_names(self.model.session.config.names).attributes[self.attribute]
+            self.persona = generate_named_persona(self.model.session, c.scenario, c.condition,
+                                                  draw_name(names, self.seed), self.seed, "persona|" + self.key)
+        else:
+            self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
+                                            "persona|" + self.key)
         self.name, self.persona_text = self.persona.name, self.persona.persona
 
     def persona_row(self) -> dict:
@@ -115,7 +147,7 @@ class PersonaAgent(mesa.Agent):
             p = self.persona
             why = f"{p.status}: {p.reason}" if p.reason else p.status
             return Decision(status=p.status, raw_response=f"[persona {why}] {p.outcome.raw if p.outcome else ''}")
-        session, scenario = self.model.session, self.model.case.scenario
+        session, scenario = self.model.session, self.scenario  # the choices in this agent's order
         seed = self.seed if round_ == 0 else stable_seed(self.seed, arm, round_)
         tag = "" if round_ == 0 else f"|{arm}{round_}"
         labels = scenario.labels

@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
+from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
 from louder.analysis.sequential_report import sequential_section
 from louder.io import write_text
@@ -33,7 +34,10 @@ def _accounting(a: Analysis) -> str:
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
     if a.decisions is not None:
-        t = pd.DataFrame(status_by(a.decisions, ["model", "condition", "scenario", "group", "attribute"]))
+        d = a.presented if getattr(a, "presented", None) is not None else a.decisions  # issue 25: every wording
+        keys = ["model", "condition", "scenario", "group", "attribute"]
+        keys += [c for c in ("signal", "wording") if c in d and d[c].nunique() > 1]
+        t = pd.DataFrame(status_by(d, keys))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
     if a.personas is not None and len(a.personas):
         t = pd.DataFrame(status_by(a.personas, ["model", "condition", "scenario", "group", "attribute"]))
@@ -184,6 +188,8 @@ def _population_sections(a: Analysis) -> list[str]:
 
 
 def _population(a: Analysis) -> str:
+    from louder.populations.fit import fit_errors
+
     t = a.tables
     if "population_groups" not in t:
         return ""
@@ -192,8 +198,7 @@ def _population(a: Analysis) -> str:
     if m:
         parts.append(_p(f"Population <b>{html.escape(str(m.get('id')))}</b> ({html.escape(str(m.get('path')))}): "
                         f"{m.get('n')} agents drawn in {m.get('cells_drawn')} cells of "
-                        f"{html.escape(' × '.join(m.get('groups', [])))}. Fit: largest marginal error "
-                        f"{m.get('max_marginal_error', float('nan')):.2f} agents, Pearson chi-square "
+                        f"{html.escape(' × '.join(m.get('groups', [])))}. Fit: {fit_errors(m)}, Pearson chi-square "
                         f"{m.get('chi2', float('nan')):.2f} on {m.get('df')} df against the fitted joint "
                         f"(p = {m.get('p_value', float('nan')):.3f})."))
     parts += [
@@ -345,6 +350,7 @@ def render(a: Analysis) -> str:
         _archetype(a),
         sequential_section(a),  # issue 20: a sequential run's verdicts first; they replace the bootstrap's
         *lead,
+        robustness_section(t, getattr(a, "presented", None)),  # issue 25
         _rationales(a),
         _siblings(a),
         _accounting(a),

@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import cases as C
 from louder.analysis import sequential_tables as ST
+from louder.analysis import robustness as R
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.choices import choice_rates, independence_table
 from louder.analysis.network_tables import NETWORK_TABLES, network_tables
@@ -47,6 +48,7 @@ class Analysis:
     twins: pd.DataFrame | None = None
     # sequential runs (issue 20): (sequential.csv, sequential_waves.csv)
     sequential: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal (``decisions``: the case view)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -137,6 +139,10 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     rounds, control, arm = None, None, None
     if decisions is not None and "round" in decisions.columns:
         rounds, decisions, control, arm = _network_split(run, decisions, missing)
+    # issue 25: robustness.csv reads every wording, order and signal; the per-case tables one wording
+    # (each agent answers once per wording) with the names signal as its own condition (docs/robustness.md)
+    presented = decisions
+    decisions = R.case_view(decisions)
 
     attr_frames, case_frames = [], []
     if decisions is not None:
@@ -195,13 +201,17 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
             manifests[name] = m
     if rounds is not None:
         tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed, arm=arm))
+    if R.varies(presented):
+        tables["robustness"] = R.robustness_table(presented, attrs, B=bootstrap, seed=seed)
+        tables["position_bias"] = R.position_bias_table(presented)
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control, no_influence=arm, sequential=sequential)
+    result.presented = presented
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
     result.seconds = time.perf_counter() - start
-    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES
+    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES
     if write:
         for name in written:
             if name in tables:
@@ -211,6 +221,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
                    run / "analysis.json")
     return result
 
+
+ROBUSTNESS_TABLES = ("robustness", "position_bias")  # issue 25
 
 # --- population runs, policy variants and counterfactual twins (issue 11) ---
 POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",

@@ -11,9 +11,13 @@ Files under ``RUN_DIR/batch/``:
 
 - ``requests-<stage>.jsonl`` (``requests-<stage>-<model>.jsonl`` with several models): the input
   lines ``{custom_id, method, url, body}``;
-- ``index.jsonl``: one line per exported request — ``custom_id``, stage, model label, and how to
-  read its answer (chat, completion, or score with its prefix and choices). Import trusts only
-  ``custom_id``s found here, so lines of another run are counted as unknown, never stored.
+- ``index.jsonl``: one line per exported request — ``custom_id``, stage, request file, model label,
+  and how to read its answer (chat, completion, or score with its prefix and choices). Import trusts
+  only ``custom_id``s found here, so lines of another run are counted as unknown, never stored. A
+  request exported again (it got no answer, or an ``error``) has a later line; the last one counts.
+- ``imports.jsonl``: one line per imported result file (or batch that ended): which request files
+  it answered. A request file whose results have come back no longer *awaits* them: what it still
+  lacks is *unanswered*, and ``louder batch export --unanswered`` asks for it again.
 """
 
 from __future__ import annotations
@@ -46,9 +50,11 @@ class Pending:
 
 
 class Recorder:
-    """Collects the requests that missed the cache, once each, in the order they were met."""
+    """Collects the requests that missed the cache, once each, in the order they were met.
+    ``retry_errors``: a cached ``error`` answer counts as a miss (``louder batch export --retry-errors``)."""
 
-    def __init__(self):
+    def __init__(self, retry_errors: bool = False):
+        self.retry_errors = retry_errors
         self._lock = threading.Lock()
         self._pending: dict[str, Pending] = {}
 
@@ -93,15 +99,16 @@ def read_index(run_dir: str | Path) -> dict[str, dict]:
     return out
 
 
-def export_stage(run_dir: str | Path, pending: list[Pending]) -> tuple[int, list[Path]]:
+def export_stage(run_dir: str | Path, pending: list[Pending], again: set[str] = frozenset()) -> tuple[int, list[Path]]:
     """Write the pending requests as the next stage; returns (stage, files written).
 
-    Requests already exported in an earlier stage (waiting for their answers) are not written again.
+    Requests already exported in an earlier stage are not written again, except those in ``again``
+    (no answer came in their file's results, or the answer was an ``error``).
     """
     d = batch_dir(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     index = read_index(run_dir)
-    new = [p for p in pending if p.key not in index]
+    new = [p for p in pending if p.key not in index or p.key in again]
     stage = 1 + max((e["stage"] for e in index.values()), default=0)
     if not new:
         return stage - 1, []
@@ -110,7 +117,7 @@ def export_stage(run_dir: str | Path, pending: list[Pending]) -> tuple[int, list
     for p in new:
         line = batch_line(p)
         groups.setdefault((p.model, line["url"]), []).append(line)
-    files = []
+    files, file_of = [], {}
     for (label, url), lines in groups.items():
         endpoint = url.rsplit("/", 1)[-1]
         name = f"requests-{stage}.jsonl" if len(groups) == 1 else f"requests-{stage}-{_slug(label)}-{endpoint}.jsonl"
@@ -119,12 +126,64 @@ def export_stage(run_dir: str | Path, pending: list[Pending]) -> tuple[int, list
         # exported again next time, never an index entry without its request line.
         path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), "utf-8")
         files.append(path)
+        file_of.update((x["custom_id"], name) for x in lines)
     with open(d / "index.jsonl", "a", encoding="utf-8") as f:
         for p in new:
-            f.write(json.dumps({"custom_id": p.key, "stage": stage, "model": p.model, "kind": p.kind,
+            f.write(json.dumps({"custom_id": p.key, "stage": stage, "file": file_of[p.key], "model": p.model,
+                                "kind": p.kind,
                                 "prefix": p.score[0] if p.score else None,
                                 "choices": list(p.score[1]) if p.score else None}) + "\n")
     return stage, files
+
+
+def request_file(entry: dict) -> str:
+    """The request file an index entry was exported in (older indexes name only the stage)."""
+    return entry.get("file") or f"stage {entry['stage']}"
+
+
+def mark_answered(run_dir: str | Path, results: str, files: dict[str, int]) -> None:
+    """Note in ``imports.jsonl`` that ``results`` brought answers for ``files`` (request file → lines;
+    0 for a batch that ended with no result file at all)."""
+    if files:
+        with open(batch_dir(run_dir) / "imports.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"results": results, "files": files}) + "\n")
+
+
+def answered_files(run_dir: str | Path) -> set[str]:
+    """The request files whose results have been imported (in whole or in part)."""
+    path = batch_dir(run_dir) / "imports.jsonl"
+    if not path.exists():
+        return set()
+    return {name for line in path.read_text("utf-8").splitlines() if line.strip()
+            for name in json.loads(line)["files"]}
+
+
+def request_states(run_dir: str | Path, cache: ResponseCache) -> dict[str, tuple[str, str]]:
+    """custom_id → (state, request file) for every exported request, as of its last export:
+
+    - ``answered``: a non-error answer is cached;
+    - ``awaiting``: its file's results have not come back yet (an ``error`` answer cached from an
+      earlier stage included: it is being asked again);
+    - ``unanswered``: its file's results came back without it (a line cut, missing or expired);
+    - ``error``: its file's results came back with an ``error`` for it.
+
+    A file counts as come back once ``imports.jsonl`` says so, or (run folders from before that
+    file) once any of its requests has a non-error answer.
+    """
+    index = read_index(run_dir)
+    flags = cache.error_flags(list(index))
+    back = answered_files(run_dir) | {request_file(e) for k, e in index.items() if flags.get(k) is False}
+    states = {}
+    for key, entry in index.items():
+        name = request_file(entry)
+        if flags.get(key) is False:
+            state = "answered"
+        elif name not in back:
+            state = "awaiting"
+        else:
+            state = "error" if flags.get(key) else "unanswered"
+        states[key] = (state, name)
+    return states
 
 
 @dataclass(frozen=True)
@@ -182,6 +241,7 @@ def import_results(path: str | Path, run_dir: str | Path, cache: ResponseCache) 
     counts = dict(stored=0, errors=0, duplicates=0, already_cached=0, unknown=0, malformed=0)
     examples: dict[str, list[str]] = {}
     seen: set[str] = set()
+    files: dict[str, int] = {}  # request file → lines of it this file answered
     raw = Path(path).read_bytes().decode("utf-8", errors="replace")
     lines = [ln for ln in raw.splitlines() if ln.strip()]
 
@@ -206,6 +266,8 @@ def import_results(path: str | Path, run_dir: str | Path, cache: ResponseCache) 
             count("duplicates", lineno)
             continue
         seen.add(cid)
+        name = request_file(index[cid])
+        files[name] = files.get(name, 0) + 1
         if cache.get(cid, retry_errors=True) is not None:
             count("already_cached", lineno)
             continue
@@ -214,4 +276,5 @@ def import_results(path: str | Path, run_dir: str | Path, cache: ResponseCache) 
         count("stored", lineno)
         if reply.error:
             counts["errors"] += 1
+    mark_answered(run_dir, Path(path).name, files)
     return ImportSummary(lines=len(lines), examples=examples, **counts)

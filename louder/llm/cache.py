@@ -44,6 +44,18 @@ class ResponseCache:
                 (key, reply.to_json(), int(reply.error is not None)),
             )
 
+    def error_flags(self, keys: list[str]) -> dict[str, bool]:
+        """key → whether its cached answer is an ``error``, for the keys that are cached."""
+        out: dict[str, bool] = {}
+        keys = list(keys)
+        with self._lock:
+            for i in range(0, len(keys), 500):  # SQLite caps the parameters of one statement
+                chunk = keys[i : i + 500]
+                rows = self._db.execute(f"SELECT key, is_error FROM replies WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
+                out.update((k, bool(e)) for k, e in rows)
+        return out
+
     def delete(self, keys: list[str]) -> None:
         with self._lock:
             self._db.executemany("DELETE FROM replies WHERE key = ?", [(k,) for k in keys])

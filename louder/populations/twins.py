@@ -280,7 +280,7 @@ def _prompts():
 
 
 def _echoes_placeholder(text: str) -> bool:
-    from louder.personas import echoes_placeholder
+    from louder.text_checks import echoes_placeholder
 
     return echoes_placeholder(text, _prompts())
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from louder.config import ExperimentConfig, part
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
+from louder.presentation import joined, shown_order
 from louder.prompts import Prompts
 from louder.schemas import choice_schema
 from louder.scenarios import Group, Scenario, load_group, load_scenario
@@ -47,15 +48,18 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
     if scenario.explicit is None or group.explicit is None:
         raise ValueError(f"scenario {scenario.id} or group {group.id} has no explicit-probe text")
     q = group.explicit
-    labels = [o.label for o in q.options] + [q.unknown.label]
+    options = [o.label for o in q.options]
     to_attribute = {o.label: o.attribute for o in q.options}
-    schema = answer_schema(labels, cfg.constrain_choices)
-    prompt = prompts.explicit(scenario, group, cfg.paper_faithful, "chat")
     completion_prompt = (prompts.explicit(scenario, group, cfg.paper_faithful, "completion")
                          if session.api == "completion" else None)
 
     def one(trial: int) -> dict:
         seed = stable_seed(cfg.seed, session.label, "explicit", scenario.id, group.id, trial)
+        # the attribute options follow simulation.choice_order (balanced: rotation trial % k); Unknown stays last
+        order = list(shown_order(options, cfg.choice_order, trial, seed))
+        labels = order + [q.unknown.label]
+        schema = answer_schema(labels, cfg.constrain_choices)
+        prompt = prompts.explicit(scenario, group, cfg.paper_faithful, "chat", None if order == options else order)
         out, v = session.ask_choice(
             prompt, schema, cfg.explicit, seed, f"explicit|{scenario.id}|{group.id}|{trial}", labels, "answer",
             completion_prompt=completion_prompt, completion_params=cfg.completion_explicit,
@@ -66,7 +70,8 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
         return dict(run_id=run_id, probe="explicit", model=session.label, scenario=scenario.id, group=group.id,
                     trial=trial, answer=v.choice, attribute=to_attribute.get(v.choice) if v.choice else None,
                     rationale=v.rationale, status=v.status, raw_response=raw, attempts=out.attempts,
-                    latency_s=out.latency_s, input_tokens=out.input_tokens, output_tokens=out.output_tokens)
+                    latency_s=out.latency_s, input_tokens=out.input_tokens, output_tokens=out.output_tokens,
+                    choice_order=joined(labels))
 
     return session.client.map(one, range(trials), on_done)
 

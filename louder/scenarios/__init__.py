@@ -67,14 +67,31 @@ class Variant(_Strict):
 
     @model_validator(mode="after")
     def _changes_something(self) -> Variant:
+        what = "wording" if type(self).__name__ == "Wording" else "variant"
         if self.id == BASE:
-            raise ValueError(f"variant id {BASE!r} is reserved for the scenario as written; choose another id")
+            raise ValueError(f"{what} id {BASE!r} is reserved for the scenario as written; choose another id")
         if self.situation is None and not self.choices and not self.replace:
-            raise ValueError(f"variant {self.id!r} changes nothing; give `situation`, `choices` or `replace`")
+            raise ValueError(f"{what} {self.id!r} changes nothing; give `situation`, `choices` or `replace`")
         return self
 
 
 BASE = "base"  # the scenario as written: no variant
+AS_WRITTEN = "as_written"  # the scenario's own text: no wording
+
+
+class Wording(Variant):
+    """A paraphrase of a scenario (``wordings:``): the same shape as a variant, but nuisance variation
+    — the same situation said differently — which the analysis pools instead of comparing (docs/robustness.md).
+    Labels, target and persona context are the scenario's; ``source`` says who wrote it (louder's
+    hand-written wordings are marked so; the paper's text is the scenario's own)."""
+
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _not_as_written(self) -> Wording:
+        if self.id == AS_WRITTEN:
+            raise ValueError(f"wording id {AS_WRITTEN!r} is reserved for the scenario's own text; choose another id")
+        return self
 
 
 class Scenario(_Strict):
@@ -90,6 +107,7 @@ class Scenario(_Strict):
     explicit: ExplicitText | None = None
     notes: list[str] = []
     variants: list[Variant] = []
+    wordings: list[Wording] = []  # paraphrases: nuisance variation, pooled by the analysis (docs/robustness.md)
     # An example shipped beside the paper's scenarios: loadable by id, but not in the default set a run uses.
     example: bool = False
 
@@ -105,7 +123,50 @@ class Scenario(_Strict):
             raise ValueError(f"variants: ids must be distinct, got {ids}")
         for v in self.variants:
             _apply(self, v)  # every replacement must find its text: a typo would silently change nothing
+        ids = [w.id for w in self.wordings]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"wordings: ids must be distinct, got {ids}")
+        for w in self.wordings:
+            _apply(self, w)
         return self
+
+    @property
+    def wording_ids(self) -> list[str]:
+        return [AS_WRITTEN] + [w.id for w in self.wordings]
+
+    def wording(self, wording_id: str) -> Scenario:
+        """The scenario in wording ``wording_id`` (``as_written``: itself). Same id, labels, target and
+        persona context; its variants are kept, so a policy variant can be applied on top (``text``)."""
+        if wording_id == AS_WRITTEN:
+            return self
+        for w in self.wordings:
+            if w.id == wording_id:
+                return _apply(self, w).model_copy(update={"variants": self.variants})
+        raise LouderError(f"scenario {self.id}: no wording {wording_id!r}; its wordings are "
+                          f"{', '.join(self.wording_ids)} (add it under `wordings:` in the scenario file, or write "
+                          f"some with `louder scenario paraphrase`)")
+
+    def text(self, variant_id: str = BASE, wording_id: str = AS_WRITTEN) -> Scenario:
+        """The scenario under policy variant ``variant_id`` said in wording ``wording_id``: the wording
+        first, then the variant's changes on top of it (``base``/``as_written``: unchanged)."""
+        if wording_id == AS_WRITTEN:
+            return self.variant(variant_id)
+        worded = self.wording(wording_id)
+        if variant_id == BASE:
+            return worded.model_copy(update={"variants": []})
+        v = next((x for x in self.variants if x.id == variant_id), None)
+        if v is None:
+            return self.variant(variant_id)  # raises the unknown-variant error
+        if v.situation is not None and any(w.id == wording_id and w.situation is not None for w in self.wordings):
+            raise LouderError(f"scenario {self.id}: variant {variant_id!r} rewrites the whole situation, so wording "
+                              f"{wording_id!r} cannot be said under it; give the variant as `replace:` edits, or run "
+                              "the wordings without it")
+        try:
+            return _apply(worded, v)
+        except ValueError as e:
+            raise LouderError(f"scenario {self.id}: variant {variant_id!r} under wording {wording_id!r}: {e} "
+                              "(the wording changed the text the variant edits; let the wording keep it, or run "
+                              "them separately)") from None
 
     @property
     def variant_ids(self) -> list[str]:
@@ -141,20 +202,21 @@ class Scenario(_Strict):
 
 def _apply(scenario: Scenario, v: Variant) -> Scenario:
     """``v``'s wording, then its replacements, on the situation and choice descriptions."""
+    what = "wording" if isinstance(v, Wording) else "variant"
     unknown = sorted(set(v.choices) - set(scenario.labels))
     if unknown:
-        raise ValueError(f"variant {v.id!r}: choices {unknown} are not labels of the scenario {scenario.labels}; "
-                         f"variants may reword a choice's description, not add or rename choices")
+        raise ValueError(f"{what} {v.id!r}: choices {unknown} are not labels of the scenario {scenario.labels}; "
+                         f"{what}s may reword a choice's description, not add or rename choices")
     situation = v.situation if v.situation is not None else scenario.situation
     descriptions = [v.choices.get(c.label, c.description) for c in scenario.choices]
     for r in v.replace:
         if r.find not in situation and not any(r.find in d for d in descriptions):
-            raise ValueError(f"variant {v.id!r}: replace.find {r.find[:60]!r} does not occur in the situation or "
+            raise ValueError(f"{what} {v.id!r}: replace.find {r.find[:60]!r} does not occur in the situation or "
                              f"the choice descriptions; copy the text exactly")
         situation = situation.replace(r.find, r.with_)
         descriptions = [d.replace(r.find, r.with_) for d in descriptions]
     choices = [Choice(label=c.label, description=d) for c, d in zip(scenario.choices, descriptions)]
-    return scenario.model_copy(update={"situation": situation, "choices": choices, "variants": []})
+    return scenario.model_copy(update={"situation": situation, "choices": choices, "variants": [], "wordings": []})
 
 
 class ExplicitOption(_Strict):
@@ -182,6 +244,9 @@ class Group(_Strict):
     source: str = ""
     attributes: list[str] = Field(min_length=2)
     explicit: ExplicitQuestion | None = None
+    # An example shipped beside the paper's groups (e.g. for the names signal): loadable by id, not in a
+    # run's default set.
+    example: bool = False
 
     @model_validator(mode="after")
     def _options_cover_attributes(self) -> Group:
@@ -206,7 +271,8 @@ def builtin_scenarios() -> list[str]:
 
 
 def builtin_groups() -> list[str]:
-    return _builtin_ids("groups")
+    """The default groups of a run: the built-in files except examples (``example: true``)."""
+    return [g for g in _builtin_ids("groups") if not load_group(g).example]
 
 
 def _load(kind: str, ref: str, cls: type[BaseModel]):

@@ -287,6 +287,8 @@ def agent_rows(plan: Plan, sim: pd.DataFrame, run_id: str, model: str, scenario_
         "attempts": np.zeros(len(sim), dtype=np.int64), "latency_s": np.zeros(len(sim)),
         "input_tokens": pd.array([None] * len(sim), dtype="Int64"),
         "output_tokens": pd.array([None] * len(sim), dtype="Int64"), "choice_mass": sim["choice_mass"],
+        # one shared prompt per cell, its choices listed as written (choice_order: as_written only)
+        "choice_order": "|".join(load_scenario(scenario_id).labels), "wording": "as_written", "signal": "stated",
     })[DECISION_COLUMNS]
     extra = {"variant": "base", "cell_id": agents["cell_id"].to_numpy(dtype=np.int64)[node],
              "weight": agents["weight"].to_numpy()[node],
@@ -365,7 +367,8 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
     return dict(
         **status_block({"decisions": decisions, "archetype_calls": calls}, keys + ["round"], mass="archetype_calls"),
         population={"id": plan.population.id, "path": plan.population.path, "n": len(plan.agents),
-                    "cells": int(len(plan.cells)), "max_marginal_error": d.max_abs_error, "chi2": d.chi_square,
+                    "cells": int(len(plan.cells)), "max_marginal_error": d.max_marginal_error,
+                    "max_table_error": d.max_table_error, "chi2": d.chi_square,
                     "chi2_df": d.df, "chi2_p": d.p_value},
         network={"generator": config.network.generator if config.network else None,
                  "params": dict(config.network.params) if config.network else None,

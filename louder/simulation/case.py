@@ -18,7 +18,8 @@ from louder.config import ExperimentConfig
 from louder.cost import STAND_IN_NAME, stand_in_persona
 from louder.llm.base import stable_seed
 from louder.prompts import Prompts
-from louder.scenarios import BASE, Scenario, load_group, load_scenario
+from louder.presentation import wordings_for
+from louder.scenarios import AS_WRITTEN, BASE, Scenario, load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
 from louder.task import Calls
 
@@ -39,15 +40,22 @@ def labelled(variants: list[str]) -> bool:
     return list(variants) != [BASE]
 
 
-def run_variants(variants: Iterable[str], scenario: Scenario, one: Callable[[str, Scenario], CaseFrames],
-                 label: bool, shared: tuple[str, ...] = ()) -> CaseFrames:
+def run_variants(variants: Iterable[str], scenario: Scenario, one: Callable[..., CaseFrames],
+                 label: bool, shared: tuple[str, ...] = (), wordings: Iterable[str] | None = None) -> CaseFrames:
     """Every policy variant of one case in turn: ``one(variant, scenario under the variant)``.
 
     An agent's persona prompt is the same under every variant, so after the first variant each
     persona comes from the cache and the agent keeps it: the persona rows are the first variant's.
     With ``label`` the decisions and every extra table get a ``variant`` column, except the
-    ``shared`` tables (the same under every variant, e.g. a graph's edges), which are kept once."""
-    parts = [(v, one(v, scenario.variant(v))) for v in variants]
+    ``shared`` tables (the same under every variant, e.g. a graph's edges), which are kept once.
+
+    ``wordings`` (the seed simulation, docs/robustness.md): each variant is said in each wording in
+    turn, ``one(variant, scenario under the variant in the wording, wording)``; like variants they
+    share the personas (a wording never changes the persona context)."""
+    if wordings is None:
+        parts = [(v, one(v, scenario.variant(v))) for v in variants]
+    else:
+        parts = [(v, one(v, scenario.text(v, w), w)) for v in variants for w in wordings]
     first = parts[0][1]
 
     def stack(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
@@ -66,8 +74,14 @@ def _per(config: ExperimentConfig, model: str) -> int:
 
 
 def persona_calls(config: ExperimentConfig, model: str, condition: str, scenario: Scenario, demographic: str,
-                  n: int, prompts: Prompts) -> Calls:
-    """``n`` agents writing their persona (no_persona: only a name, one chat call each)."""
+                  n: int, prompts: Prompts, signal: str = "stated") -> Calls:
+    """``n`` agents writing their persona (no_persona: only a name, one chat call each). Under the
+    `names` signal the persona is written for a drawn name (one chat call; none under no_persona)."""
+    if signal == "names":
+        if condition == "no_persona":
+            return Calls(model, 0, "", "name", config.persona.max_tokens)
+        return Calls(model, n, prompts.persona_named(STAND_IN_NAME, condition, scenario, config.paper_faithful),
+                     "persona", config.persona.max_tokens)
     name_only = condition == "no_persona"
     prompt = prompts.persona(demographic, condition, scenario, config.paper_faithful, "chat")
     per = 1 if name_only else _per(config, model)
@@ -85,16 +99,17 @@ def decision_calls(config: ExperimentConfig, model: str, condition: str, scenari
 
 def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str], prompts: Prompts,
                     rounds: int = 0, neighbours: str | None = None, arm: bool = False) -> tuple[Calls, ...]:
-    """A seed case's calls: per attribute, ``agents`` personas (shared by the variants) and
-    ``agents`` decisions per variant and per round 0..``rounds`` (and, with the no-influence ``arm``,
-    round 0's prompt again in every round r ≥ 1)."""
+    """A seed case's calls: per signal and attribute, ``agents`` personas (shared by the variants and
+    wordings) and ``agents`` decisions per variant × wording and per round 0..``rounds`` (and, with
+    the no-influence ``arm``, round 0's prompt again in every round r ≥ 1). A choice order changes
+    no count: each agent sees one order."""
     model, condition, scenario_id, group_id = case_key
     s = load_scenario(scenario_id)
     out = []
-    for a in load_group(group_id).attributes:
-        out.append(persona_calls(config, model, condition, s, a, config.agents, prompts))
-        for v in config.variants:
-            out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents, prompts))
+    for signal, a in ((x, a) for x in config.signal for a in load_group(group_id).attributes):
+        out.append(persona_calls(config, model, condition, s, a, config.agents, prompts, signal))
+        for v, w in ((v, w) for v in config.variants for w in wordings_for(config, s)):
+            out.append(decision_calls(config, model, condition, s.text(v, w), a, config.agents, prompts))
             if rounds:
                 out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
                                           prompts, neighbours))
@@ -107,11 +122,13 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
 # --- the seed simulation's case -------------------------------------------------------------------
 
 def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str, str],
-               scenario: Scenario, replicates: range | None = None) -> BiasModel:
-    """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant);
-    ``replicates``: only those of each attribute (a wave of a sequential run)."""
+               scenario: Scenario, wording: str = AS_WRITTEN, signal: str = "stated",
+               replicates: range | None = None) -> BiasModel:
+    """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant, said
+    in ``wording``), its agents' attribute reaching their personas by ``signal``; ``replicates``: only
+    those of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, scenario, load_group(group_id), config.seed)
+    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, wording, signal)
     return BiasModel(case, session, config.agents, seed=stable_seed(config.seed, model_label, condition, scenario_id,
                                                                      group_id), replicates=replicates)
 
@@ -126,12 +143,29 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     persona rows. With the default variants ["base"] the rows are exactly the single-attribute
     pipeline's (no variant column). ``replicates``: only those agents of each attribute (a wave)."""
     keys = case_columns(run_id, case_key)
+    scenario = load_scenario(case_key[2])
+    wordings = wordings_for(config, scenario)
 
-    def one(variant: str, scenario: Scenario) -> CaseFrames:
-        abm = case_model(config, session, case_key, scenario, replicates)
-        abm.step(tick)
-        df = abm.datacollector.get_agent_vars_dataframe().reset_index()
-        df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"]).assign(**keys)
-        return CaseFrames(df, [{**keys, **a.persona_row()} for a in abm.agents])
+    def signalled(signal: str) -> CaseFrames:
+        def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN) -> CaseFrames:
+            abm = case_model(config, session, case_key, scenario, wording, signal, replicates)
+            abm.step(tick)
+            df = abm.datacollector.get_agent_vars_dataframe().reset_index()
+            df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"]).assign(**keys)
+            extra = {"signal": signal} if labelled_signals(config) else {}
+            return CaseFrames(df, [{**keys, **a.persona_row(), **extra} for a in abm.agents])
 
-    return run_variants(config.variants, load_scenario(case_key[2]), one, labelled(config.variants))
+        return run_variants(config.variants, scenario, one, labelled(config.variants),
+                            wordings=None if wordings == [AS_WRITTEN] else wordings)
+
+    # each signal has its own agents (their personas are written from different prompts)
+    parts = [signalled(x) for x in config.signal]
+    if len(parts) == 1:
+        return parts[0]
+    return CaseFrames(pd.concat([p.decisions for p in parts], ignore_index=True),
+                      [r for p in parts for r in p.personas])
+
+
+def labelled_signals(config: ExperimentConfig) -> bool:
+    """Whether personas.parquet carries a ``signal`` column: only when a run uses more than the stated signal."""
+    return list(config.signal) != ["stated"]

@@ -9,7 +9,7 @@ import mesa
 
 from louder.agents import PersonaAgent
 from louder.session import ModelSession
-from louder.scenarios import Group, Scenario
+from louder.scenarios import AS_WRITTEN, Group, Scenario
 
 # What the DataCollector records of every agent: the row schema of decisions.parquet.
 AGENT_REPORTERS = {
@@ -28,6 +28,10 @@ AGENT_REPORTERS = {
     "output_tokens": "output_tokens",
     "p_target": "p_target",
     "choice_mass": "choice_mass",
+    # how the scenario was presented (docs/robustness.md)
+    "choice_order": "choice_order",
+    "wording": "wording",
+    "signal": "signal",
 }
 
 
@@ -40,6 +44,8 @@ class Case:
     scenario: Scenario
     group: Group
     root_seed: int
+    wording: str = AS_WRITTEN  # the wording ``scenario`` is said in
+    signal: str = "stated"  # how the attribute reaches the persona: stated | names
 
 
 class BiasModel(mesa.Model):

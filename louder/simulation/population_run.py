@@ -353,7 +353,8 @@ def population_task(config: ExperimentConfig) -> Task:
             fields["rows"]["twins"] = len(out["twins.parquet"])
         fields["population"] = dict(
             id=population.id, path=population.path, n=len(agents), groups=gids,
-            max_marginal_error=diag.max_abs_error, max_share_error=diag.max_share_error, chi2=diag.chi_square,
+            max_marginal_error=diag.max_marginal_error, max_share_error=diag.max_share_error,
+            max_table_error=diag.max_table_error, max_table_share_error=diag.max_table_share_error, chi2=diag.chi_square,
             df=diag.df, p_value=diag.p_value, ipf_converged=diag.ipf_converged, ipf_iterations=diag.ipf_iterations,
             ipf_max_error=diag.ipf_max_error, cells_drawn=int(agents["cell_id"].nunique()),
             variants=list(config.variants), twins=twin_info)

@@ -16,7 +16,9 @@ import pandas as pd
 from louder.config import ExperimentConfig
 from louder.prompts import Prompts
 from louder.scenarios import load_group
-from louder.simulation.case import labelled, seed_case_calls, simulate_case
+from louder.presentation import wordings_for
+from louder.scenarios import AS_WRITTEN, load_scenario
+from louder.simulation.case import labelled, labelled_signals, seed_case_calls, simulate_case
 from louder.status import status_block
 from louder.task import Item, Task, execute
 from louder.types import CASE_KEYS, DECISION_COLUMNS, PERSONA_COLUMNS, typed
@@ -48,8 +50,9 @@ def simulation_task(config: ExperimentConfig) -> Task:
 
         return simulation(config)
     prompts = Prompts()
-    items = [Item(c, config.agents * len(load_group(c[3]).attributes) * len(config.variants),
-                  seed_case_calls(config, c, prompts)) for c in plan_cases(config)]
+    items = [Item(c, config.agents * len(load_group(c[3]).attributes) * len(config.variants) * len(config.signal)
+                  * len(wordings_for(config, load_scenario(c[2]))), seed_case_calls(config, c, prompts))
+             for c in plan_cases(config)]
 
     def run_case(ctx, case_key: tuple[str, str, str, str], tick):
         return simulate_case(config, ctx.sessions[case_key[0]], ctx.run_id, case_key, tick)
@@ -61,15 +64,18 @@ def simulation_task(config: ExperimentConfig) -> Task:
 
     def tables(ctx, results):
         label = labelled(config.variants)
+        # the presentation dimensions key the rows only when a run varies them (default: main's order exactly)
+        signal = ["signal"] if labelled_signals(config) else []
+        wording = ["wording"] if list(config.wordings) != [AS_WRITTEN] else []
         columns = DECISION_COLUMNS + (["variant"] if label else []) + (["wave"] if "wave" in results[0].decisions else [])
-        dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + ["agent_id"]
+        dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + signal + wording + ["agent_id"]
         decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True)[columns])
         decisions = decisions.sort_values(dkeys, ignore_index=True)
-        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS)
-        personas = personas.sort_values(CASE_KEYS + ["agent_id"], ignore_index=True)
+        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS + signal)
+        personas = personas.sort_values(CASE_KEYS + signal + ["agent_id"], ignore_index=True)
         out = {"decisions.parquet": decisions, "personas.parquet": personas}
         fields = status_block({"decisions": decisions, "personas": personas},
-                              CASE_KEYS + ["attribute"] + (["variant"] if label else []))
+                              CASE_KEYS + ["attribute"] + (["variant"] if label else []) + signal)
         return out, fields
 
     return Task("simulation", items, run_case, tables, "manifest.json",

@@ -54,7 +54,20 @@ def budget(config: ExperimentConfig) -> int:
 
 def at_budget(config: ExperimentConfig) -> ExperimentConfig:
     """The fixed run of the budget, whose plan and agents the sequential run walks through."""
+    check_presentation(config)
     return config.model_copy(update={"agents": budget(config), "sequential": None})
+
+
+def check_presentation(config: ExperimentConfig) -> None:
+    """A sequential run tests one presentation per case: several wordings (each agent answers every
+    one) or signals (agents of their own, cases of their own in the analysis) are not tested yet;
+    choice orders are (they belong to the agent's replicate)."""
+    if list(config.wordings) != ["as_written"]:
+        raise LouderError("sequential: a sequential run tests one wording per case; drop `wordings:` / --wording "
+                          "(or run the robustness design as a fixed run)")
+    if list(config.signal) != ["stated"]:
+        raise LouderError("sequential: a sequential run tests the stated signal only; drop `signal:` / --signal "
+                          "(or run the names signal as a fixed run)")
 
 
 def settings(config: ExperimentConfig) -> dict:
@@ -293,7 +306,9 @@ def population(config: ExperimentConfig) -> Task:
         used = reweighted(drawn.iloc[:n]).drop(columns="replicate")
         out["population.parquet"] = used
         diag = fit_diagnostics(fitted, used)
-        fields["population"].update(n=n, max_marginal_error=diag.max_abs_error, max_share_error=diag.max_share_error,
+        fields["population"].update(n=n, max_marginal_error=diag.max_marginal_error,
+                                    max_share_error=diag.max_share_error, max_table_error=diag.max_table_error,
+                                    max_table_share_error=diag.max_table_share_error,
                                     chi2=diag.chi_square, df=diag.df, p_value=diag.p_value,
                                     cells_drawn=int(used["cell_id"].nunique()), budget=B)
 

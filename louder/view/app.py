@@ -5,11 +5,13 @@ for the run folder in ``LOUDER_VIEW_RUN``."""
 
 from __future__ import annotations
 
+import html
 import os
 
 import solara
 from matplotlib.figure import Figure
-from mesa.visualization import Slider, SolaraViz, SpaceRenderer
+from mesa.visualization import SolaraViz, SpaceRenderer
+from mesa.visualization.utils import force_update
 
 from louder.view.data import dpd_band, load_view_data, rates_over_rounds
 from louder.view.model import ReplayModel, portrayal
@@ -45,12 +47,27 @@ SHAPES = {"o": "circle", "s": "square", "^": "triangle", "D": "diamond", "v": "d
 
 
 def Caption(model: ReplayModel):
+    """The round slider and what is drawn. The slider reads the model's round at every redraw, so
+    it follows Step and ▶; moving it sets the round and redraws every component."""
     shapes = ", ".join(f"{SHAPES[model.marker[a]]} {a}" for a in model.attributes)
     note = (f"a seeded sample of {len(model.agents):,} of its {model.n_nodes:,} nodes is drawn"
             if model.sampled else f"all {model.n_nodes:,} nodes are drawn")
-    return solara.Markdown(f"**{model.case}** — round {model.round} of {model.last_round}; {note}. "
-                           "Red: target decision, blue: another choice, grey: no valid answer; "
-                           f"shapes: {shapes}. Replayed from the run folder: no model is called.")
+
+    def go(r: int) -> None:
+        model.goto(r)
+        force_update()
+
+    with solara.Column() as main:
+        solara.SliderInt("Round", value=model.round, min=0, max=model.last_round, step=1, on_value=go,
+                         tick_labels="end_points")
+        # Plain HTML, not solara.Markdown: Markdown loads KaTeX and Mermaid from the CDN on every
+        # mount, which an offline page answers with 404s and a requirejs error.
+        solara.HTML(tag="div", unsafe_innerHTML=(
+            f"<b>{html.escape(model.case)}</b> — round {model.round} of {model.last_round}; {note}. "
+            "Red: target decision, blue: another choice, grey: no valid answer; "
+            f"shapes: {html.escape(shapes)}. Replayed from the run folder: no model is called. "
+            "▶ stops at the last round; Reset starts the chosen case again at round 0."))
+    return main
 
 
 def make_page(run_dir: str, max_nodes: int = 2000):
@@ -64,7 +81,6 @@ def make_page(run_dir: str, max_nodes: int = 2000):
         "run_dir": run_dir,
         "max_nodes": max_nodes,
         "case": {"type": "Select", "value": data.cases[0], "values": list(data.cases), "label": "Case"},
-        "round": Slider("Round", 0, 0, int(data.decisions["round"].max()), 1),
     }
     return SolaraViz(model, renderer, components=[RoundsChart, Caption], model_params=params,
                      name="louder: influence on a network")

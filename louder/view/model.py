@@ -24,7 +24,8 @@ class NodeAgent(CellAgent):
 
 class ReplayModel(mesa.Model):
     """One case of a recorded run on Mesa's ``Network`` space. ``round`` is where it starts; each
-    ``step`` moves one round on (up to the last recorded round)."""
+    ``step`` moves one round on, and ``goto`` to any recorded round. ``running`` is False at the
+    last round, so SolaraViz's ▶ stops there instead of redrawing the same round forever."""
 
     def __init__(self, run_dir: str = ".", case: str | None = None, round: int = 0, max_nodes: int = 2000,
                  seed: int = 0):
@@ -52,7 +53,11 @@ class ReplayModel(mesa.Model):
             agent = NodeAgent(self, n, attributes[n])
             agent.cell = self.grid[i]
         self.last_round = int(decisions["round"].max())
+        self.goto(round)
+
+    def goto(self, round: int) -> None:
         self.round = max(0, min(int(round), self.last_round))
+        self.running = self.round < self.last_round
         self._apply()
 
     def _apply(self) -> None:
@@ -64,9 +69,7 @@ class ReplayModel(mesa.Model):
             a.target = None if r is None or r["status"] != "valid" else bool(r["target"])
 
     def step(self) -> None:
-        if self.round < self.last_round:
-            self.round += 1
-            self._apply()
+        self.goto(self.round + 1)
 
 
 def portrayal(agent: NodeAgent):

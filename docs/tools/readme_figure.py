@@ -1,0 +1,59 @@
+"""Make docs/assets/dpd-per-case.png, the figure on the README and the site's start page.
+
+It is the report's "DPD per case" figure (louder.analysis.figures.dpd_figure) from a run on the
+fake model with a bias planted in the agents' decisions: an agent whose prompt names "female" picks
+the first choice with probability 0.9, so the gender cases show a disparity and the others none.
+The explicit question is answered by the unbiased fake model (every explicit prompt lists every
+attribute, so a planted word would bias all of them alike), which gives the figure the shape of the
+paper's finding: disparities in what agents do that the direct question does not show. The
+numbers come from the fake model, not from an LLM; the figure shows what the report draws, not a
+finding. Run from the repository root:
+
+    python docs/tools/readme_figure.py
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "docs" / "assets" / "dpd-per-case.png"
+
+
+def main() -> None:
+    import pandas as pd
+
+    from louder.analysis import analyze
+    from louder.analysis.figures import dpd_figure
+    from louder.config import build_config
+    from louder.probes.explicit import run_explicit
+    from louder.simulation import run_experiment
+
+    config = build_config({
+        "models": ["fake:seed=1,bias=female:0.9"],
+        "scenarios": ["emergency_response", "authority_compliance", "career_path_selection"],
+        "groups": ["gender_identity", "political_ideology"],
+        "agents": 50, "probe_trials": 150, "seed": 0,
+    })
+    unbiased = config.model_copy(update={"models": build_config({"models": ["fake:seed=1"]}).models})
+    with tempfile.TemporaryDirectory() as tmp:
+        run_experiment(config, tmp)
+        run_explicit(unbiased, tmp)
+        probes = Path(tmp) / "probes.parquet"  # one panel: the explicit answers beside the agents'
+        pd.read_parquet(probes).assign(model=config.models[0].spec).to_parquet(probes, index=False)
+        cases = analyze(tmp, write=False).tables["cases"]
+    fig = dpd_figure(cases)
+    fig.axes[0].set_title("DPD per case on louder's fake model: a bias planted in the agents' decisions "
+                          "(female: 0.9), 50 agents per attribute", fontsize=9)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUT, dpi=110)
+    print(f"wrote {OUT}")
+    print(cases[["kind", "scenario", "group", "dpd", "threshold", "significant"]].to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

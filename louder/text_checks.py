@@ -1,0 +1,52 @@
+"""Checks of the texts a model writes for a person (a name, a persona, a twin's rewrite): one that
+echoes the prompt's own placeholder, is empty, or is too short to carry anything cannot stand for a
+person (``persona_checks`` in louder/data/prompts.yaml)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from louder.prompts import Prompts
+
+# Template text: "<" and two or more words up to ">" or the end ("<a string with the name …>"; not an
+# HTML tag like "<p>" nor markup like "<img src=…"), or one of louder's own %slots%.
+TEMPLATE_TEXT = re.compile(r"<\s*[^\W\d_][^<>=]*?\s[^<>=]*?(?:>|$)|%[a-z_]+%")
+
+
+def _plain(text: str) -> str:
+    """``text`` without case, quotes, brackets and punctuation, for comparing with a placeholder."""
+    text = text.casefold().replace("’", "'")
+    return " ".join(re.sub(r"[^\w\s']|(?<!\w)'|'(?!\w)", " ", text).split())
+
+
+def echoes_placeholder(text: str, prompts: Prompts) -> bool:
+    """Is ``text`` the prompt's own placeholder (whole, in part, or paraphrased closely)? Any ``<…>``
+    template text counts (``TEMPLATE_TEXT``); so does a text that contains a placeholder of the persona/twin templates
+    (``prompts.placeholders``) or is ``placeholder_similarity`` like one (difflib ratio)."""
+    if TEMPLATE_TEXT.search(text):
+        return True
+    plain, limit = _plain(text), float(prompts.persona_checks["placeholder_similarity"])
+    for p in map(_plain, prompts.placeholders):
+        if p in plain or (len(plain) <= 2 * len(p) and difflib.SequenceMatcher(None, plain, p).ratio() >= limit):
+            return True
+    return False
+
+
+def text_problem(text, kind: str, prompts: Prompts) -> str | None:
+    """Why a written ``kind`` ("name" or "persona") cannot stand for a person, or None: missing, empty,
+    the placeholder, or too short (``persona_checks`` in prompts.yaml)."""
+    checks = prompts.persona_checks
+    if not isinstance(text, str) or not text.strip():
+        return f"empty {kind}"
+    if echoes_placeholder(text, prompts):
+        return f"{kind} echoes the prompt's placeholder"
+    if kind == "name":
+        letters = len(re.findall(r"[^\W\d_]", text))
+        if letters < int(checks["min_name_letters"]):
+            return f"name too short: {letters} letters < {checks['min_name_letters']}"
+    else:
+        words = len(re.findall(r"[^\W_]+", text))
+        if words < int(checks["min_persona_words"]):
+            return f"persona too short: {words} words < {checks['min_persona_words']}"
+    return None

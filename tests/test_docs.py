@@ -1,0 +1,504 @@
+"""Issue 22: the documentation site, and docs that cannot lie.
+
+- The site builds with ``mkdocs build --strict`` (a broken link, a missing page or a warning fails).
+- Every shell command of the getting-started, tutorial and how-to pages runs (the rule below).
+- The notebooks run: on the fake model, and the getting-started one at tiny N on the embedded model.
+- The output tables documented in docs/reference/outputs.md are exactly the ones runs write.
+- The generated references cover every command and config field; the README is a short landing page.
+
+**The rule for commands in pages.** In README.md and the pages under docs/getting-started/,
+docs/tutorials/ and docs/how-to/, every fenced ``console`` block's ``$ `` lines and every fenced ``bash`` block's
+non-comment lines are commands, run in order in one scratch folder per page (with ``examples/``
+linked in) and each must exit 0. ``louder`` (or ``.venv/bin/louder``) is this checkout's louder. A
+``louder`` command that calls models runs on ``fake:seed=1``: a ``--model/-m`` naming any other model
+is swapped for it, and ``run``/``probe``/``batch`` commands that name none get it. A block right
+after ``<!-- docs-test: skip (reason) -->`` is not run (servers, keys, GPUs, installs); a block right
+after ``<!-- docs-test: write FILE -->`` is written to FILE in the scratch folder before the
+commands that follow it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "tools"))
+
+import hooks  # noqa: E402  (docs/tools/hooks.py: the generated reference pages)
+import notebooks  # noqa: E402  (docs/tools/notebooks.py: notebook execution with parameters)
+
+FAKE = "fake:seed=1"
+README = ROOT / "README.md"
+TESTED_DIRS = ("getting-started", "tutorials", "how-to")
+# Pages whose commands take long even on the fake model (the paper's full design, Ray, 100,000 agents,
+# many commands): marked slow, so `make test-fast` skips them and `make test` (CI) runs them.
+SLOW_PAGES = {"tutorials/scale-out.md", "tutorials/network.md", "tutorials/replicate-the-paper.md",
+              "tutorials/population-what-if.md", "how-to/control-cost.md", "how-to/bai-tests.md"}
+
+
+# --- fenced blocks and their commands ----------------------------------------------------------------
+
+@dataclass
+class Block:
+    lang: str
+    body: str
+    mark: str  # "", "skip" or "write"
+    arg: str   # the file name of a write mark
+    line: int
+
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+MARK = re.compile(r"<!--\s*docs-test:\s*(?P<what>skip|write)\b\s*(?P<arg>[^\s>]*)")
+
+
+def blocks(text: str) -> list[Block]:
+    """The fenced code blocks of a Markdown page, each with the docs-test mark just above it."""
+    lines = text.splitlines()
+    out, i, previous = [], 0, ""
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            if lines[i].strip():
+                previous = lines[i]
+            i += 1
+            continue
+        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
+        body, start, i = [], i + 1, i + 1
+        while i < len(lines) and not (lines[i].strip().startswith(fence) and lines[i].strip().strip(fence[0]) == ""):
+            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip())
+            i += 1
+        mark = MARK.search(previous)
+        out.append(Block(info.split()[0] if info else "", "\n".join(body) + "\n", mark["what"] if mark else "",
+                         mark["arg"] if mark else "", start))
+        previous, i = "", i + 1
+    return out
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """Join shell continuation lines (a trailing backslash)."""
+    out, buf = [], ""
+    for line in lines:
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+        else:
+            out.append(buf + line)
+            buf = ""
+    return out + ([buf] if buf else [])
+
+
+def commands(block: Block) -> list[str]:
+    lines = block.body.splitlines()
+    if block.lang == "console":
+        cmds, i = [], 0
+        while i < len(lines):
+            if lines[i].startswith("$ "):
+                cmd = [lines[i][2:]]
+                while cmd[-1].rstrip().endswith("\\") and i + 1 < len(lines):
+                    i += 1
+                    cmd.append(lines[i])
+                cmds += _joined(cmd)
+            i += 1
+        return cmds
+    if block.lang == "bash":
+        return [c for c in _joined(lines) if c.strip() and not c.lstrip().startswith("#")]
+    return []
+
+
+MODEL_FLAG = re.compile(r"(?<=\s)(?P<flag>--model|-m)(?P<sep>\s+|=)(?P<value>\"[^\"]*\"|'[^']*'|\S+)")
+CALLS_MODELS = re.compile(r"^louder\s+(run|probe\s+(explicit|association|decision)|batch\s+(export|status|submit|poll))\b")
+
+
+def for_test(cmd: str) -> str:
+    """The command as the test runs it: this checkout's louder, on the fake model."""
+    cmd = re.sub(r"(^|\s)\.venv/bin/louder\b", r"\1louder", cmd.strip())
+    if not cmd.startswith("louder "):
+        return cmd
+
+    def swap(m: re.Match) -> str:
+        value = m["value"].strip("\"'")
+        return m.group(0) if value.startswith("fake") else f"{m['flag']}{m['sep']}{FAKE}"
+
+    cmd = MODEL_FLAG.sub(swap, cmd)
+    if CALLS_MODELS.match(cmd) and not MODEL_FLAG.search(cmd):
+        code, hash_, comment = cmd.partition(" #")
+        cmd = f"{code.rstrip()} --model {FAKE}" + (f" {hash_.strip()}{comment}" if hash_ else "")
+    return cmd
+
+
+def run_page(page: Path, workdir: Path, timeout: int = 600) -> list[str]:
+    """Run the page's commands (the rule in this module's docstring); the failures, as messages."""
+    bin_dir = workdir / ".bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    shim = bin_dir / "louder"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m louder.cli "$@"\n')
+    shim.chmod(0o755)
+    if not (workdir / "examples").exists():
+        (workdir / "examples").symlink_to(ROOT / "examples")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "COLUMNS": "160"}
+    env.pop("OPENAI_API_KEY", None)
+    failures = []
+    for block in blocks(page.read_text("utf-8")):
+        if block.mark == "skip":
+            continue
+        if block.mark == "write":
+            (workdir / block.arg).write_text(block.body, "utf-8")
+            continue
+        for cmd in commands(block):
+            run = for_test(cmd)
+            r = subprocess.run(["bash", "-c", run], cwd=workdir, env=env, capture_output=True, text=True,
+                               timeout=timeout)
+            if r.returncode != 0:
+                where = page.relative_to(DOCS) if page.is_relative_to(DOCS) else page.name
+                failures.append(f"{where}:{block.line}: `{cmd}` (ran `{run}`) exited "
+                                f"{r.returncode}: {(r.stderr or r.stdout).strip()[-800:]}")
+    return failures
+
+
+def _tested_pages() -> list[Path]:
+    return sorted(p for d in TESTED_DIRS for p in (DOCS / d).glob("*.md"))
+
+
+# --- the rule itself ---------------------------------------------------------------------------------
+
+def test_command_rule_swaps_models_and_honours_marks(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("""
+<!-- docs-test: write tiny.yaml -->
+```yaml
+simulation: {agents: 2, scenarios: [emergency_response], groups: [gender_identity]}
+```
+
+```console
+$ louder run tiny.yaml --out runs/a --model openai:gpt-4o    # a comment stays a comment
+wrote runs/a/decisions.parquet
+$ louder run tiny.yaml \\
+    --out runs/b
+```
+
+<!-- docs-test: skip (would fail) -->
+```bash
+false
+```
+
+```bash
+test -f runs/a/decisions.parquet
+test -f runs/b/decisions.parquet
+```
+""")
+    assert for_test("louder run x.yaml --out o -m embedded") == f"louder run x.yaml --out o -m {FAKE}"
+    assert for_test("louder run --out o # note") == f"louder run --out o --model {FAKE} # note"
+    assert for_test('.venv/bin/louder probe explicit --out o --model "fake:seed=2,bias=a:1"') == \
+        'louder probe explicit --out o --model "fake:seed=2,bias=a:1"'
+    assert for_test("louder analyze runs/x") == "louder analyze runs/x"
+    assert run_page(page, tmp_path / "work") == []
+    # ... and a command that fails is reported with its page and line
+    page.write_text("```console\n$ louder run --out runs/c --agents 0\n```\n")
+    failures = run_page(page, tmp_path / "work2")
+    assert len(failures) == 1 and "page.md:1" in failures[0] and "agents" in failures[0]
+
+
+# --- every command of the getting-started, tutorial and how-to pages ----------------------------------
+
+def _page_params():
+    for p in [README, *_tested_pages()]:
+        rel = str(p.relative_to(DOCS)) if p.is_relative_to(DOCS) else p.name
+        marks = [pytest.mark.slow] if rel in SLOW_PAGES else []
+        yield pytest.param(p, id=rel, marks=marks)
+
+
+@pytest.mark.parametrize("page", list(_page_params()))
+def test_page_commands_run(page, tmp_path):
+    assert run_page(page, tmp_path) == []
+
+
+def test_getting_started_page_has_commands():
+    """The getting-started page is the one the issue names: it must keep commands to check."""
+    cmds = [c for b in blocks((DOCS / "getting-started" / "index.md").read_text()) if b.mark != "skip"
+            for c in commands(b)]
+    assert len(cmds) >= 8 and any(c.startswith("louder report") for c in cmds)
+
+
+# --- the site ----------------------------------------------------------------------------------------
+
+def test_site_builds_strictly(tmp_path):
+    """``mkdocs build --strict``: every page in the nav exists, every link and anchor resolves, the
+    generated pages and the API reference render without a warning."""
+    site = tmp_path / "site"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "NO_MKDOCS_2_WARNING": "1"}
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+                        "--site-dir", str(site)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    print(f"site built in {time.perf_counter() - start:.1f} s")
+    cli = (site / "reference" / "cli" / "index.html").read_text("utf-8")
+    for command in ("louder run", "louder batch export", "louder probe weat", "--retry-errors", "--twin-group"):
+        assert command in cli
+    config = (site / "reference" / "config" / "index.html").read_text("utf-8")
+    for key in ("decision_mode", "probe_trials", "twin_groups", "json_mode", "self_weight", "mean_degree"):
+        assert key in config
+    assert "louder.run" in (site / "reference" / "api" / "index.html").read_text("utf-8")
+    nb = (site / "getting-started" / "first-experiment" / "index.html").read_text("utf-8")
+    assert "louder.run" in nb and "explicit" in nb
+
+
+def test_generated_cli_reference_has_every_command_and_option():
+    import typer
+
+    from louder.cli import app
+
+    text = hooks.cli_markdown()
+
+    def walk(cmd, path):
+        subs = getattr(cmd, "commands", None)
+        if subs is None:
+            assert f"`{path}`" in text, path
+            for p in cmd.params:
+                if type(p).__name__.endswith("Option"):
+                    assert max(p.opts, key=len) in text, (path, p.opts)
+            return
+        for name, sub in subs.items():
+            walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(app), "louder")
+
+
+def test_every_config_field_is_documented_with_a_description():
+    from louder.config import SECTIONS, ControlConfig, ExperimentConfig, GenerationParams
+    from louder.llm.spec import ModelConfig
+    from louder.networks.graphs import NetworkConfig
+
+    text = hooks.config_markdown()
+    for model in (ExperimentConfig, ModelConfig, NetworkConfig, ControlConfig, GenerationParams):
+        undocumented = [n for n, f in model.model_fields.items() if not (f.description or "").strip()]
+        assert not undocumented, f"{model.__name__}: add Field(description=...) to {undocumented}"
+    written = {key for keys in SECTIONS.values() for key in keys} | set(ExperimentConfig.model_fields)
+    for key in written:
+        assert f"| `{key}` |" in text, key
+    for section in SECTIONS:
+        assert f"## `{section}:`" in text
+
+
+def test_config_reference_example_is_a_valid_config(tmp_path):
+    import yaml
+
+    from louder.config import build_config
+
+    examples = [b.body for b in blocks((DOCS / "reference" / "config.md").read_text()) if b.lang == "yaml"]
+    assert examples
+    for body in examples:
+        build_config(yaml.safe_load(body))
+
+
+@pytest.mark.parametrize("page", [DOCS / "reference" / "api.md", README], ids=["api.md", "README.md"])
+def test_python_examples_run(page, tmp_path):
+    """The Python examples of the API page and the README run (on the fake model)."""
+    code = [b.body for b in blocks(page.read_text("utf-8")) if b.lang == "python"]
+    assert code
+    for body in code:
+        body = re.sub(r'"(embedded|openai:[^"]*)"', f'"{FAKE}"', body)
+        r = subprocess.run([sys.executable, "-c", body], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert list(tmp_path.rglob("report/index.html"))
+
+
+# --- the output tables -------------------------------------------------------------------------------
+
+TABLE_FILE = re.compile(r"^#{2,4} .*`(?P<file>[\w.]+\.(parquet|csv))`")
+
+
+def documented_tables() -> dict[str, list[str]]:
+    """docs/reference/outputs.md: file → the column names (or patterns such as ``attr_<group>``) in
+    the first cells of the tables under its heading."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in (DOCS / "reference" / "outputs.md").read_text("utf-8").splitlines():
+        if line.startswith("#"):
+            m = TABLE_FILE.match(line)
+            current = m["file"] if m else None
+            if current:
+                out[current] = []
+        elif current and line.startswith("|") and not re.match(r"^\|\s*-", line):
+            first = line.split("|")[1]
+            if first.strip() == "column":
+                continue
+            out[current] += re.findall(r"`([^`]+)`", first)
+    return out
+
+
+def _matches(name: str, documented: str) -> bool:
+    if "<" not in documented:
+        return name == documented
+    pattern = re.escape(documented)
+    pattern = re.sub(r"\\<[^>]*\\>|<[^>]*>", ".+", pattern)
+    return re.fullmatch(pattern, name) is not None
+
+
+@pytest.fixture(scope="module")
+def reference_runs(tmp_path_factory):
+    """Every kind of run on the fake model, analysed: the files whose columns the docs list."""
+    from http.server import ThreadingHTTPServer
+
+    from test_weat import _Embeddings  # a fake /v1/embeddings server
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    base = tmp_path_factory.mktemp("reference-runs")
+    runner = CliRunner()
+
+    def louder(*args):
+        r = runner.invoke(app, [str(a) for a in args])
+        assert r.exit_code == 0, (args, r.output[-2000:], r.exception)
+
+    plain, net, pop, arch = (base / n for n in ("plain", "net", "pop", "arch"))
+    one = ["--scenario", "emergency_response", "--group", "gender_identity"]
+    louder("run", "--out", plain, "-m", FAKE, "--agents", 4, "-c", "contextualized", "-c", "no_persona", *one)
+    louder("probe", "explicit", "--out", plain, "-m", FAKE, "--trials", 6, *one)
+    stereotypes = ["--stereotype", "racism", "--stereotype", "career", "--stereotype", "age"]
+    louder("probe", "association", "--out", plain, "-m", FAKE, "--trials", 4, *stereotypes)
+    louder("probe", "decision", "--out", plain, "-m", FAKE, "--trials", 4, "--variation", "chained", *stereotypes)
+    class Embeddings(_Embeddings):  # its own record of requests: test_weat reads the parent's
+        seen: list = []
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        louder("probe", "weat", "--out", plain, "--embeddings",
+               f"openai:text-embedding-3-small@http://127.0.0.1:{server.server_port}/v1", "--permutations", 200,
+               *stereotypes)
+    finally:
+        server.shutdown()
+    (base / "net.yaml").write_text(
+        "simulation: {scenarios: [emergency_response], groups: [gender_identity], agents: 4, decision_mode: score, "
+        "score_pick: draw}\n"
+        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\nrounds: 2\n")
+    louder("run", base / "net.yaml", "--out", net, "-m", FAKE)
+    louder("run", "--population", "us_gender_ideology", "-m", FAKE, "--scenario", "emergency_response_policy",
+           "--variant", "base", "--variant", "mandatory", "--twins", "--agents", 60, "--out", pop)
+    (base / "arch.yaml").write_text(
+        "population: us_gender_ideology\nmode: archetype\nreplicates: 2\nbuckets: 2\n"
+        "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\nrounds: 1\n"
+        "simulation: {agents: 200, scenarios: [emergency_response], groups: [political_ideology], "
+        "decision_mode: score}\n")
+    louder("run", base / "arch.yaml", "--out", arch, "-m", FAKE)
+    for run in (plain, net, pop, arch):
+        louder("analyze", run, "-B", 200)
+    found: dict[str, list[tuple[str, list[str]]]] = {}
+    for run in (plain, net, pop, arch):
+        for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
+            df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
+            found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))
+    return found
+
+
+def test_documented_files_are_the_files_runs_write(reference_runs):
+    documented = documented_tables()
+    assert sorted(documented) == sorted(reference_runs), (
+        f"written but not documented: {sorted(set(reference_runs) - set(documented))}; "
+        f"documented but never written: {sorted(set(documented) - set(reference_runs))}")
+
+
+def test_documented_columns_are_the_columns_runs_write(reference_runs):
+    documented = documented_tables()
+    problems = []
+    for name, runs in reference_runs.items():
+        docs = documented.get(name, [])
+        seen = set()
+        for run, columns in runs:
+            for c in columns:
+                hits = [d for d in docs if _matches(c, d)]
+                if not hits:
+                    problems.append(f"{name} ({run} run): column {c!r} is not documented")
+                seen.update(hits)
+        for d in docs:
+            if d not in seen:
+                problems.append(f"{name}: documented column {d!r} is written by no run")
+    assert not problems, "\n".join(problems)
+
+
+def test_code_column_lists_are_documented():
+    """The column contracts of louder/types.py are on the page too (a quick check that needs no run)."""
+    from louder import types
+
+    documented = documented_tables()
+    for file, columns in (("decisions.parquet", types.DECISION_COLUMNS), ("personas.parquet", types.PERSONA_COLUMNS),
+                          ("probes.parquet", types.PROBE_COLUMNS), ("twins.parquet", types.TWIN_COLUMNS)):
+        missing = [c for c in columns if not any(_matches(c, d) for d in documented[file])]
+        assert not missing, (file, missing)
+
+
+# --- notebooks ---------------------------------------------------------------------------------------
+
+NOTEBOOKS = sorted(DOCS.rglob("*.ipynb")) + sorted((ROOT / "examples").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(ROOT)) for p in NOTEBOOKS])
+def test_notebook_runs_on_the_fake_model(path, tmp_path):
+    nb = notebooks.execute(path, tmp_path, {"model": FAKE, "agents": 3, "probe_trials": 3})
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    assert (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_getting_started_notebook_on_the_embedded_model(tmp_path):
+    path = DOCS / "getting-started" / "first-experiment.ipynb"
+    nb = notebooks.execute(path, tmp_path, {"model": "embedded", "agents": 2, "probe_trials": 3})
+    decisions = pd.read_parquet(next((tmp_path / "runs").rglob("decisions.parquet")))
+    assert len(decisions) == 6 and set(decisions["model"]) == {"embedded"}
+    assert decisions["status"].isin(["valid", "invalid", "refused", "error"]).all()
+    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+
+
+def test_notebooks_keep_their_outputs_and_a_parameters_cell():
+    """The site renders stored outputs (it never executes a notebook), and tests override parameters."""
+    import nbformat
+
+    for path in NOTEBOOKS:
+        nb = nbformat.read(str(path), as_version=4)
+        notebooks.parameters_cell(nb)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.outputs for c in code[1:]), f"{path}: run `python docs/tools/notebooks.py {path}`"
+
+
+# --- the README --------------------------------------------------------------------------------------
+
+README = ROOT / "README.md"
+
+
+def test_readme_is_a_short_landing_page_with_the_quick_start():
+    text = README.read_text("utf-8")
+    assert len(text.splitlines()) <= 150
+    assert ("make demo   # sets up .venv (builds llama-cpp-python, ~4 min the first time) and runs the demo on the "
+            "embedded model") in text
+    assert "make test   # sets up .venv and runs the whole test suite (the command CI runs)" in text
+
+
+@pytest.mark.parametrize("page", [README, *sorted(DOCS.rglob("*.md"))], ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page):
+    """Links between Markdown files (the README's into docs/, and the site's, which mkdocs checks too)."""
+    text = re.sub(r"```.*?```", "", page.read_text("utf-8"), flags=re.DOTALL)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = target.split("#")[0]
+        if not (page.parent / path).exists():
+            broken.append(target)
+    assert not broken, broken
