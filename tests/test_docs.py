@@ -278,12 +278,12 @@ def test_generated_cli_reference_has_every_command_and_option():
 
 
 def test_every_config_field_is_documented_with_a_description():
-    from louder.config import SECTIONS, ControlConfig, ExperimentConfig, GenerationParams
+    from louder.config import SECTIONS, ControlConfig, ExperimentConfig, GenerationParams, SequentialConfig
     from louder.llm.spec import ModelConfig
     from louder.networks.graphs import NetworkConfig
 
     text = hooks.config_markdown()
-    for model in (ExperimentConfig, ModelConfig, NetworkConfig, ControlConfig, GenerationParams):
+    for model in (ExperimentConfig, ModelConfig, NetworkConfig, ControlConfig, GenerationParams, SequentialConfig):
         undocumented = [n for n, f in model.model_fields.items() if not (f.description or "").strip()]
         assert not undocumented, f"{model.__name__}: add Field(description=...) to {undocumented}"
     written = {key for keys in SECTIONS.values() for key in keys} | set(ExperimentConfig.model_fields)
@@ -397,10 +397,14 @@ def reference_runs(tmp_path_factory):
         "simulation: {agents: 200, scenarios: [emergency_response], groups: [political_ideology], "
         "decision_mode: score}\n")
     louder("run", base / "arch.yaml", "--out", arch, "-m", FAKE)
-    for run in (plain, net, pop, arch):
+    seq, seqpop = base / "seq", base / "seqpop"  # sequential runs (issue 20): their extra files and columns
+    louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
+    louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
+           "--until", "decided", "--budget", 40, "--wave", 20)
+    for run in (plain, net, pop, arch, seq, seqpop):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch):
+    for run in (plain, net, pop, arch, seq, seqpop):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))
