@@ -256,7 +256,7 @@ def test_retry_errors_exports_exactly_the_error_answers(tmp_path):
             return {k for k, e in flags.items() if e}
 
         asked, retried = 0, 0
-        for _ in range(12):
+        for _ in range(40):  # each retry stage fails again about 40 % of the time: allow a long tail
             st = status(config, tmp_path, ["simulation"])
             if "complete" in st.next_step and st.errors == 0:
                 break

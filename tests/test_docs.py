@@ -366,7 +366,7 @@ def reference_runs(tmp_path_factory):
         r = runner.invoke(app, [str(a) for a in args])
         assert r.exit_code == 0, (args, r.output[-2000:], r.exception)
 
-    plain, net, pop, arch = (base / n for n in ("plain", "net", "pop", "arch"))
+    plain, net, pop, arch, robust = (base / n for n in ("plain", "net", "pop", "arch", "robust"))
     one = ["--scenario", "emergency_response", "--group", "gender_identity"]
     louder("run", "--out", plain, "-m", FAKE, "--agents", 4, "-c", "contextualized", "-c", "no_persona", *one)
     louder("probe", "explicit", "--out", plain, "-m", FAKE, "--trials", 6, *one)
@@ -397,14 +397,15 @@ def reference_runs(tmp_path_factory):
         "simulation: {agents: 200, scenarios: [emergency_response], groups: [political_ideology], "
         "decision_mode: score}\n")
     louder("run", base / "arch.yaml", "--out", arch, "-m", FAKE)
+    louder("run", "--out", robust, "-m", FAKE, "--agents", 4, "--choice-order", "balanced", "--wording", "all", *one)
     seq, seqpop = base / "seq", base / "seqpop"  # sequential runs (issue 20): their extra files and columns
     louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
     louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
            "--until", "decided", "--budget", 40, "--wave", 20)
-    for run in (plain, net, pop, arch, seq, seqpop):
+    for run in (plain, net, pop, arch, robust, seq, seqpop):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, seq, seqpop):
+    for run in (plain, net, pop, arch, robust, seq, seqpop):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))
