@@ -7,7 +7,7 @@
     python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
     python benchmarks/run.py --check out.json   check results written before, without measuring
 
-Every result line starts with its key (P1 … P7) and carries ``name=value`` pairs; most figures
+Every result line starts with its key (P1 … P8) and carries ``name=value`` pairs; most figures
 are ratios measured within one run, so they compare like with like on whatever machine runs them.
 The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
@@ -36,6 +36,11 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
 - P7 constrained decoding: ms per generated token (after the first) of llguidance-constrained ÷
   unconstrained decoding on the embedded model, the project's persona and decision prompts, same
   prompts and seeds; the same ratio for llama.cpp's GBNF sampler for comparison.
+- P8 sequential runs: mean model calls to a verdict at true DPD 0.3 (3 attributes around 0.5),
+  sequential (``--until decided``, waves of 10, D = 0.1, budget 1,450) ÷ the fixed N that
+  ``louder plan`` gives for D = 0.1 at power 0.8 (equal power: both designs have power 0.8 at 0.1
+  and ≈ 1 at 0.3); and the sequential design's type-I error (disparity at DPD 0). Simulated answers,
+  the run's own test (benchmarks/sequential_study.py; 1,000 runs each, 200 with --quick).
 
 Adding a figure: one function decorated with ``@figure(...)`` that returns its ``Result`` lines,
 and its goals in ``GOALS`` (and its row in docs/benchmarks.md).
@@ -94,6 +99,9 @@ GOALS: tuple[Goal, ...] = (
     Goal("P5", "peak_mb", "<", 4096, "< 4 GB"),
     Goal("P6", "seconds", "<=", 3.0, "≤ 3 s"),
     Goal("P7", "ratio", "<=", 1.20, "≤ 1.20"),
+    Goal("P8", "ratio", "<=", 0.5, "≤ 0.5"),
+    Goal("P8", "type1", "<=", 0.05, "type-I ≤ α = 0.05"),
+    Goal("E1", "ratio", "<=", 2.0, "≤ 2"),
 )
 
 
@@ -418,6 +426,31 @@ def p7_constrained(tmp: Path, quick: bool) -> list[Result]:
     return [Result("P7", "P7 constrained decoding", dict(ratio=ll / free, gbnf_ratio=gb / free, ms_free=free,
                                                          ms_llguidance=ll, ms_gbnf=gb),
                    "(llguidance ÷ free, ms per token; embedded)")]
+
+
+@figure("P8", quick_s=30)
+def p8_sequential(tmp: Path, quick: bool) -> list[Result]:
+    """Simulated answers through the sequential run's own test (docs/sequential.md)."""
+    from sequential_study import p8
+
+    r = p8(runs=200 if quick else 1000)
+    return [Result("P8", "P8 sequential", dict(ratio=r["ratio"], type1=r["type1"], power=r["power"],
+                                               mean_agents=r["mean_agents"], n_fixed=r["n_fixed"],
+                                               budget=r["budget"], runs=r["runs"]),
+                   "(mean agents per attribute to a verdict at DPD 0.3 ÷ louder plan's N for D = 0.1; "
+                   "type1: disparity at DPD 0)")]
+
+
+@figure("E1", embedded_calls=(9, 18), quick_s=60)
+def e1_contention(tmp: Path, quick: bool) -> list[Result]:
+    """Two embedded runs side by side on this machine's cores (benchmarks/embedded_contention.py)."""
+    from embedded_contention import measure
+
+    m = measure(calls=3 if quick else 6)
+    return [Result("E1", "E1 contention", dict(ratio=m["ratio"], alone_s=m["alone_wall_s"], pair_s=m["pair_wall_s"],
+                                               alone_cpu_s=m["alone_cpu_s"], pair_cpu_s=m["pair_cpu_s"],
+                                               n_threads=m["n_threads"], cores=m["cores"], calls=m["calls"]),
+                   "(mean wall of two embedded processes at once ÷ one alone; ≫ 2 is threads spinning)")]
 
 
 # --- running and checking ---

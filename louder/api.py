@@ -130,8 +130,10 @@ def _progress_bar(label: str) -> tuple[Callable[[int, str], None], Callable[[], 
     bar.start()
 
     def on_progress(total: int, phase: str) -> None:
-        if phase == "start":
+        if phase in ("start", "total"):
             bar.update(task, total=total)
+        elif phase:  # a status line (sequential runs: cases decided / running)
+            bar.update(task, description=f"{label} · {phase}")
         else:
             bar.advance(task)
 

@@ -38,14 +38,17 @@ def fail(message: str) -> None:
 
 def _with_progress(label: str, work):
     """Run ``work(on_progress)`` under a progress bar: the runners call ``on_progress(total, "start")``
-    once, then ``on_progress(0, "")`` per finished item."""
+    once, then ``on_progress(0, "")`` per finished item (and may set a new total with
+    ``(total, "total")`` or a status line with ``(0, text)``)."""
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=err_console, transient=False) as progress:
         task = progress.add_task(label, total=None)
 
         def on_progress(total: int, phase: str) -> None:
-            if phase == "start":
+            if phase in ("start", "total"):
                 progress.update(task, total=total)
+            elif phase:  # a status line (sequential runs: cases decided / running)
+                progress.update(task, description=f"{label} · {phase}")
             else:
                 progress.advance(task)
 
@@ -107,6 +110,14 @@ def run(
                                          "twins of every persona for every other attribute of each group"),
     twin_group: Optional[list[str]] = typer.Option(None, "--twin-group", help="with --twins: only this group of "
                                                    "the population gets twins, repeatable"),
+    until: Optional[str] = typer.Option(None, "--until", help="decided: run each case in waves until an "
+                                        "anytime-valid test decides it (docs/sequential.md)"),
+    budget: Optional[int] = typer.Option(None, "--budget", help="with --until decided: the most agents per "
+                                         "attribute per case (population runs: drawn); default --agents"),
+    wave: Optional[int] = typer.Option(None, "--wave", help="with --until decided: agents per attribute per wave "
+                                       "(default 10)"),
+    precision: Optional[float] = typer.Option(None, "--precision", help="with --until decided: D, the smallest "
+                                              "DPD of interest; parity is declared within D (default 0.1)"),
     choice_order: Optional[str] = typer.Option(None, "--choice-order", help="as_written | reversed | balanced | "
                                                "shuffled: the order the choices are listed in (docs/robustness.md)"),
     wording: Optional[list[str]] = typer.Option(None, "--wording", help="wording of the scenarios: as_written, "
@@ -127,13 +138,28 @@ def run(
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
                      signal=signal or None, names=names)
     try:
-        cfg = load_config(config, overrides)
+        cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)
         if dry_run:
             return _dry_run(cfg, kind)
         _execute(kind, cfg, out, retry_errors)
     except LouderError as e:
         fail(str(e))
+
+
+def _sequential(cfg, until: Optional[str], **flags):
+    """``--until decided`` and its --budget/--wave/--precision on top of the config's ``sequential:``."""
+    from louder.config import load_config
+
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if until is not None and until != "decided":
+        raise LouderError(f"--until {until}: the one stopping rule is `decided` (--until decided)")
+    if until is None and cfg.sequential is None:
+        if flags:
+            raise LouderError(f"--{next(iter(flags))}: needs --until decided (or `sequential:` in the config)")
+        return cfg
+    base = cfg.sequential.model_dump(exclude_unset=True) if cfg.sequential is not None else {}
+    return load_config(cfg, {"sequential": {**base, **flags}})
 
 
 @app.command()
@@ -454,6 +480,12 @@ def analyze(
         fail(str(e))
     for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)
         console.print(table)
+    if a.sequential is not None:  # issue 20: the run's verdicts, and which columns are valid
+        from louder.analysis.sequential_tables import NOTE
+        from louder.cli_tables import sequential_cases_table
+
+        console.print(sequential_cases_table(a.sequential[0], a.manifests["simulation"]["sequential"]))
+        console.print(f"[yellow]{NOTE}[/]", highlight=False)
     if note := power_note(a.tables["cases"]):
         console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:

@@ -77,8 +77,10 @@ def cases_table(cases: pd.DataFrame, title: str | None = None) -> Table:
     for _, r in cases.iterrows():
         mdd = ("" if r["kind"] == "explicit" else (">1" if pd.isna(r["mdd"]) else f(r["mdd"], 2)) +
                (" [yellow]underpowered[/]" if r["underpowered"] else ""))
+        if r.get("interval_method", "bootstrap") != "bootstrap":  # a sequential run's case: no fixed-N power
+            mdd = "–"
         table.add_row(r["kind"], r["model"], r["condition"], r["scenario"], r["group"], f"{r['dpd']:.3f}",
-                      f"{r['threshold']:.3f}", f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}",
+                      f(r["threshold"]), f(r["p_value"], 4), f(r["p_holm"], 4),
                       "[bold red]yes[/]" if r["significant"] else "no",
                       "–" if pd.isna(r["dpd_p"]) else f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]",
                       f(r["p_value_p"], 4), mdd,
@@ -140,13 +142,35 @@ def _footer(result, main: str = "decisions") -> list[str]:
     m = result.manifest
     files = ", ".join(f"{name} ({len(df):,} rows)" for name, df in result.tables.items())
     return [f"wrote {result.out}/: {files}, {result.manifest_file}",
-            f"model_calls: {m['model_calls']} (planned for a cold run: {m['planned_calls']})  cache_hits: "
+            f"model_calls: {m['model_calls']} ({'at the budget' if 'sequential' in m else 'planned for a cold run'}: "
+            f"{m['planned_calls']})  cache_hits: "
             f"{m['cache_hits']}  wall_time_s: {m['wall_time_s']}",
             f"status counts: {m['status_counts'].get(main, m['status_counts'])}"]
 
 
+def sequential_table(result) -> list:
+    """Sequential runs (issue 20): per case, how it stopped, after how many agents, and its DPD CS."""
+    if "sequential.csv" not in result.tables:
+        return []
+    return [sequential_cases_table(result.tables["sequential.csv"], result.manifest["sequential"])]
+
+
+def sequential_cases_table(seq: pd.DataFrame, s: dict) -> Table:
+    """One row per tested case of a sequential run (``sequential.csv``); ``s``: the manifest's settings."""
+    table = Table(title=f"Sequential: waves of {s['wave']} up to {s['budget']}, α = {s['alpha']} for every verdict "
+                  f"of the run (Bonferroni over {s['pairs']} pairs of attributes); p = run-wide sequential p-value")
+    keys = [c for c in seq.columns if c in ("model", "condition", "scenario", "variant", "group")]
+    for col in (*keys, "stop", "waves", "agents", "DPD", "CS", "p"):
+        table.add_column(col, justify="left" if col in keys or col == "stop" else "right")
+    for _, r in seq.iterrows():
+        table.add_row(*[str(r[k]) for k in keys], str(r["stop_reason"]), str(r["waves"]),
+                      str(r["agents_per_attribute"]), f"{r['dpd']:.3f}", f"[{r['cs_low']:.3f}, {r['cs_high']:.3f}]",
+                      f"{r['p_adjusted']:.3g}")
+    return table
+
+
 def simulation_console(result) -> list:
-    return [rates_table(result.tables["decisions.parquet"]), *_footer(result)]
+    return [rates_table(result.tables["decisions.parquet"]), *sequential_table(result), *_footer(result)]
 
 
 def network_console(result) -> list:
@@ -159,7 +183,7 @@ def population_console(result) -> list:
     p = result.manifest["population"]
     return [population_rates_table(result.tables["decisions.parquet"]),
             f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, {fit_errors(p)}, chi-square "
-            f"{p['chi2']:.2f} (df {p['df']})", *_footer(result)]
+            f"{p['chi2']:.2f} (df {p['df']})", *sequential_table(result), *_footer(result)]
 
 
 def archetype_console(result) -> list:

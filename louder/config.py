@@ -79,6 +79,21 @@ class ControlConfig(BaseModel):
     self_weight: float = Field(0.5, ge=0, le=1, description="degroot rule: weight of the agent's own probability")
 
 
+class SequentialConfig(BaseModel):
+    """``sequential:`` (``louder run --until decided``) — run each case in waves until an anytime-valid
+    test decides it (louder.simulation.sequential; statistics in louder.analysis.sequential)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    budget: int | None = Field(None, ge=1, le=1_000_000, description="the most agents per attribute per case "
+                               "(population runs: agents drawn); default: `agents`")
+    wave: int = Field(10, ge=1, le=100_000, description="agents per attribute per wave (population runs: agents "
+                      "drawn per wave); the test looks after each wave")
+    precision: float = Field(0.1, gt=0, le=1, description="D: the smallest DPD of interest; a case stops at "
+                             "`parity within D` when its DPD confidence sequence lies below D")
+    alpha: float = Field(0.05, gt=0, lt=1, description="error level of every verdict of the run together "
+                         "(Bonferroni over the pairs of attributes of all its cases)")
+
+
 class ExperimentConfig(BaseModel):
     """Everything that defines an experiment. Unknown fields are errors, not silently ignored."""
 
@@ -200,6 +215,9 @@ class ExperimentConfig(BaseModel):
     names: str | None = Field(None, description="signal names: the names file (YAML path or built-in id); default "
                               "bertrand_mullainathan_2004")
 
+    # --- sequential runs (docs/sequential.md) ---
+    sequential: SequentialConfig | None = Field(None, description="run each case in waves until it is decided "
+                                                "(`louder run --until decided`); none: a fixed number of agents")
     @field_validator("models", mode="before")
     @classmethod
     def _strings_are_specs(cls, v):

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from louder.config import ExperimentConfig
-from louder.io import write_json, write_parquet
+from louder.io import write_csv, write_json, write_parquet
 from louder.llm.batch import Recorder
 from louder.llm.client import run_all
 from louder.records import RunContext
@@ -80,7 +80,8 @@ class TaskResult:
 def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,
             on_progress: Progress | None = None, recorder: Recorder | None = None) -> TaskResult | None:
     """Run (or resume, through the cache) ``task`` and write its tables and manifest into ``out_dir``.
-    ``on_progress(total, "start")`` is called once, then ``(0, "")`` after each answer.
+    ``on_progress(total, "start")`` is called once, then ``(0, "")`` after each answer; a task that
+    runs its items itself may also call ``(new total, "total")`` and ``(0, status line)``.
 
     With a ``recorder`` (batch export) no model is called: the requests that miss the cache are
     recorded, and while any is missing nothing is written and None is returned."""
@@ -91,6 +92,7 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
     keys = [item.key for item in task.items]
     planned = task.planned_calls
     with RunContext(config, out_dir, retry_errors, planned_calls=planned, recorder=recorder) as ctx:
+        ctx.progress = on_progress  # run_items may report more than ticks: a new total, a status line
         if task.run_items is not None:
             results = task.run_items(ctx, keys, tick)
         else:
@@ -101,7 +103,7 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
         return None
     tables, fields = task.tables(ctx, results)
     for name, df in tables.items():
-        write_parquet(df, ctx.out / name)
+        (write_csv if name.endswith(".csv") else write_parquet)(df, ctx.out / name)
     manifest = ctx.manifest(task.kind, **fields)
     write_json(manifest, ctx.out / task.manifest_file)
     return TaskResult(ctx.out, tables, manifest, task.manifest_file)

@@ -57,7 +57,7 @@ DTYPES = {
     "status": "string", "variant": "string", "cell_id": "int64", "weight": "float64", "twin_status": "string",
     "original": "bool", "round": "int64", "node": "int64", "neighbours": "int64", "neighbours_valid": "Int64",
     "neighbour_share": "Float64", "changed": "boolean", "trial": "int64", "answer": "string", "prompt": "string",
-    "twin_reason": "string", "twin_similarity": "Float64", "reason": "string",
+    "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64",
     "choice_order": "string", "wording": "string", "signal": "string",
 }
 

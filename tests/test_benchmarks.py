@@ -28,7 +28,7 @@ def test_docs_goals_table_is_GOALS(bench):
     text = (ROOT / "docs" / "benchmarks.md").read_text("utf-8")
     table = text.split("| id | what | goal | measured | |\n")[1].split("\n\n")[0]  # the goals table
     rows = {m.group(1): [c.strip() for c in m.group(2).split("|")]
-            for m in re.finditer(r"^\| (P\d+) \|(.*)\|\s*$", table, re.M)}
+            for m in re.finditer(r"^\| ([PE]\d+) \|(.*)\|\s*$", table, re.M)}
     keys = sorted({g.key for g in bench.GOALS})
     assert sorted(rows) == keys
     for key in keys:
@@ -46,7 +46,8 @@ def _report(**values):
     """A results file as run.py writes it, every goal met unless overridden."""
     base = {"P1": dict(ratio=1.01), "P2": dict(ratio=1.2), "P3": dict(ratio=0.002, rerun_model_calls=0),
             "P4": dict(ratio=1.5), "P5": dict(seconds=1100.0, extrapolated=1, peak_mb=1300.0),
-            "P6": dict(seconds=2.0), "P7": dict(ratio=1.0)}
+            "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "E1": dict(ratio=1.3),
+            "P7": dict(ratio=1.0)}  # P7 last
     for key, v in values.items():
         base[key.replace("_", " ")] = v
     return dict(date="2026-11-23", quick=True, wall_s=500,
@@ -139,6 +140,17 @@ def test_p6_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
 
     cases = pd.read_csv(tmp_path / "P6_score" / "cases.csv")
     assert cases["dpd_p"].notna().all() and pd.read_csv(tmp_path / "P6" / "cases.csv")["dpd_p"].isna().all()
+
+
+def test_p8_quick_on_few_runs(bench, monkeypatch):
+    import sequential_study
+
+    monkeypatch.setattr(sequential_study, "BUDGET", 300)
+    real = sequential_study.p8
+    monkeypatch.setattr(sequential_study, "p8", lambda runs, **kw: real(40, **kw))
+    (p8,) = bench.p8_sequential(Path("."), quick=True)
+    assert p8.key == "P8" and p8.values["runs"] == 40 and p8.values["budget"] == 300
+    assert 0 < p8.values["ratio"] < 1 and p8.values["power"] == 1.0 and p8.values["type1"] <= 0.1
 
 
 def test_a_failing_figure_is_reported_and_the_run_goes_on(bench, monkeypatch, capsys):

@@ -279,12 +279,12 @@ def test_generated_cli_reference_has_every_command_and_option():
 
 
 def test_every_config_field_is_documented_with_a_description():
-    from louder.config import SECTIONS, ControlConfig, ExperimentConfig, GenerationParams
+    from louder.config import SECTIONS, ControlConfig, ExperimentConfig, GenerationParams, SequentialConfig
     from louder.llm.spec import ModelConfig
     from louder.networks.graphs import NetworkConfig
 
     text = hooks.config_markdown()
-    for model in (ExperimentConfig, ModelConfig, NetworkConfig, ControlConfig, GenerationParams):
+    for model in (ExperimentConfig, ModelConfig, NetworkConfig, ControlConfig, GenerationParams, SequentialConfig):
         undocumented = [n for n, f in model.model_fields.items() if not (f.description or "").strip()]
         assert not undocumented, f"{model.__name__}: add Field(description=...) to {undocumented}"
     written = {key for keys in SECTIONS.values() for key in keys} | set(ExperimentConfig.model_fields)
@@ -400,16 +400,20 @@ def reference_runs(tmp_path_factory):
         "decision_mode: score}\n")
     louder("run", base / "arch.yaml", "--out", arch, "-m", FAKE)
     louder("run", "--out", robust, "-m", FAKE, "--agents", 4, "--choice-order", "balanced", "--wording", "all", *one)
+    seq, seqpop = base / "seq", base / "seqpop"  # sequential runs (issue 20): their extra files and columns
+    louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
+    louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
+           "--until", "decided", "--budget", 40, "--wave", 20)
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust):
+    for run in (net, pop, arch, robust, seq, seqpop):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust):
+    for run in (plain, net, pop, arch, robust, seq, seqpop):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

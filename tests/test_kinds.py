@@ -37,6 +37,12 @@ CASES = {
     "population, twins and variants": (None, {"population": "us_gender_ideology", "variants": ["base", "mandatory"],
                                               "twins": True, "simulation": {
         "scenarios": ["emergency_response_policy"], "agents": 40}}),
+    # sequential runs plan their budget; a run that goes to it makes exactly those calls (issue 20)
+    "simulation, sequential to its budget": (None, {"sequential": {"budget": 4, "wave": 2, "precision": 0.01},
+                                                    "simulation": {"scenarios": ["emergency_response"],
+                                                                   "groups": ["gender_identity", "political_ideology"]}}),
+    "population, sequential to its budget": (None, {"population": "us_gender_ideology", "sequential": {
+        "budget": 40, "wave": 20, "precision": 0.01}, "simulation": {"scenarios": ["emergency_response"]}}),
     # issue 25: wordings × orders × signals (and wordings × variants, and the explicit probes' orders)
     "simulation, wordings × balanced orders × both signals": (None, {"simulation": {
         "scenarios": ["emergency_response", "career_path_selection"], "groups": ["race_black_white"], "agents": 3,

@@ -19,7 +19,8 @@ from cache_count import cached_replies
 pytestmark = pytest.mark.slow
 
 # 3 agents (1 per attribute) on a ring, rounds 0..2, score mode, name-only personas:
-# 3 name calls + 3 × 3 score calls = 12 calls per run (a shared 2-core machine can be slow: long timeout).
+# 3 name calls + 3 × 3 score calls + the no-influence arm (score_pick: draw asks it: 3 agents × rounds 1-2,
+# asked in round 0's pass) = 18 calls per run (a shared 2-core machine can be slow: long timeout).
 CONFIG = """\
 models: [{spec: embedded, n_threads: 1}]
 simulation: {scenarios: [emergency_response], groups: [gender_identity], conditions: [no_persona], agents: 1,
@@ -28,8 +29,8 @@ network: {generator: watts_strogatz, params: {k: 2, p: 0.0}, seed: 0}
 rounds: 2
 concurrency: 1
 """
-CALLS = 12
-ROUND_2_STARTS = 3 + 3 + 3  # names, round 0, round 1
+CALLS = 18
+ROUND_2_STARTS = 3 + 3 + 6 + 3  # names, round 0 with the arm's 6, round 1
 
 
 def _run(cfg, out) -> subprocess.CompletedProcess:
@@ -66,7 +67,7 @@ def test_sigkill_in_round_two_then_resume_equals_uninterrupted(tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["cache_hits"] == done_before and m["model_calls"] == CALLS - done_before  # nothing repeated or lost
     skip = ["run_id", "latency_s"]  # the folder's name; wall time of each call
-    for name in ("decisions.parquet", "control.parquet", "network.parquet"):
+    for name in ("decisions.parquet", "control.parquet", "network.parquet", "no_influence.parquet"):
         a = pd.read_parquet(reference / name).drop(columns=skip, errors="ignore")
         b = pd.read_parquet(out / name).drop(columns=skip, errors="ignore")
         pd.testing.assert_frame_equal(a, b)

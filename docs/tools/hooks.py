@@ -127,7 +127,8 @@ def _type(annotation) -> str:
         return "mapping"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return {"GenerationParams": "{temperature, max_tokens}", "ModelConfig": "model entry",
-                "NetworkConfig": "network mapping", "ControlConfig": "control mapping"}.get(annotation.__name__,
+                "NetworkConfig": "network mapping", "ControlConfig": "control mapping",
+                "SequentialConfig": "sequential mapping"}.get(annotation.__name__,
                                                                                          annotation.__name__)
     return {str: "text", int: "integer", float: "number", bool: "true/false"}.get(annotation, str(annotation))
 
@@ -181,7 +182,7 @@ def _field_rows(model, names: dict[str, str] | None = None) -> list[str]:
 def config_markdown() -> str:
     """Every config field, in the layout users write: top-level keys, then each section, then the
     mappings nested in them, then the deprecated flat keys."""
-    from louder.config import MOVED, SECTIONS, ControlConfig, ExperimentConfig, GenerationParams
+    from louder.config import MOVED, SECTIONS, ControlConfig, ExperimentConfig, GenerationParams, SequentialConfig
     from louder.llm.spec import ModelConfig
     from louder.networks.graphs import NetworkConfig
 
@@ -201,6 +202,8 @@ def config_markdown() -> str:
     out += _field_rows(NetworkConfig)
     out += ["## `control:`", "", " ".join((ControlConfig.__doc__ or "").split()), ""]
     out += _field_rows(ControlConfig)
+    out += ["## `sequential:`", "", " ".join((SequentialConfig.__doc__ or "").split()), ""]
+    out += _field_rows(SequentialConfig)
     out += ["## Generation parameters", "",
             "Every `{temperature, max_tokens}` mapping above (`simulation.persona`, `explicit.params`, …).", ""]
     out += _field_rows(GenerationParams)

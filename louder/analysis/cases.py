@@ -19,7 +19,9 @@ CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "si
                 # issue 14: probability DPD (score mode) and the minimum detectable DPD at 80 % power
                 "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "underpowered",
                 # issue 14: attribute × every choice, test of independence (analysis/choices.py)
-                "p_independence", "independence_test"]
+                "p_independence", "independence_test",
+                # issue 20: where interval and p-value come from (bootstrap; a sequential run's confidence sequence)
+                "interval_method"]
 ATTRIBUTE_COLUMNS = ["kind", *CASE_KEYS, "attribute", "n_valid", "n_invalid", "n_refused", "n_error", "n_target",
                      "rate"]
 
@@ -122,7 +124,7 @@ def _case_row(kind: str, key: tuple, test: stats.ParityTest, lo: float, hi: floa
                 p_value=test.p_value, p_holm=np.nan, significant=test.significant, ci_low=lo, ci_high=hi,
                 **counts, rates=json.dumps(rates, ensure_ascii=False), dpd_p=np.nan, ci_low_p=np.nan,
                 ci_high_p=np.nan, p_value_p=np.nan, mdd=np.nan, underpowered=False,
-                p_independence=np.nan, independence_test="")
+                p_independence=np.nan, independence_test="", interval_method="bootstrap")
 
 
 def with_prob_dpd(cases: pd.DataFrame, prob: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
 from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
+from louder.analysis.sequential_report import sequential_section
 from louder.analysis.voices_report import voices_section
 from louder.io import write_text
 from louder.status import status_by
@@ -356,6 +357,7 @@ def render(a: Analysis) -> str:
     lead = [*pop[:2], *per_case, _network(a), *pop[2:]] if population else [*per_case, _network(a), *pop]
     sections = [
         _archetype(a),
+        sequential_section(a),  # issue 20: a sequential run's verdicts first; they replace the bootstrap's
         *lead,
         robustness_section(t, getattr(a, "presented", None)),  # issue 25
         _rationales(a),

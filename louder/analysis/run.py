@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import cases as C
+from louder.analysis import sequential_tables as ST
 from louder.analysis import robustness as R
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.choices import choice_rates, independence_table
@@ -45,6 +46,8 @@ class Analysis:
     # population runs (issue 11): the drawn agents and the counterfactual twins
     population: pd.DataFrame | None = None
     twins: pd.DataFrame | None = None
+    # sequential runs (issue 20): (sequential.csv, sequential_waves.csv)
+    sequential: tuple[pd.DataFrame, pd.DataFrame] | None = None
     presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal (``decisions``: the case view)
     beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
 
@@ -132,6 +135,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
     run = Path(run_dir)
     decisions, probes, personas, manifests, missing = load_run(run)
+    sequential = ST.read(run, manifests.get("simulation"))
+    score = (manifests.get("simulation") or {}).get("config", {}).get("decision_mode") == "score"
     decisions = _variants_as_scenarios(decisions)
     beliefs = _read_parquet(run / "beliefs.parquet")  # issue 21: `louder probe beliefs`
     if m := _read_json(run / "beliefs_manifest.json"):
@@ -160,7 +165,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         case_frames.append(C.explicit_cases(a, B=bootstrap, seed=seed))
     attributes = pd.concat([f for f in attr_frames if len(f)], ignore_index=True) if any(
         len(f) for f in attr_frames) else pd.DataFrame(columns=C.ATTRIBUTE_COLUMNS)
-    cases = C.with_holm(pd.concat([f for f in case_frames if len(f)], ignore_index=True)) if any(
+    cases = C.with_holm(ST.with_sequential(pd.concat([f for f in case_frames if len(f)], ignore_index=True),
+                                           sequential, score)) if any(
         len(f) for f in case_frames) else pd.DataFrame(columns=C.CASE_COLUMNS)
 
     voice_tables = _voices(run, attributes, cases, beliefs, attrs, predictions, observed, missing, bootstrap, seed)
@@ -207,9 +213,11 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         tables["robustness"] = R.robustness_table(presented, attrs, B=bootstrap, seed=seed)
         tables["position_bias"] = R.position_bias_table(presented)
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
-                      rounds=rounds, control=control, no_influence=arm)
+                      rounds=rounds, control=control, no_influence=arm, sequential=sequential)
     result.presented = presented
     result.beliefs = beliefs
+    if sequential is not None:
+        tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
     result.seconds = time.perf_counter() - start
     written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
@@ -253,6 +261,8 @@ def _add_population(a: Analysis, bootstrap: int, seed: int) -> None:
         base_scenario = d["scenario"].str.replace(r" \[[^\]]*\]$", "", regex=True)
         d = d.assign(scenario=base_scenario)
     a.tables.update(population_tables(d, a.twins, B=bootstrap, seed=seed))
+    if "population_groups" in a.tables:
+        a.tables["population_groups"] = ST.with_sequential_groups(a.tables["population_groups"], a.sequential)
 
 
 # --- actions, words, beliefs and the world (issue 21) ---

@@ -122,13 +122,15 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
 # --- the seed simulation's case -------------------------------------------------------------------
 
 def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str, str],
-               scenario: Scenario, wording: str = AS_WRITTEN, signal: str = "stated") -> BiasModel:
+               scenario: Scenario, wording: str = AS_WRITTEN, signal: str = "stated",
+               replicates: range | None = None) -> BiasModel:
     """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant, said
-    in ``wording``), its agents' attribute reaching their personas by ``signal``."""
+    in ``wording``), its agents' attribute reaching their personas by ``signal``; ``replicates``: only
+    those of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
     case = Case(model_label, condition, scenario, load_group(group_id), config.seed, wording, signal)
     return BiasModel(case, session, config.agents, seed=stable_seed(config.seed, model_label, condition, scenario_id,
-                                                                     group_id))
+                                                                     group_id), replicates=replicates)
 
 
 def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
@@ -136,17 +138,17 @@ def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
 
 
 def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
-                  tick: Tick = None) -> CaseFrames:
+                  tick: Tick = None, replicates: range | None = None) -> CaseFrames:
     """One case as a Mesa model per policy variant: its agents' decision rows (DataCollector) and
     persona rows. With the default variants ["base"] the rows are exactly the single-attribute
-    pipeline's (no variant column)."""
+    pipeline's (no variant column). ``replicates``: only those agents of each attribute (a wave)."""
     keys = case_columns(run_id, case_key)
     scenario = load_scenario(case_key[2])
     wordings = wordings_for(config, scenario)
 
     def signalled(signal: str) -> CaseFrames:
         def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN) -> CaseFrames:
-            abm = case_model(config, session, case_key, scenario, wording, signal)
+            abm = case_model(config, session, case_key, scenario, wording, signal, replicates)
             abm.step(tick)
             df = abm.datacollector.get_agent_vars_dataframe().reset_index()
             df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"]).assign(**keys)

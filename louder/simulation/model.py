@@ -49,14 +49,16 @@ class Case:
 
 
 class BiasModel(mesa.Model):
-    """``agents`` agents per attribute of the case's group; one ``step`` = every agent decides."""
+    """``agents`` agents per attribute of the case's group; one ``step`` = every agent decides.
+    ``replicates``: only these replicates of each attribute (a wave of a sequential run); an agent's
+    identity — seeds and cache keys — is (case, attribute, replicate) whatever the range."""
 
-    def __init__(self, case: Case, session: ModelSession, agents: int, seed: int):
+    def __init__(self, case: Case, session: ModelSession, agents: int, seed: int, replicates: range | None = None):
         super().__init__(seed=seed)
         self.case = case
         self.session = session
         for attribute in case.group.attributes:
-            for replicate in range(agents):
+            for replicate in (range(agents) if replicates is None else replicates):
                 PersonaAgent(self, attribute, replicate)
         self.datacollector = mesa.DataCollector(agent_reporters=AGENT_REPORTERS)
 

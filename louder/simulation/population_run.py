@@ -191,7 +191,8 @@ class PopulationModel(mesa.Model):
         self.case, self.session, self.twins = case, session, twins
         self.twin_groups = [g for g in case.population.groups if twin_groups is None or g.id in twin_groups]
         gids = case.population.group_ids
-        replicate = agents.groupby("cell_id").cumcount()
+        # a wave of a sequential run carries the replicates its agents have in the whole draw
+        replicate = agents["replicate"] if "replicate" in agents else agents.groupby("cell_id").cumcount()
         for row, r in zip(agents.itertuples(index=False), replicate):
             PopulationAgent(self, int(row.agent_id), {g: getattr(row, g) for g in gids}, int(row.cell_id),
                             float(row.weight), int(r))
@@ -302,6 +303,10 @@ def population_task(config: ExperimentConfig) -> Task:
     """The population run as a ``Task``: one item per model × condition × scenario."""
     if config.population is None:
         raise LouderError("population_task needs `population:` in the config (or --population FILE)")
+    if config.sequential is not None:  # in waves until decided (issue 20)
+        from louder.simulation.sequential import population
+
+        return population(config)
     if config.executor == "ray":
         raise LouderError("executor: ray runs single-attribute simulations only; use executor: local for a "
                           "population run")
@@ -323,7 +328,8 @@ def population_task(config: ExperimentConfig) -> Task:
         attrs = [attr_column(g) for g in gids]
         keys = ["model", "condition", "scenario", "variant", "agent_id"]
         decisions = pd.concat([r.decisions for r in results], ignore_index=True)
-        decisions = typed(decisions[DECISION_COLUMNS + ["variant", *attrs, "cell_id", "weight"]])
+        wave = ["wave"] if "wave" in decisions else []  # a sequential run's (issue 20)
+        decisions = typed(decisions[DECISION_COLUMNS + ["variant", *attrs, "cell_id", "weight", *wave]])
         decisions = decisions.sort_values(keys, ignore_index=True)
         personas = pd.DataFrame([p for r in results for p in r.personas],
                                 columns=PERSONA_COLUMNS + ["cell_id", *attrs])

@@ -45,6 +45,10 @@ def count_calls(config: ExperimentConfig) -> int:
 
 def simulation_task(config: ExperimentConfig) -> Task:
     """The simulation as a ``Task``: one item per (model, condition, scenario, group) case."""
+    if config.sequential is not None:  # in waves until decided (issue 20)
+        from louder.simulation.sequential import simulation
+
+        return simulation(config)
     prompts = Prompts()
     items = [Item(c, config.agents * len(load_group(c[3]).attributes) * len(config.variants) * len(config.signal)
                   * len(wordings_for(config, load_scenario(c[2]))), seed_case_calls(config, c, prompts))
@@ -63,7 +67,7 @@ def simulation_task(config: ExperimentConfig) -> Task:
         # the presentation dimensions key the rows only when a run varies them (default: main's order exactly)
         signal = ["signal"] if labelled_signals(config) else []
         wording = ["wording"] if list(config.wordings) != [AS_WRITTEN] else []
-        columns = DECISION_COLUMNS + (["variant"] if label else [])
+        columns = DECISION_COLUMNS + (["variant"] if label else []) + (["wave"] if "wave" in results[0].decisions else [])
         dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + signal + wording + ["agent_id"]
         decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True)[columns])
         decisions = decisions.sort_values(dkeys, ignore_index=True)

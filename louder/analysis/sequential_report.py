@@ -1,0 +1,78 @@
+"""The report's "Sequential run" section (issue 20): per case its waves, how it stopped, and its DPD
+confidence sequence narrowing wave by wave."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from louder.analysis.html import note, png, section, table
+from louder.analysis.sequential_tables import NOTE, case_keys
+
+MAX_PANELS = 12
+STOP_COLORS = {"disparity": "#c0392b", "undecided": "#7f8c8d"}  # parity within D: green
+
+
+def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) -> Figure | None:
+    """One panel per tested case: the DPD confidence sequence (band) and the DPD (line) after each
+    wave against agents per attribute, with 0 and the precision D, and the stop marked."""
+    if waves.empty:
+        return None
+    keys = case_keys(final)
+    cases = final.head(MAX_PANELS)
+    cols = min(3, len(cases))
+    rows = -(-len(cases) // cols)
+    fig = Figure(figsize=(4.2 * cols, 2.8 * rows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    for ax, (_, case) in zip(axes, cases.iterrows()):
+        w = waves
+        for k in keys:
+            w = w[w[k] == case[k]]
+        color = STOP_COLORS.get(case["stop_reason"], "#27ae60")
+        x = w["agents_per_attribute"].to_numpy()
+        ax.fill_between(x, w["cs_low"], w["cs_high"], step=None, color=color, alpha=0.25, lw=0)
+        ax.plot(x, w["dpd"], color=color, lw=1.2, marker="o", ms=2.5)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.axhline(precision, color="black", lw=0.8, ls="--")
+        ax.axvline(case["agents_per_attribute"], color=color, lw=1, ls=":")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("agents per attribute", fontsize=8)
+        ax.set_ylabel("DPD", fontsize=8)
+        label = " · ".join(str(case[k]) for k in keys if k not in ("model", "condition"))
+        ax.set_title(textwrap.fill(f"{label}: {case['stop_reason']} after {case['waves']} waves", 48), fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(cases):]:
+        ax.set_visible(False)
+    return fig
+
+
+def sequential_section(a) -> str:
+    """The section, when the run folder holds a sequential run."""
+    if a.sequential is None:
+        return ""
+    final, waves = a.sequential
+    s = (a.manifests.get("simulation") or {}).get("sequential", {})
+    m = a.manifests.get("simulation") or {}
+    precision = float(s.get("precision", 0.1))
+    more = f" ({len(final) - MAX_PANELS} more cases in the tables)" if len(final) > MAX_PANELS else ""
+    return section(
+        "Sequential run: stop when it is decided",
+        note(f"Each case ran in waves of {s.get('wave')} agents per attribute (population runs: drawn agents), up to "
+             f"{s.get('budget')}. After every wave an anytime-valid test looked: a betting confidence sequence for "
+             f"every pair of attributes (Waudby-Smith &amp; Ramdas 2023), each at level α/S = "
+             f"{s.get('pair_level', float('nan')):.2g} (Bonferroni over the run's S = {s.get('pairs')} pairs), "
+             f"projected onto the DPD. A case stopped at <b>disparity</b> when the DPD's lower bound left 0, at "
+             f"<b>parity within {precision:g}</b> when its upper bound fell below {precision:g}, and is "
+             f"<b>undecided</b> at the budget. Every verdict of the run is wrong with probability at most "
+             f"α = {s.get('alpha')}, however often it looked. The run made {m.get('model_calls')} model calls of "
+             f"the {m.get('planned_calls')} its budget allowed. {NOTE}; other fixed-N p-values and intervals of "
+             f"this report (regression, intersections, ablation, directions) assume a fixed N too. "
+             "p_value is the case's sequential p-value, p_adjusted its run-wide Bonferroni one."),
+        table(final, scroll=True),
+        note(f"The DPD confidence sequence after each wave (band), the DPD (line), 0 and the precision D = "
+             f"{precision:g} (dashed); the dotted line marks where the case stopped{more}."),
+        png(sequence_figure(waves, final, precision)),
+        table(waves, scroll=True))

@@ -1,0 +1,109 @@
+"""What ``louder analyze`` and the report make of a sequential run (issue 20).
+
+A sequential run looked at its data after every wave and stopped when its test decided, so the
+fixed-N bootstrap of ``louder analyze`` (threshold, p-value, interval, power) is not valid for it:
+optional stopping inflates its false positives. For the cases the run tested, the cases table takes
+the interval and p-value of the confidence sequence instead — the state after the case's last wave,
+which uses every answer the table counts (valid at any time, so also after a test decided while its
+item went on) — and its verdict (``stop_reason``) and ``waves``; ``interval_method`` says which
+method a row's interval and p-value come from, and bootstrap columns that cannot be valid are left
+empty. Statistics: ``louder.analysis.sequential``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from louder.analysis.sequential import DISPARITY
+
+BOOTSTRAP = "bootstrap"
+SEQUENTIAL = "confidence sequence"
+NOT_VALID = "none: a fixed-N bootstrap is not valid under optional stopping"
+NOTE = ("sequential run: intervals and p-values of its cases come from the anytime-valid confidence sequence "
+        "(interval_method); the fixed-N bootstrap columns are left empty — they are not valid under optional "
+        "stopping")
+
+
+def read(run_dir: Path, manifest: dict | None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(sequential.csv, sequential_waves.csv) when the run folder's manifest says it was a sequential
+    run (a later fixed run in the same folder leaves the old files behind; the manifest decides)."""
+    if not manifest or "sequential" not in manifest:
+        return None
+    try:
+        return pd.read_csv(run_dir / "sequential.csv"), pd.read_csv(run_dir / "sequential_waves.csv")
+    except FileNotFoundError:
+        return None
+
+
+def case_keys(df: pd.DataFrame) -> list[str]:
+    return [c for c in ("model", "condition", "scenario", "variant", "group") if c in df.columns]
+
+
+def last_waves(final: pd.DataFrame, waves: pd.DataFrame) -> pd.DataFrame:
+    """Per tested case: its state after the last wave it saw, with its ``stop_reason`` and ``waves`` run."""
+    keys = case_keys(final)
+    last = waves.sort_values("wave").groupby(keys, sort=False, dropna=False).tail(1)
+    return last.drop(columns=["verdict"], errors="ignore").merge(final[keys + ["stop_reason"]], on=keys).assign(
+        waves=lambda d: d["wave"] + 1)
+
+
+def _as_case_scenario(df: pd.DataFrame) -> pd.DataFrame:
+    """A policy variant other than base reads as its own scenario "scenario [variant]", as the case tables do."""
+    if "variant" not in df:
+        return df
+    v = df["variant"].astype(str)
+    return df.assign(scenario=df["scenario"].where(v == "base", df["scenario"] + " [" + v + "]"))
+
+
+def with_sequential(cases: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] | None, score: bool) -> pd.DataFrame:
+    """The implicit cases table of a sequential run with the confidence sequence's interval and p-value
+    (score mode: in the probability-DPD columns, the quantity the run tested) and its verdict; the
+    bootstrap columns that cannot be valid are emptied. A fixed run's rows get ``interval_method``
+    bootstrap and nothing else changes."""
+    out = cases.copy()
+    out["interval_method"] = BOOTSTRAP
+    if seq is None or out.empty:
+        return out
+    last = _as_case_scenario(last_waves(*seq))
+    implicit = out["kind"] == "implicit"
+    key = ["model", "condition", "scenario", "group"]
+    m = out[key].merge(last, how="left", on=key) if set(key) <= set(last.columns) else out[key].assign(
+        stop_reason=np.nan)
+    tested = implicit & m["stop_reason"].notna().to_numpy()
+    boot = ["threshold", "p_value", "ci_low", "ci_high", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "p_independence"]
+    out.loc[implicit, boot] = np.nan
+    out.loc[implicit, "significant"] = False
+    out.loc[implicit, "underpowered"] = False
+    out.loc[implicit, "interval_method"] = NOT_VALID
+    cols = ("ci_low_p", "ci_high_p", "p_value_p") if score else ("ci_low", "ci_high", "p_value")
+    for c, src in zip(cols, ("cs_low", "cs_high", "p_value")):
+        out.loc[tested, c] = m.loc[tested, src].to_numpy(dtype=float)
+    out.loc[tested, "significant"] = (m.loc[tested, "stop_reason"] == DISPARITY).to_numpy()
+    out.loc[tested, "interval_method"] = SEQUENTIAL
+    out["stop_reason"] = m["stop_reason"].where(tested, None).to_numpy()
+    out["waves"] = pd.array(m["waves"].where(tested).to_numpy(), dtype="Int64") if "waves" in m else pd.NA
+    return out
+
+
+def with_sequential_groups(groups: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] | None) -> pd.DataFrame:
+    """``population_groups`` of a sequential population run: per case × group the tested (unweighted)
+    DPD with its confidence sequence, p-value and verdict beside the weighted DPD, whose bootstrap
+    threshold, p-value and interval are emptied (not valid under optional stopping)."""
+    if seq is None or groups.empty:
+        return groups
+    last = last_waves(*seq)
+    key = [c for c in ("model", "condition", "scenario", "variant", "group") if c in last.columns]
+    m = groups[key].merge(last, how="left", on=key)
+    out = groups.copy()
+    tested = m["stop_reason"].notna().to_numpy()
+    out[["threshold", "p_value", "ci_low", "ci_high"]] = np.nan
+    out["significant"] = (m["stop_reason"] == DISPARITY).to_numpy()
+    out["interval_method"] = np.where(tested, SEQUENTIAL, NOT_VALID)
+    out["stop_reason"] = m["stop_reason"].to_numpy()
+    out["waves"] = pd.array(m["waves"].to_numpy(), dtype="Int64")
+    out["dpd_unweighted"], out["cs_low"], out["cs_high"], out["p_sequential"] = (
+        m[c].to_numpy(dtype=float) for c in ("dpd", "cs_low", "cs_high", "p_value"))
+    return out
