@@ -7,7 +7,7 @@
     python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
     python benchmarks/run.py --check out.json   check results written before, without measuring
 
-Every result line starts with its key (P1 … P8) and carries ``name=value`` pairs; most figures
+Every result line starts with its key (P1 … P8, E1) and carries ``name=value`` pairs; most figures
 are ratios measured within one run, so they compare like with like on whatever machine runs them.
 The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
@@ -41,6 +41,8 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
   ``louder plan`` gives for D = 0.1 at power 0.8 (equal power: both designs have power 0.8 at 0.1
   and ≈ 1 at 0.3); and the sequential design's type-I error (disparity at DPD 0). Simulated answers,
   the run's own test (benchmarks/sequential_study.py; 1,000 runs each, 200 with --quick).
+- E1 contention: two embedded-model processes at once ÷ one alone, mean wall time of the same
+  decision-like calls (benchmarks/embedded_contention.py); ≫ 2 means llama.cpp threads spin.
 
 Adding a figure: one function decorated with ``@figure(...)`` that returns its ``Result`` lines,
 and its goals in ``GOALS`` (and its row in docs/benchmarks.md).
@@ -252,7 +254,8 @@ def p4_scoring(tmp: Path, quick: bool) -> list[Result]:
     (tmp / "p4c").mkdir()
     shutil.copy(tmp / "p4s" / "cache.sqlite", tmp / "p4c" / "cache.sqlite")
     scored = _run(_config(dict(base, decision_mode="score")), tmp / "p4c")
-    s_t = sample.decisions.loc[sample.decisions["status"] != "error", "latency_s"]
+    # Decisions the model was asked (an agent whose persona failed its checks is not asked: latency 0)
+    s_t = sample.decisions.loc[(sample.decisions["attempts"] > 0) & (sample.decisions["status"] != "error"), "latency_s"]
     c_t = scored.decisions.loc[scored.decisions["attempts"] > 0, "latency_s"]
     ratio = (len(c_t) / c_t.sum()) / (len(s_t) / s_t.sum())
     return [Result("P4", "P4 scoring", dict(ratio=ratio, score_decisions_per_s=len(c_t) / c_t.sum(),

@@ -47,9 +47,14 @@ def test_default_threads_leave_cores_to_others(monkeypatch):
     for cpus, want in ((1, 1), (2, 1), (4, 2), (16, 8), (64, 8)):
         monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)), raising=False)
         assert embedded.default_threads() == want
+    for cpus, want in ((1, 1), (2, 2), (4, 4), (16, 8)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)), raising=False)
+        assert embedded.default_batch_threads() == want
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
-    assert embedded.EmbeddedModel(n_threads=None).n_threads == 1
-    assert embedded.EmbeddedModel(n_threads=3).n_threads == 3
+    default = embedded.EmbeddedModel(n_threads=None)
+    assert (default.n_threads, default.n_threads_batch) == (1, 2)  # decode on 1, prompts on both
+    given = embedded.EmbeddedModel(n_threads=3)
+    assert (given.n_threads, given.n_threads_batch) == (3, 3)  # a number given is the limit for both
 
 
 def test_openmp_threads_wait_passively_unless_told_otherwise():

@@ -28,7 +28,7 @@ class ModelConfig(BaseModel):
     spec: str = Field(description="embedded | openai:MODEL[@URL] | ollama:MODEL[@URL], optional completion: prefix")
     extractor: str | None = Field(None, description="chat model spec extracting JSON from completion output")
     n_ctx: int = Field(4096, ge=512, description="embedded: context window")
-    n_threads: int | None = Field(None, ge=1, le=512, description="embedded: CPU threads (default: half the CPUs this process may use, 1–8)")
+    n_threads: int | None = Field(None, ge=1, le=512, description="embedded: CPU threads for decoding and prompt evaluation (default: decoding on half the CPUs this process may use, 1–8; prompt evaluation on all, up to 8)")
     constraint: Literal["llguidance", "gbnf"] = Field(
         "llguidance", description="embedded: how JSON schemas are enforced — llguidance (logits processor, "
         "~1.1× free decoding's time per token) or gbnf (llama.cpp's grammar sampler, ~1.7×)")
