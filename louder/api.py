@@ -121,25 +121,6 @@ def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as
     return Run(run_dir)
 
 
-def _progress_bar(label: str) -> tuple[Callable[[int, str], None], Callable[[], None]]:
-    """A rich progress bar (in a terminal or a notebook): (on_progress, close)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    task = bar.add_task(label, total=None)
-    bar.start()
-
-    def on_progress(total: int, phase: str) -> None:
-        if phase in ("start", "total"):
-            bar.update(task, total=total)
-        elif phase:  # a status line (sequential runs: cases decided / running)
-            bar.update(task, description=f"{label} · {phase}")
-        else:
-            bar.advance(task)
-
-    return on_progress, bar.stop
-
-
 def run(config: str | Path | dict | ExperimentConfig | None = None, out: str | Path | None = None, *,
         kind: str | None = None, retry_errors: bool = False, progress: bool | Callable[[int, str], None] = True,
         **overrides: Any) -> Run:
@@ -153,6 +134,7 @@ def run(config: str | Path | dict | ExperimentConfig | None = None, out: str | P
     Running the same call again resumes from the run's cache: finished answers are never asked twice."""
     from louder import kinds
     from louder.errors import LouderError
+    from louder.progress import progress_bar
     from louder.task import execute
 
     if out is None:
@@ -163,7 +145,7 @@ def run(config: str | Path | dict | ExperimentConfig | None = None, out: str | P
     close = None
     on_progress = progress if callable(progress) else None
     if progress is True:
-        on_progress, close = _progress_bar(k.label)
+        on_progress, close = progress_bar(k.label)
     try:
         result = execute(task, cfg, out, retry_errors, on_progress)
     finally:

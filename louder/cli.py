@@ -11,10 +11,10 @@ import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from louder.cli_tables import analysis_tables, cases_table, dry_run_table, power_note
 from louder.errors import LouderError
+from louder.progress import progress_bar
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="louder: find implicit bias in LLMs by what persona agents do, beside what the model says.")
@@ -40,19 +40,11 @@ def _with_progress(label: str, work):
     """Run ``work(on_progress)`` under a progress bar: the runners call ``on_progress(total, "start")``
     once, then ``on_progress(0, "")`` per finished item (and may set a new total with
     ``(total, "total")`` or a status line with ``(0, text)``)."""
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err_console, transient=False) as progress:
-        task = progress.add_task(label, total=None)
-
-        def on_progress(total: int, phase: str) -> None:
-            if phase in ("start", "total"):
-                progress.update(task, total=total)
-            elif phase:  # a status line (sequential runs: cases decided / running)
-                progress.update(task, description=f"{label} · {phase}")
-            else:
-                progress.advance(task)
-
+    on_progress, close = progress_bar(label, console=err_console, remaining=True)
+    try:
         return work(on_progress)
+    finally:
+        close()
 
 
 def _dry_run(config, kind) -> None:
