@@ -40,13 +40,15 @@ class Kind:
     recognise: Callable[[ExperimentConfig], bool] | None = None  # run kinds: does a config run as this kind
     console: str | None = None  # "module:function": (TaskResult) → rich renderables printed after the run
     label: str = "answers"  # what the progress bar counts
-    sequential: bool = False  # can run in waves until decided (`sequential:`, --until decided; issue 20)
+    waves: str | None = None  # "module:function": the Task in waves until decided (`sequential:`; issue 20)
 
     def build(self, config: ExperimentConfig, **options):
         """The kind's ``Task`` (its plan) for ``config``; one-line LouderErrors for what it cannot run."""
-        if config.sequential is not None and not self.sequential:
-            raise LouderError(f"sequential: {self.name} runs have no sequential mode (simulation and population runs "
-                              "do); drop `sequential:` / --until decided for it")
+        if config.sequential is not None:
+            if not self.waves:
+                raise LouderError(f"sequential: {self.name} runs have no sequential mode (simulation and population "
+                                  "runs do); drop `sequential:` / --until decided for it")
+            return _load(self.waves)(config, **options)
         return _load(self.task)(config, **options)
 
     def show(self, result) -> list:
@@ -108,13 +110,15 @@ def count_calls(config: ExperimentConfig, kind: str = DEFAULT) -> int:
 register(Kind(
     "simulation", "persona agents of one attribute each write a persona and decide, per case (the paper's method)",
     "run", "louder.simulation.runner:simulation_task", ("decisions.parquet", "personas.parquet"),
-    console="louder.cli_tables:simulation_console", label="agents (persona + decision)", sequential=True))
+    console="louder.cli_tables:simulation_console", label="agents (persona + decision)",
+    waves="louder.simulation.sequential:simulation"))
 register(Kind(
     "population", "agents drawn from a population file carry one attribute of every group (policy variants, twins)",
     "run", "louder.simulation.population_run:population_task",
     ("decisions.parquet", "personas.parquet", "population.parquet", "twins.parquet"),
     recognise=lambda c: c.population is not None and c.network is None and c.mode == "agents",
-    console="louder.cli_tables:population_console", label="agents (persona + decision)", sequential=True))
+    console="louder.cli_tables:population_console", label="agents (persona + decision)",
+    waves="louder.simulation.sequential:population"))
 register(Kind(
     "network", "single-attribute agents on a social network decide again in rounds of influence, beside a control",
     "run", "louder.simulation.network_run:network_task",

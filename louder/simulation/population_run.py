@@ -303,10 +303,6 @@ def population_task(config: ExperimentConfig) -> Task:
     """The population run as a ``Task``: one item per model × condition × scenario."""
     if config.population is None:
         raise LouderError("population_task needs `population:` in the config (or --population FILE)")
-    if config.sequential is not None:  # in waves until decided (issue 20)
-        from louder.simulation.sequential import population
-
-        return population(config)
     if config.executor == "ray":
         raise LouderError("executor: ray runs single-attribute simulations only; use executor: local for a "
                           "population run")

@@ -44,11 +44,8 @@ def count_calls(config: ExperimentConfig) -> int:
 
 
 def simulation_task(config: ExperimentConfig) -> Task:
-    """The simulation as a ``Task``: one item per (model, condition, scenario, group) case."""
-    if config.sequential is not None:  # in waves until decided (issue 20)
-        from louder.simulation.sequential import simulation
-
-        return simulation(config)
+    """The simulation as a ``Task``: one item per (model, condition, scenario, group) case, every case
+    at its full N (a sequential run's task in waves is ``louder.simulation.sequential.simulation``)."""
     prompts = Prompts()
     items = [Item(c, config.agents * len(load_group(c[3]).attributes) * len(config.variants) * len(config.signal)
                   * len(wordings_for(config, load_scenario(c[2]))), seed_case_calls(config, c, prompts))
@@ -92,7 +89,9 @@ def run_experiment(
     """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
     once with the total number of agents, then with ``(0, "")`` after each agent has decided.
     With a ``recorder`` (batch export) returns None while answers are missing."""
-    r = execute(simulation_task(config), config, out_dir, retry_errors, on_progress, recorder)
+    from louder import kinds  # the registry picks the waves of a sequential run (issue 20)
+
+    r = execute(kinds.get("simulation").build(config), config, out_dir, retry_errors, on_progress, recorder)
     if r is None:
         return None
     return RunResult(r.out, r.tables["decisions.parquet"], r.tables["personas.parquet"], r.manifest)
