@@ -26,6 +26,7 @@ from typing import Callable
 import mesa
 import pandas as pd
 
+from louder import kinds
 from louder.agents import PersonaAgent
 from louder.config import ExperimentConfig
 from louder.errors import LouderError
@@ -227,7 +228,8 @@ def twin_calls(population: Population, twin_groups: list[str] | None, condition:
 
 
 def count_calls(config: ExperimentConfig) -> int:
-    return population_task(config).planned_calls
+    """Model calls a cold run makes; a sequential run's at its budget (the registry builds it in waves)."""
+    return kinds.count_calls(config, "population")
 
 
 def _case_frames(pm: PopulationModel, keys: dict) -> CaseFrames:

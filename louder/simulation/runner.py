@@ -13,6 +13,7 @@ from typing import Callable
 
 import pandas as pd
 
+from louder import kinds
 from louder.config import ExperimentConfig
 from louder.prompts import Prompts
 from louder.scenarios import load_group
@@ -39,8 +40,9 @@ def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
 
 
 def count_calls(config: ExperimentConfig) -> int:
-    """Model calls a cold run makes (two per step on the completion path, for non-name steps)."""
-    return simulation_task(config).planned_calls
+    """Model calls a cold run makes (two per step on the completion path, for non-name steps); a
+    sequential run's at its budget (the registry builds its task in waves)."""
+    return kinds.count_calls(config, "simulation")
 
 
 def simulation_task(config: ExperimentConfig) -> Task:
@@ -89,8 +91,7 @@ def run_experiment(
     """Run (or resume) the experiment and write its files. ``on_progress(total, phase)`` is called
     once with the total number of agents, then with ``(0, "")`` after each agent has decided.
     With a ``recorder`` (batch export) returns None while answers are missing."""
-    from louder import kinds  # the registry picks the waves of a sequential run (issue 20)
-
+    # the registry builds a sequential run's task in waves (issue 20)
     r = execute(kinds.get("simulation").build(config), config, out_dir, retry_errors, on_progress, recorder)
     if r is None:
         return None
