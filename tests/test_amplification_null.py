@@ -121,11 +121,10 @@ def test_the_amplification_interval_contains_its_estimate(seed, n, p):
 @pytest.mark.slow
 def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
     """The issue's experiment through the whole pipeline: `louder run` on the fake model (no bias, no
-    influence), 10 seeds (20 gave 20 × "no change" under every rule when measured; 10 keep the suite
-    short); the rule only changes the reference, so each seed's answers are cached once and reused
-    under the other rules."""
+    influence), 20 seeds; the rule only changes the reference, so each seed's answers are cached once
+    and reused under the other rules."""
     verdicts = {rule: [] for rule in RULES}
-    for seed in range(10):
+    for seed in range(20):
         for rule in RULES:
             run = louder.run({"models": [f"fake:seed={seed}"], "seed": seed, "rounds": 4, "control": {"rule": rule},
                               "cache": str(tmp_path / f"cache-{seed}.sqlite"),
@@ -137,4 +136,4 @@ def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
             amp = run.analyze(bootstrap=400, write=False)["amplification"]
             verdicts[rule].append(amp[amp["final"]]["verdict"].iloc[0])
     for rule, v in verdicts.items():
-        assert v.count("no change") >= 9, (rule, v)
+        assert v.count("no change") >= 19, (rule, v)
