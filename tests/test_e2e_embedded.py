@@ -100,7 +100,14 @@ def test_openai_path_against_real_llama_cpp_server(llama_server, tmp_path):
     d = res.decisions
     assert len(d) == 6 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
     assert (d["status"] != "error").all(), d["raw_response"].tolist()
-    assert (d["status"] == "valid").sum() >= 3  # JSON mode on a real server mostly parses
+    # JSON mode on a real server mostly parses: judged on the decisions the model was asked. An agent
+    # whose persona failed its checks (SmolLM2 echoes the placeholder or writes two words, issue 23.5)
+    # is not asked and counts invalid; how many personas fail varies from one server process to the next.
+    asked = d[d["attempts"] > 0]
+    assert len(asked) >= 1 and (asked["status"] == "valid").mean() >= 0.5, d[["status", "raw_response"]]
+    unasked = d[d["attempts"] == 0]
+    assert (unasked["status"] == "invalid").all()
+    assert set(unasked["agent_id"]) <= set(res.personas.loc[res.personas["status"] != "valid", "agent_id"])
     assert res.manifest["model_calls"] > 0
     assert run_experiment(cfg, tmp_path).manifest["model_calls"] == 0
 
