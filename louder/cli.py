@@ -543,10 +543,10 @@ def check(
 
     try:
         cfg = load_config(config, dict(models=model or None))
-        remote = [m for m in cfg.models if not backend_info(parse_spec(m.spec)[1]).local]
+        remote = [m for m in cfg.models if backend_info(parse_spec(m.spec)[1]).preflight]
         if not remote:
-            fail("louder check is for remote models (`louder backends` lists them); "
-                 "a local model needs no check")
+            fail("louder check probes OpenAI-compatible and Ollama endpoints (openai:, ollama: specs); "
+                 "the other backends need no check")
         usable = True
         typer.echo("model\tcapability\tstatus\tdetail")
         lines = []

@@ -68,6 +68,7 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     record the requests they miss instead of calling the model."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
     info = backend_info(backend_name)
+    check_levels(mcfg, getattr(config, "reasoning", ["default"]))
     score = config.decision_mode == "score"
     if score and (api == "completion" or not info.can_score):
         raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
@@ -84,7 +85,8 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     window = fail_fast_window(planned_calls)
     client = Client(backend, cache, concurrency, retry_errors, slots=slots,
-                    circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label)
+                    circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label,
+                    thinking_tags=tuple(mcfg.thinking_tags))
     extractor = client
     if mcfg.extractor:
         ecfg, epf = negotiate(ModelConfig(spec=mcfg.extractor), preflight_path)
@@ -94,6 +96,17 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                            local=client._local, circuit=Circuit(window, mcfg.extractor), recorder=recorder,
                            label=mcfg.extractor)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config, extra={"preflight": negotiated})
+
+
+def check_levels(mcfg: ModelConfig, levels) -> None:
+    """One line naming the model and the level when a reasoning level of the run cannot be sent to it."""
+    from louder.llm.thinking import honoured, unhonoured
+
+    control = mcfg.control
+    for level in levels:
+        if level not in honoured(control):
+            raise LouderError(f"simulation.reasoning: {unhonoured(control, level, f'model {mcfg.spec}')} — drop the "
+                              "level, or give the model another `reasoning_control:` (docs/how-to/reasoning-models.md)")
 
 
 class RunContext:
