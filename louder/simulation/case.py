@@ -9,7 +9,7 @@ plan (``persona_calls``, ``decision_calls``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 import pandas as pd
@@ -116,8 +116,9 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     for signal, a in ((x, a) for x in config.signal for a in load_group(group_id).attributes):
         out.append(persona_calls(config, model, condition, s, a, config.agents, prompts, signal))
         for v, w in ((v, w) for v in config.variants for w in wordings_for(config, s)):
-            for _ in config.reasoning:  # every agent decides once per reasoning level
-                out.append(decision_calls(config, model, condition, s.text(v, w), a, config.agents, prompts))
+            for level in config.reasoning:  # every agent decides once per reasoning level
+                c = decision_calls(config, model, condition, s.text(v, w), a, config.agents, prompts)
+                out.append(c if level == "default" else replace(c, reasoning=level))
             if rounds:
                 out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
                                           prompts, neighbours))
