@@ -76,7 +76,7 @@ def price(calls, config: ExperimentConfig) -> pd.DataFrame:
         _, backend, model, url = parse_spec(m.spec)
         info = backend_info(backend)
         entry = lookup(table["models"], model) if info.priced and not url else None
-        think = {c: reasoning_tokens_per_call(info, entry, c.reasoning) for c in {c.reasoning for c in mine}}
+        think = {lv: reasoning_tokens_per_call(info, entry, lv) for lv in {c.reasoning for c in mine}}
         n = sum(c.n for c in mine)
         tin = sum(c.n * tokens(c.prompt) for c in mine)
         tout = sum(c.n * min(typical.get(c.output, c.max_tokens) + think[c.reasoning], c.max_tokens) for c in mine)

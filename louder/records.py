@@ -68,7 +68,6 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     record the requests they miss instead of calling the model."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
     info = backend_info(backend_name)
-    check_levels(mcfg, getattr(config, "reasoning", ["default"]))
     score = config.decision_mode == "score"
     if score and (api == "completion" or not info.can_score):
         raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
@@ -81,6 +80,7 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                                                               else "auto")}
     backend = rate_limited(build_backend(mcfg.spec.removeprefix("completion:"), used),
                            mcfg.requests_per_minute, mcfg.tokens_per_minute)
+    check_levels(mcfg.spec, getattr(backend, "reasoning_control", None), getattr(config, "reasoning", ["default"]))
     # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     window = fail_fast_window(planned_calls)
@@ -98,14 +98,14 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     return ModelSession(mcfg.label, api, client, extractor, prompts, config, extra={"preflight": negotiated})
 
 
-def check_levels(mcfg: ModelConfig, levels) -> None:
-    """One line naming the model and the level when a reasoning level of the run cannot be sent to it."""
+def check_levels(spec: str, control: str | None, levels) -> None:
+    """One line naming the model and the level when a reasoning level of the run cannot be sent to it
+    (``control``: the backend's ``reasoning_control``; None: it has none)."""
     from louder.llm.thinking import honoured, unhonoured
 
-    control = mcfg.control
     for level in levels:
         if level not in honoured(control):
-            raise LouderError(f"simulation.reasoning: {unhonoured(control, level, f'model {mcfg.spec}')} — drop the "
+            raise LouderError(f"simulation.reasoning: {unhonoured(control, level, f'model {spec}')} — drop the "
                               "level, or give the model another `reasoning_control:` (docs/how-to/reasoning-models.md)")
 
 

@@ -42,7 +42,8 @@ def _chat_openai(**kw):
     class ReasoningChatOpenAI(ChatOpenAI):
         def _create_chat_result(self, response, generation_info=None):
             result = super()._create_chat_result(response, generation_info)
-            raw = response if isinstance(response, dict) else response.model_dump()
+            raw = response if isinstance(response, dict) else response.model_dump(
+                exclude={"choices": {"__all__": {"message": {"parsed"}}}}, warnings=False)
             for gen, choice in zip(result.generations, raw.get("choices") or []):
                 thinking = message_thinking(choice.get("message") or {})
                 if thinking:
@@ -53,33 +54,37 @@ def _chat_openai(**kw):
 
 
 def lc_thinking(message) -> str | None:
-    """The reasoning of a LangChain message: its ``reasoning`` content blocks (LangChain 1.x's
-    standard form of Anthropic thinking blocks, Gemini thoughts, OpenAI reasoning summaries) or
+    """The reasoning of a LangChain message: its ``reasoning`` content blocks (LangChain 1.x's standard
+    form of Anthropic thinking blocks, Gemini thoughts, OpenAI reasoning summaries; a provider's raw
+    ``thinking`` block too when the message does not say its provider) or
     ``additional_kwargs["reasoning_content"]`` (ChatOllama, ChatDeepSeek, ``_chat_openai``)."""
     parts = []
-    content = getattr(message, "content", None)
-    if isinstance(content, list):
+    if isinstance(getattr(message, "content", None), list):
         try:
             blocks = message.content_blocks
-        except Exception:  # noqa: BLE001 - an unknown provider format: no blocks to read
-            blocks = []
-        parts = [b.get("reasoning") or "" for b in blocks if isinstance(b, dict) and b.get("type") == "reasoning"]
+        except Exception:  # noqa: BLE001 - an unknown provider format: read the raw blocks below
+            blocks = message.content
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "non_standard" and isinstance(b.get("value"), dict):
+                b = b["value"]
+            if b.get("type") in ("reasoning", "thinking"):
+                parts.append(b.get("reasoning") or b.get("thinking") or "")
     extra = (getattr(message, "additional_kwargs", None) or {}).get("reasoning_content")
     if isinstance(extra, str):
         parts.append(extra)
-    text = "\n".join(p for p in parts if p and p.strip())
+    text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
     return text or None
 
 
 def lc_text(message) -> str:
-    """The answer text of a LangChain message (its text blocks, without reasoning blocks)."""
+    """The answer text of a LangChain message: its text content blocks, never its reasoning blocks."""
     content = getattr(message, "content", "")
     if isinstance(content, str):
         return content
-    try:
-        return message.text if isinstance(message.text, str) else message.text()
-    except Exception:  # noqa: BLE001
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return "".join(b if isinstance(b, str) else b.get("text", "") for b in content
+                   if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"))
 
 
 def lc_reasoning_tokens(message) -> int | None:

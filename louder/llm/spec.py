@@ -91,14 +91,6 @@ class ModelConfig(BaseModel):
         return self
 
     @property
-    def control(self) -> str | None:
-        """The reasoning control this model's levels are sent with (None: it has none)."""
-        from louder.llm.registry import backend_info
-
-        own = backend_info(parse_spec(self.spec)[1]).reasoning_controls
-        return self.reasoning_control or (own[0] if own else None)
-
-    @property
     def api(self) -> Literal["chat", "completion"]:
         return parse_spec(self.spec)[0]
 
