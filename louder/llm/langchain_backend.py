@@ -158,9 +158,15 @@ class LangChainModel:
             return Reply(error="unsupported: langchain: specs are chat models; drop completion:",
                          error_cause="unsupported")
         start = time.perf_counter()
-        out, attempts, failed = call_or_error(lambda: self._invoke(request), self.max_attempts)
+        from louder.llm.remote import cut_body
+
+        out, attempts, failed = call_or_error(lambda: cut_body(lambda: self._invoke(request)), self.max_attempts)
         if failed:
             return failed
+        if isinstance(out, dict):  # an OpenAI body cut at max_tokens
+            from louder.llm.openai_wire import generation_reply
+
+            return generation_reply(out, True, time.perf_counter() - start, attempts)
         raw, parsed = out
         text = lc_text(raw)
         if parsed is not None:  # the provider's structured answer (a tool call's arguments, say) as JSON

@@ -87,6 +87,19 @@ def lc_text(message) -> str:
                    if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"))
 
 
+def cut_body(fn):
+    """``fn()``, or — when the OpenAI SDK refuses to parse an answer cut at max_tokens
+    (``LengthFinishReasonError``, raised for a schema-constrained request) — the response body it
+    carries, so the cut answer is accounted for as ``invalid`` (or ``thinking_truncated``), not as a
+    failed call."""
+    import openai
+
+    try:
+        return fn()
+    except openai.LengthFinishReasonError as e:
+        return e.completion.model_dump(exclude={"choices": {"__all__": {"message": {"parsed"}}}}, warnings=False)
+
+
 def lc_reasoning_tokens(message) -> int | None:
     details = (getattr(message, "usage_metadata", None) or {}).get("output_token_details") or {}
     n = details.get("reasoning")
@@ -195,12 +208,16 @@ class RemoteChatModel:
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()
-        out, attempts, failed = call_or_error(lambda: self._invoke(request), self.max_attempts)
+        out, attempts, failed = call_or_error(lambda: cut_body(lambda: self._invoke(request)), self.max_attempts)
         if failed:
             return failed
         latency = time.perf_counter() - start
         if isinstance(out, str):  # completion models return plain text
             return Reply(text=out, latency_s=latency, attempts=attempts)
+        if isinstance(out, dict):  # a body cut at max_tokens (cut_body)
+            from louder.llm.openai_wire import generation_reply
+
+            return generation_reply(out, True, latency, attempts)
         usage = getattr(out, "usage_metadata", None) or {}
         meta = getattr(out, "response_metadata", {}) or {}
         content = lc_text(out)
