@@ -196,4 +196,5 @@ def _build(model: str, url: str | None, cfg):
 
 
 register(BackendInfo("langchain", _build, forms=("langchain:PROVIDER:MODEL", "langchain:PROVIDER:MODEL@BASE_URL"),
-                     priced=True, reasoning_controls=("reasoning_effort", "enable_thinking", "think", "budget")))
+                     priced=True, reasoning_controls=("reasoning_effort", "enable_thinking", "think", "budget"),
+                     default_control=lambda model: PROVIDER_CONTROLS.get(model.partition(":")[0])))

@@ -48,7 +48,19 @@ class BackendInfo:
     # the reasoning controls it can send (louder.llm.thinking.CONTROLS), its default first; none: only
     # the reasoning level `default` (nothing sent)
     reasoning_controls: tuple[str, ...] = ()
+    # model name → its default reasoning control, where it depends on the model (langchain: the provider)
+    default_control: Callable[[str], str | None] | None = None
     preflight: bool = False  # `louder check` and a run's preflight probe its endpoint (OpenAI, Ollama)
+
+
+def reasoning_control(info: BackendInfo, model: str, configured: str | None = None) -> str | None:
+    """The control a model's reasoning levels are sent with: the configured one, else the backend's
+    default for this model, else its first declared control (None: it has none)."""
+    if configured:
+        return configured
+    if info.default_control is not None:
+        return info.default_control(model)
+    return info.reasoning_controls[0] if info.reasoning_controls else None
 
 
 def register(info: BackendInfo) -> None:
