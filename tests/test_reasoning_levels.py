@@ -148,3 +148,12 @@ def test_dry_run_counts_the_levels_and_their_thinking_tokens(tmp_path):
                                  "-s", "emergency_response", "-g", "gender_identity", "--reasoning", "off",
                                  "--reasoning", "high"])
     assert r.exit_code == 0 and "of which thinking" in r.output and "2 level(s) (off, high)" in r.output
+
+
+def test_a_sequential_run_tests_one_level():
+    cfg = build_config({"models": ["fake"], "simulation": {**CASE, "reasoning": ["off", "high"]},
+                        "sequential": {"budget": 20}})
+    from louder.simulation.sequential import check_presentation
+
+    with pytest.raises(LouderError, match="one reasoning level per case"):
+        check_presentation(cfg)

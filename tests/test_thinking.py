@@ -154,3 +154,32 @@ def test_the_fake_models_bias_can_change_with_the_level():
     assert set(ask("off")) == {"Evacuate", "Stay"}
     with pytest.raises(LouderError, match="level=LEVEL:WORD:P"):
         FakeModel("level=loud:woman:0.9")
+
+
+def test_ollama_and_batch_lines_carry_the_level():
+    from louder.llm.batch import Pending, batch_line
+    from louder.llm.remote import RemoteChatModel
+
+    ollama = RemoteChatModel("ollama", "qwen3", "http://127.0.0.1:1")  # built, never called
+    assert ollama.reasoning_control == "think"
+    assert ollama._reasoning_kw(Request(messages=(("user", "x"),), reasoning="off")) == {"reasoning": False}
+    assert ollama._reasoning_kw(Request(messages=(("user", "x"),), reasoning="high")) == {"reasoning": "high"}
+    assert ollama._reasoning_kw(Request(messages=(("user", "x"),))) == {}
+    req = Request(messages=(("user", "x"),), reasoning="off")
+    line = batch_line(Pending("k", "m", "qwen3", "off", req, None, "enable_thinking"))
+    assert line["body"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert "chat_template_kwargs" not in batch_line(Pending("k", "m", "q", "off", Request(messages=(("user", "x"),)),
+                                                           None, "enable_thinking"))["body"]
+
+
+def test_a_level_sent_another_way_is_another_cache_key():
+    class Effort(FakeModel):
+        def __init__(self):
+            super().__init__()
+            self.reasoning_control = "reasoning_effort"
+
+    req = Request(messages=(("user", "x"),), reasoning="off")
+    a, b = Client(FakeModel(), None), Client(Effort(), None)
+    assert a._key_identity(req) != b._key_identity(req)
+    plain = Request(messages=(("user", "x"),))
+    assert a._key_identity(plain) == b._key_identity(plain) == a.identity()  # no level: the identity as before
