@@ -268,7 +268,8 @@ def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     """What `louder analyze` prints, in order. A population run leads with its per-group DPDs and the
     regression; its cases table (the joint label) comes after them, titled as the intersections it is."""
     voices = [voices_table(tables["voices"])] if "voices" in tables else []
-    voices += [reasoning_levels_table(tables["reasoning"])] if "reasoning" in tables and len(tables["reasoning"]) else []
+    if "reasoning" in tables and len(tables["reasoning"]):  # issue 30
+        voices.append(reasoning_levels_table(tables["reasoning"]))
     if "population_groups" not in tables:
         return [cases_table(tables["cases"]), *robustness_tables(tables), *voices]
     return [population_groups_table(tables["population_groups"]),

@@ -76,7 +76,8 @@ def price(calls, config: ExperimentConfig) -> pd.DataFrame:
     """One row per model of ``config``: calls, estimated input / output tokens (typical and max) and,
     where priced, cost in USD, summed over ``calls`` (a plan's ``louder.task.Calls``).
 
-    input = Σ n · tokens(prompt); output = Σ n · min(typical + thinking, max_tokens); output_max = Σ n · max_tokens;
+    input = Σ n · tokens(prompt); output = Σ n · min(typical + thinking, max_tokens);
+    output_max = Σ n · max_tokens;
     cost = (input · price_in + output · price_out) / 10⁶ (0 for local models and servers of your own).
     thinking (``reasoning_tokens``) = Σ n · min(``reasoning_tokens_per_call``, max_tokens): reasoning
     tokens are billed as output and counted within max_tokens — except a thinking budget (Anthropic through
@@ -104,5 +105,6 @@ def price(calls, config: ExperimentConfig) -> pd.DataFrame:
         rows.append(dict(model=m.label, calls=n, input_tokens=tin, output_tokens=tout, output_tokens_max=tmax,
                          reasoning_tokens=treason, cost_usd=cost(tout), cost_usd_max=cost(tmax),
                          price=("local: free" if local else f"{rate['input']}/{rate['output']} USD per 1M tokens "
-                                f"({rate.get('as_of', table['as_of'])})" if rate else "not in louder/data/prices.yaml")))
+                                f"({rate.get('as_of', table['as_of'])})" if rate
+                                else "not in louder/data/prices.yaml")))
     return pd.DataFrame(rows)

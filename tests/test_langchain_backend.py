@@ -81,7 +81,8 @@ def test_anthropic_thinking_blocks_become_thinking():
     assert (reply.text, reply.thinking, reply.reasoning_tokens) == (ANSWER, f"Maybe {WRONG}?", 38)
     assert not reply.thinking_truncated
     # the same blocks without the provider named: the raw thinking block is still read as thinking
-    raw = AIMessage(content=[{"type": "thinking", "thinking": WRONG, "signature": "s"}, {"type": "text", "text": ANSWER}])
+    raw = AIMessage(content=[{"type": "thinking", "thinking": WRONG, "signature": "s"},
+                             {"type": "text", "text": ANSWER}])
     assert _ask(LangChainModel("anthropic", "c", chat_factory=_fake(raw))).text == ANSWER
 
 
@@ -121,7 +122,7 @@ def test_one_line_errors_keys_packages_forms_and_score_mode(monkeypatch, tmp_pat
         build_backend("langchain:anthropic:claude-sonnet-4-5")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     try:
-        import langchain_anthropic  # noqa: F401
+        import langchain_anthropic  # noqa: F401  (installed: the missing-package message cannot be shown)
     except ImportError:
         with pytest.raises(LouderError, match=r'pip install "louder\[anthropic\]"'):
             build_backend("langchain:anthropic:claude-sonnet-4-5")

@@ -100,8 +100,9 @@ def test_batch_imports_read_the_final_answer_only(tmp_path):
     """A batch result line carries the server's body: its reasoning field is kept apart, and inline
     thinking in a cached answer is split when the run reads it."""
     wrong, right = '{"decision": "Stay"}', '{"decision": "Evacuate"}'
-    line = {"custom_id": "k", "response": {"status_code": 200, "body": {"choices": [{"finish_reason": "stop", "message": {
-        "content": right, "reasoning_content": f"maybe {wrong}"}}]}}}
+    message = {"content": right, "reasoning_content": f"maybe {wrong}"}
+    line = {"custom_id": "k", "response": {"status_code": 200, "body": {"choices": [{"finish_reason": "stop",
+                                                                                     "message": message}]}}}
     r = reply_of(line, {"kind": "chat"})
     assert (r.text, r.thinking) == (right, f"maybe {wrong}")
     cache = ResponseCache(tmp_path / "c.sqlite")

@@ -147,9 +147,10 @@ def test_the_fake_model_can_think_itself_out_of_tokens():
 
 def test_the_fake_models_bias_can_change_with_the_level():
     model = FakeModel("seed=1,level=high:woman:1.0")
-    ask = lambda level: [json.loads(model.generate(Request(messages=(("user", "a woman decides"),), schema=Decision,  # noqa: E731
-                                                           seed=i, reasoning=level)).text)["decision"]
-                         for i in range(40)]
+    def ask(level):
+        return [json.loads(model.generate(Request(messages=(("user", "a woman decides"),), schema=Decision, seed=i,
+                                                  reasoning=level)).text)["decision"] for i in range(40)]
+
     assert set(ask("high")) == {"Evacuate"}  # the first option, always
     assert set(ask("off")) == {"Evacuate", "Stay"}
     with pytest.raises(LouderError, match="level=LEVEL:WORD:P"):

@@ -195,8 +195,8 @@ def reasoning_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] | 
             rows.append(dict(
                 zip([*CASE_KEYS, "signal"], key), level=lv, reference=levels[0],
                 n_agents=int((V[:, j] > 0).sum()), n_valid=int(V[:, j].sum()),
-                rates=json.dumps({a: (None if np.isnan(r) else round(float(r), 6)) for a, r in zip(attrs, res["rates"])},
-                                 ensure_ascii=False),
+                rates=json.dumps({a: (None if np.isnan(r) else round(float(r), 6))
+                                  for a, r in zip(attrs, res["rates"])}, ensure_ascii=False),
                 dpd=res["dpd"], ci_low=res["ci_low"], ci_high=res["ci_high"], change=res["change"],
                 change_ci_low=res["change_ci_low"], change_ci_high=res["change_ci_high"], p_interaction=p_int,
                 verdict=res["verdict"],

@@ -106,11 +106,11 @@ class LangChainModel:
     def _init(self, **kw):
         extra = {"base_url": self.base_url} if self.base_url else {}
         if self.provider == "openai":
-            from louder.llm.remote import _chat_openai  # ChatOpenAI that keeps a server's reasoning field
+            from louder.llm.lc_reasoning import chat_openai  # ChatOpenAI that keeps a server's reasoning field
 
             if self.base_url and not os.environ.get("OPENAI_API_KEY"):
                 extra["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
-            return _chat_openai(model=self.model, timeout=self.timeout_s, max_retries=0, **extra, **kw)
+            return chat_openai(model=self.model, timeout=self.timeout_s, max_retries=0, **extra, **kw)
         try:
             from langchain.chat_models import init_chat_model
         except ImportError:
@@ -151,14 +151,14 @@ class LangChainModel:
         return out["raw"], out.get("parsed")
 
     def generate(self, request: Request) -> Reply:
-        from louder.llm.remote import lc_reasoning_tokens, lc_text, lc_thinking
+        from louder.llm.lc_reasoning import lc_reasoning_tokens, lc_text, lc_thinking
         from louder.llm.thinking import truncated_in_field
 
         if request.messages is None:
             return Reply(error="unsupported: langchain: specs are chat models; drop completion:",
                          error_cause="unsupported")
         start = time.perf_counter()
-        from louder.llm.remote import cut_body
+        from louder.llm.lc_reasoning import cut_body
 
         out, attempts, failed = call_or_error(lambda: cut_body(lambda: self._invoke(request)), self.max_attempts)
         if failed:

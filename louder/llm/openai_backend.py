@@ -29,4 +29,5 @@ def _build_openai(model: str, url: str | None, cfg):
 
 
 register(BackendInfo("openai", _build_openai, forms=("openai:MODEL", "openai:MODEL@BASE_URL"), can_score=True,
-                     needs_key="OPENAI_API_KEY", priced=True, preflight=True, reasoning_controls=("reasoning_effort", "enable_thinking")))
+                     needs_key="OPENAI_API_KEY", priced=True, preflight=True,
+                     reasoning_controls=("reasoning_effort", "enable_thinking")))

@@ -4,7 +4,7 @@ API keys are read from the environment by the client libraries (``OPENAI_API_KEY
 stores them. The identity used for cache keys and manifests holds the model name and base URL only.
 
 A reasoning model's thinking comes back beside the answer (``Reply.thinking``): ChatOpenAI keeps
-only OpenAI's own fields, so ``_chat_openai`` reads the ``reasoning_content``/``reasoning`` field of
+only OpenAI's own fields, so ``lc_reasoning.chat_openai`` reads the ``reasoning_content``/``reasoning`` field of
 OpenAI-compatible servers too; Ollama's thinking arrives when a reasoning level is asked for (and
 inline ``<think>`` tags otherwise, which the client separates: ``louder.llm.thinking``).
 """
@@ -18,7 +18,8 @@ import time
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
-from louder.llm.openai_wire import first_token_logprobs, message_thinking, response_format
+from louder.llm.lc_reasoning import chat_openai, cut_body, lc_reasoning_tokens, lc_text, lc_thinking
+from louder.llm.openai_wire import first_token_logprobs, response_format
 from louder.llm.registry import BackendInfo, register
 from louder.llm.retry import call_or_error, redact
 from louder.llm.thinking import control_value, openai_params, truncated_in_field
@@ -32,78 +33,6 @@ def _lc_messages(messages):
 
 
 _redact = redact  # the old name, for one release
-
-
-def _chat_openai(**kw):
-    """LangChain's ChatOpenAI that also keeps the reasoning field of OpenAI-compatible servers
-    (``reasoning_content`` / ``reasoning``), in ``additional_kwargs["reasoning_content"]``."""
-    from langchain_openai import ChatOpenAI
-
-    class ReasoningChatOpenAI(ChatOpenAI):
-        def _create_chat_result(self, response, generation_info=None):
-            result = super()._create_chat_result(response, generation_info)
-            raw = response if isinstance(response, dict) else response.model_dump(
-                exclude={"choices": {"__all__": {"message": {"parsed"}}}}, warnings=False)
-            for gen, choice in zip(result.generations, raw.get("choices") or []):
-                thinking = message_thinking(choice.get("message") or {})
-                if thinking:
-                    gen.message.additional_kwargs["reasoning_content"] = thinking
-            return result
-
-    return ReasoningChatOpenAI(**kw)
-
-
-def lc_thinking(message) -> str | None:
-    """The reasoning of a LangChain message: its ``reasoning`` content blocks (LangChain 1.x's standard
-    form of Anthropic thinking blocks, Gemini thoughts, OpenAI reasoning summaries; a provider's raw
-    ``thinking`` block too when the message does not say its provider) or
-    ``additional_kwargs["reasoning_content"]`` (ChatOllama, ChatDeepSeek, ``_chat_openai``)."""
-    parts = []
-    if isinstance(getattr(message, "content", None), list):
-        try:
-            blocks = message.content_blocks
-        except Exception:  # noqa: BLE001 - an unknown provider format: read the raw blocks below
-            blocks = message.content
-        for b in blocks:
-            if not isinstance(b, dict):
-                continue
-            if b.get("type") == "non_standard" and isinstance(b.get("value"), dict):
-                b = b["value"]
-            if b.get("type") in ("reasoning", "thinking"):
-                parts.append(b.get("reasoning") or b.get("thinking") or "")
-    extra = (getattr(message, "additional_kwargs", None) or {}).get("reasoning_content")
-    if isinstance(extra, str):
-        parts.append(extra)
-    text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
-    return text or None
-
-
-def lc_text(message) -> str:
-    """The answer text of a LangChain message: its text content blocks, never its reasoning blocks."""
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        return content
-    return "".join(b if isinstance(b, str) else b.get("text", "") for b in content
-                   if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"))
-
-
-def cut_body(fn):
-    """``fn()``, or — when the OpenAI SDK refuses to parse an answer cut at max_tokens
-    (``LengthFinishReasonError``, raised for a schema-constrained request) — the response body it
-    carries, so the cut answer is accounted for as ``invalid`` (or ``thinking_truncated``), not as a
-    failed call."""
-    import openai
-
-    try:
-        return fn()
-    except openai.LengthFinishReasonError as e:
-        return e.completion.model_dump(exclude={"choices": {"__all__": {"message": {"parsed"}}}}, warnings=False)
-
-
-def lc_reasoning_tokens(message) -> int | None:
-    details = (getattr(message, "usage_metadata", None) or {}).get("output_token_details") or {}
-    n = details.get("reasoning")
-    return n if isinstance(n, int) else None
 
 
 class RemoteChatModel:
@@ -144,7 +73,7 @@ class RemoteChatModel:
                 kw = {"base_url": self.base_url} if self.base_url else {}
                 if self.base_url and not os.environ.get("OPENAI_API_KEY"):
                     kw["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
-                self._chat = _chat_openai(model=self.model, timeout=self.timeout_s, max_retries=0, **kw)
+                self._chat = chat_openai(model=self.model, timeout=self.timeout_s, max_retries=0, **kw)
             else:
                 from langchain_ollama import ChatOllama
 
