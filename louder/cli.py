@@ -56,6 +56,10 @@ def _dry_run(config, kind) -> None:
 
     if line := presentation_line(config):  # issue 25: what the wordings, orders and signals multiply
         console.print(line, highlight=False)
+    if list(getattr(config, "reasoning", ["default"])) != ["default"]:  # issue 30
+        console.print(f"reasoning: {len(config.reasoning)} level(s) ({', '.join(config.reasoning)}) — every agent "
+                      "decides once per level; thinking tokens are billed as output and must fit in max_tokens",
+                      highlight=False)
     console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
                   "per token.[/]")
 
@@ -118,6 +122,9 @@ def run(
                                                "the persona; repeatable"),
     names: Optional[str] = typer.Option(None, "--names", help="signal names: the names file (YAML path or "
                                         "built-in id)"),
+    reasoning: Optional[list[str]] = typer.Option(None, "--reasoning", help="reasoning level of the decisions: "
+                                                  "default | off | on | low | medium | high; repeatable (each agent "
+                                                  "decides once per level; docs/how-to/reasoning-models.md)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -128,7 +135,7 @@ def run(
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
-                     signal=signal or None, names=names)
+                     signal=signal or None, names=names, reasoning=reasoning or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)
@@ -543,10 +550,10 @@ def check(
 
     try:
         cfg = load_config(config, dict(models=model or None))
-        remote = [m for m in cfg.models if not backend_info(parse_spec(m.spec)[1]).local]
+        remote = [m for m in cfg.models if backend_info(parse_spec(m.spec)[1]).preflight]
         if not remote:
-            fail("louder check is for remote models (`louder backends` lists them); "
-                 "a local model needs no check")
+            fail("louder check probes OpenAI-compatible and Ollama endpoints (openai:, ollama: specs); "
+                 "the other backends need no check")
         usable = True
         typer.echo("model\tcapability\tstatus\tdetail")
         lines = []
@@ -570,16 +577,23 @@ def backends() -> None:
     """The model backends louder knows (the registry): spec forms and what each can do."""
     from rich.table import Table
 
-    from louder.llm.registry import backend_info, prefixes
+    from louder.llm.registry import backend_info, outside, prefixes
 
     table = Table(title="Model backends")
-    for col in ("prefix", "spec forms", "score mode", "runs", "calls in flight", "API key"):
+    for col in ("prefix", "spec forms", "score mode", "runs", "calls in flight", "API key", "reasoning control",
+                "package"):
         table.add_column(col)
+    packages = outside()
     for p in prefixes():
-        info = backend_info(p)
+        try:
+            info = backend_info(p)
+        except LouderError as e:  # an outside package that fails to load: listed with the reason
+            table.add_row(p, "–", "–", "–", "–", "–", "–", f"{packages.get(p, '?')} (cannot load: {e})")
+            continue
         table.add_row(p, " | ".join(info.forms), "yes" if info.can_score else "no",
                       "here" if info.local else "remote", str(info.concurrency or "config"),
-                      f"${info.needs_key}" if info.needs_key else "–")
+                      f"${info.needs_key}" if info.needs_key else "–",
+                      ", ".join(info.reasoning_controls) or "–", packages.get(p, "louder"))
     console.print(table)
 
 

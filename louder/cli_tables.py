@@ -35,12 +35,15 @@ def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per 
 
 def dry_run_table(est: pd.DataFrame) -> Table:
     table = Table(title="Dry run: nothing was sent to any model")
-    for col in ("model", "calls", "input tokens", "output tokens (typical / max)", "cost USD (typical / max)", "price"):
+    thinking = "reasoning_tokens" in est and bool((est["reasoning_tokens"] > 0).any())
+    for col in ("model", "calls", "input tokens", "output tokens (typical / max)",
+                *(("of which thinking",) if thinking else ()), "cost USD (typical / max)", "price"):
         table.add_column(col)
     for _, r in est.iterrows():
         cost = "unknown" if pd.isna(r["cost_usd"]) else f"{r['cost_usd']:,.2f} / {r['cost_usd_max']:,.2f}"
         table.add_row(r["model"], f"{r['calls']:,}", f"~{r['input_tokens']:,}",
-                      f"~{r['output_tokens']:,} / {r['output_tokens_max']:,}", cost, r["price"])
+                      f"~{r['output_tokens']:,} / {r['output_tokens_max']:,}",
+                      *((f"~{r['reasoning_tokens']:,}",) if thinking else ()), cost, r["price"])
     return table
 
 
@@ -265,6 +268,8 @@ def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     """What `louder analyze` prints, in order. A population run leads with its per-group DPDs and the
     regression; its cases table (the joint label) comes after them, titled as the intersections it is."""
     voices = [voices_table(tables["voices"])] if "voices" in tables else []
+    if "reasoning" in tables and len(tables["reasoning"]):  # issue 30
+        voices.append(reasoning_levels_table(tables["reasoning"]))
     if "population_groups" not in tables:
         return [cases_table(tables["cases"]), *robustness_tables(tables), *voices]
     return [population_groups_table(tables["population_groups"]),
@@ -297,6 +302,23 @@ def robustness_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
                       f(r["expected"]), str(r["n"]), f(r["p_value"], 4), f(r["mean_p_first_listed"]))
         out.append(t)
     return out
+
+
+def reasoning_levels_table(reasoning: pd.DataFrame) -> Table:
+    """Issue 30: the DPD per reasoning level and its change from the reference level (``reasoning.csv``)."""
+    table = Table(title="Reasoning levels: does thinking change the bias? DPD [95 % CI] per level, change from the "
+                        "reference level [95 % CI] — docs/how-to/reasoning-models.md")
+    for col in ("model", "condition", "scenario", "group", "level", "DPD [95 % CI]", "change [95 % CI]", "verdict",
+                "thinking", "reasoning tokens"):
+        table.add_column(col)
+    for _, r in reasoning.iterrows():
+        change = "–" if r["verdict"] == "reference" else (
+            f"{r['change']:+.2f} [{r['change_ci_low']:+.2f}, {r['change_ci_high']:+.2f}]")
+        table.add_row(str(r["model"]), str(r["condition"]), str(r["scenario"]), str(r["group"]), str(r["level"]),
+                      f"{_f(r['dpd'], 2)} [{_f(r['ci_low'], 2)}, {_f(r['ci_high'], 2)}]", change, str(r["verdict"]),
+                      "–" if pd.isna(r["thinking_share"]) else f"{r['thinking_share']:.0%}",
+                      "–" if pd.isna(r["reasoning_tokens_mean"]) else f"{r['reasoning_tokens_mean']:.0f}")
+    return table
 
 
 def voices_table(voices: pd.DataFrame) -> Table:

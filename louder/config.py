@@ -33,7 +33,7 @@ SECTIONS: dict[str, dict[str, str]] = {
     "simulation": {k: k for k in (
         "agents", "scenarios", "groups", "conditions", "persona", "decision", "completion_persona",
         "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask",
-        "choice_order", "wordings", "signal", "names")},
+        "choice_order", "wordings", "signal", "names", "reasoning")},
     "explicit": {"trials": "probe_trials", "params": "explicit", "completion_params": "completion_explicit"},
     "association": {"trials": "association_trials", "variations": "association_variations", "params": "association"},
     "decision_test": {"trials": "decision_trials", "variant": "decision_variant", "extraction": "decision_extraction",
@@ -214,6 +214,12 @@ class ExperimentConfig(BaseModel):
         "name drawn from the attribute's name list; the audit-study design); one or both")
     names: str | None = Field(None, description="signal names: the names file (YAML path or built-in id); default "
                               "bertrand_mullainathan_2004")
+    # --- reasoning models (issue 30, docs/how-to/reasoning-models.md) ---
+    reasoning: list[Literal["default", "off", "on", "low", "medium", "high"]] = Field(
+        default_factory=lambda: ["default"], min_length=1,
+        description="reasoning levels of the decisions, an experiment dimension like wordings (every agent decides "
+        "once per level, its persona shared): default (send no control: the model's own behaviour), off, on, low, "
+        "medium, high — sent as each model's `reasoning_control`; reasoning.csv compares the DPD between levels")
 
     # --- sequential runs (docs/sequential.md) ---
     sequential: SequentialConfig | None = Field(None, description="run each case in waves until it is decided "
@@ -302,7 +308,12 @@ class ExperimentConfig(BaseModel):
     def _one_signal_is_a_list(cls, v):
         return [v] if isinstance(v, str) else v
 
-    @field_validator("wordings", "signal")
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _one_level_is_a_list(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("wordings", "signal", "reasoning")
     @classmethod
     def _distinct_wordings(cls, v):
         if len(set(v)) != len(v):
@@ -353,6 +364,14 @@ class ExperimentConfig(BaseModel):
 
         seed_only = self.population is not None or self.network is not None or self.mode != "agents"
         kind = "mode: archetype" if self.mode != "agents" else "population:" if self.population else "network:"
+        if seed_only and self.reasoning != ["default"]:
+            raise ValueError(f"reasoning: reasoning levels run in the seed simulation only (for now), not with {kind}; "
+                             f"drop `reasoning:` (or run the same scenarios without {kind})")
+        if self.decision_mode == "score" and set(self.reasoning) - {"default", "off"}:
+            level = next(x for x in self.reasoning if x not in ("default", "off"))
+            raise ValueError(f"reasoning: level {level!r} with decision_mode: score — score mode reads the "
+                             "log-probs of the choices at the answer's first token, so it cannot follow a model that "
+                             "thinks first; use decision_mode: sample for reasoning levels (or reasoning: [off])")
         if seed_only and (self.wordings != ["as_written"] or self.signal != ["stated"]):
             field = "wordings" if self.wordings != ["as_written"] else "signal"
             raise ValueError(f"{field}: wordings and the names signal run in the seed simulation only, not with "

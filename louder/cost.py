@@ -42,28 +42,69 @@ def prices() -> dict:
     return yaml.safe_load((resources.files("louder") / "data" / "prices.yaml").read_text("utf-8"))
 
 
+def lookup(models: dict, model: str) -> dict | None:
+    """A model's prices: by its name, or (``langchain:openai:MODEL``) by the name after ``openai:``."""
+    if model in models:
+        return models[model]
+    provider, _, name = model.partition(":")
+    return models.get(name) if provider == "openai" and name else None
+
+
+def _budget(info, model: str, configured: str | None, level: str) -> int:
+    """The thinking budget louder adds to max_tokens at ``level`` (Anthropic's ``budget`` control), else 0."""
+    from louder.llm.registry import reasoning_control
+    from louder.llm.thinking import CONTROLS
+
+    if not model.startswith("anthropic:") or reasoning_control(info, model, configured) != "budget":
+        return 0
+    value = CONTROLS["budget"].get(level, 0)
+    return value if isinstance(value, int) else 0
+
+
+def reasoning_tokens_per_call(info, entry: dict | None, level: str) -> int:
+    """Typical thinking tokens of one call at ``level`` (estimates.yaml ``typical_reasoning_tokens``): none
+    for a backend without a reasoning control; at ``default`` only for a model prices.yaml marks
+    ``reasoning: true``."""
+    if not info.reasoning_controls or level == "off":
+        return 0
+    if level == "default" and not (entry or {}).get("reasoning"):
+        return 0
+    return int(numbers().get("typical_reasoning_tokens", {}).get(level, 0))
+
+
 def price(calls, config: ExperimentConfig) -> pd.DataFrame:
     """One row per model of ``config``: calls, estimated input / output tokens (typical and max) and,
     where priced, cost in USD, summed over ``calls`` (a plan's ``louder.task.Calls``).
 
-    input = Σ n · tokens(prompt); output = Σ n · min(typical, max_tokens); output_max = Σ n · max_tokens;
-    cost = (input · price_in + output · price_out) / 10⁶ (0 for local models and servers of your own)."""
+    input = Σ n · tokens(prompt); output = Σ n · min(typical + thinking, max_tokens);
+    output_max = Σ n · max_tokens;
+    cost = (input · price_in + output · price_out) / 10⁶ (0 for local models and servers of your own).
+    thinking (``reasoning_tokens``) = Σ n · min(``reasoning_tokens_per_call``, max_tokens): reasoning
+    tokens are billed as output and counted within max_tokens — except a thinking budget (Anthropic through
+    ``langchain:``), which louder adds to max_tokens: there the thinking is not capped and output_max adds
+    the budget."""
     table, rows = prices(), []
     typical = numbers()["typical_output_tokens"]
     for m in config.models:
         mine = [c for c in calls if c.model == m.label]
-        n = sum(c.n for c in mine)
-        tin = sum(c.n * tokens(c.prompt) for c in mine)
-        tout = sum(c.n * min(typical.get(c.output, c.max_tokens), c.max_tokens) for c in mine)
-        tmax = sum(c.n * c.max_tokens for c in mine)
         _, backend, model, url = parse_spec(m.spec)
         info = backend_info(backend)
-        rate = table["models"].get(model) if info.priced and not url else None
+        entry = lookup(table["models"], model) if info.priced and not url else None
+        think = {lv: reasoning_tokens_per_call(info, entry, lv) for lv in {c.reasoning for c in mine}}
+        budget = {lv: _budget(info, model, m.reasoning_control, lv) for lv in think}
+        n = sum(c.n for c in mine)
+        tin = sum(c.n * tokens(c.prompt) for c in mine)
+        cap = {id(c): c.max_tokens + budget[c.reasoning] for c in mine}
+        tout = sum(c.n * min(typical.get(c.output, c.max_tokens) + think[c.reasoning], cap[id(c)]) for c in mine)
+        treason = sum(c.n * min(think[c.reasoning], cap[id(c)]) for c in mine)
+        tmax = sum(c.n * cap[id(c)] for c in mine)
+        rate = entry
         local = info.local or url is not None
         cost = lambda o: round((tin * rate["input"] + o * rate["output"]) / 1e6, 2) if rate else (  # noqa: E731
             0.0 if local else None)
         rows.append(dict(model=m.label, calls=n, input_tokens=tin, output_tokens=tout, output_tokens_max=tmax,
-                         cost_usd=cost(tout), cost_usd_max=cost(tmax),
+                         reasoning_tokens=treason, cost_usd=cost(tout), cost_usd_max=cost(tmax),
                          price=("local: free" if local else f"{rate['input']}/{rate['output']} USD per 1M tokens "
-                                f"({table['as_of']})" if rate else "not in louder/data/prices.yaml")))
+                                f"({rate.get('as_of', table['as_of'])})" if rate
+                                else "not in louder/data/prices.yaml")))
     return pd.DataFrame(rows)

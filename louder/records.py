@@ -80,11 +80,13 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                                                               else "auto")}
     backend = rate_limited(build_backend(mcfg.spec.removeprefix("completion:"), used),
                            mcfg.requests_per_minute, mcfg.tokens_per_minute)
+    check_levels(mcfg.spec, getattr(backend, "reasoning_control", None), getattr(config, "reasoning", ["default"]))
     # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     window = fail_fast_window(planned_calls)
     client = Client(backend, cache, concurrency, retry_errors, slots=slots,
-                    circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label)
+                    circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label,
+                    thinking_tags=tuple(mcfg.thinking_tags))
     extractor = client
     if mcfg.extractor:
         ecfg, epf = negotiate(ModelConfig(spec=mcfg.extractor), preflight_path)
@@ -94,6 +96,17 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                            local=client._local, circuit=Circuit(window, mcfg.extractor), recorder=recorder,
                            label=mcfg.extractor)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config, extra={"preflight": negotiated})
+
+
+def check_levels(spec: str, control: str | None, levels) -> None:
+    """One line naming the model and the level when a reasoning level of the run cannot be sent to it
+    (``control``: the backend's ``reasoning_control``; None: it has none)."""
+    from louder.llm.thinking import honoured, unhonoured
+
+    for level in levels:
+        if level not in honoured(control):
+            raise LouderError(f"simulation.reasoning: {unhonoured(control, level, f'model {spec}')} — drop the "
+                              "level, or give the model another `reasoning_control:` (docs/how-to/reasoning-models.md)")
 
 
 class RunContext:

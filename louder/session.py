@@ -11,6 +11,7 @@ from louder.config import ExperimentConfig, GenerationParams
 from louder.llm.answers import Classified, classify
 from louder.llm.base import Reply, Request, stable_seed
 from louder.llm.client import Client
+from louder.llm.thinking import TRUNCATED_MARK
 from louder.prompts import Prompts
 
 CUT_MARK = "[cut at max_tokens]"
@@ -27,6 +28,8 @@ class Outcome:
     input_tokens: int | None = None
     output_tokens: int | None = None
     raw: str = ""  # the first model's own words (completion text on the completion path)
+    thinking: str | None = None  # a reasoning model's thinking, apart from its answer (louder.llm.thinking)
+    reasoning_tokens: int | None = None
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -51,37 +54,44 @@ class ModelSession:
         return self.rewriter or self.extractor
 
     def ask_chat(self, client: Client, prompt: str, schema, params: GenerationParams, seed: int,
-                 replicate: str) -> Outcome:
-        """One JSON call to ``client`` (a chat model)."""
+                 replicate: str, reasoning: str | None = None) -> Outcome:
+        """One JSON call to ``client`` (a chat model); ``reasoning``: the level asked for (None: default)."""
         r = client.call(Request(messages=(("user", prompt),), schema=schema, temperature=params.temperature,
-                                max_tokens=params.max_tokens, seed=seed, replicate=replicate))
+                                max_tokens=params.max_tokens, seed=seed, replicate=replicate, reasoning=reasoning))
         raw = r.text or r.error or ""
-        if r.finish_reason == "length":  # its own reason in the raw record: the answer was cut, not closed
+        if r.thinking_truncated:  # no answer at all: the thinking ran into max_tokens
+            raw = f"{raw}\n{TRUNCATED_MARK}" if raw else TRUNCATED_MARK
+        elif r.finish_reason == "length":  # its own reason in the raw record: the answer was cut, not closed
             raw += f"\n{CUT_MARK}"
-        return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=raw)
+        return Outcome(r.text, r, r.attempts, r.latency_s, r.input_tokens, r.output_tokens, raw=raw,
+                       thinking=r.thinking, reasoning_tokens=r.reasoning_tokens)
 
     def ask(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
             completion_prompt: str | None = None, completion_params: GenerationParams | None = None,
-            extraction_prompt=None) -> Outcome:
-        """Chat: one JSON call. Completion: a plain completion, then a chat model extracts the JSON.
+            extraction_prompt=None, reasoning: str | None = None) -> Outcome:
+        """Chat: one JSON call. Completion: a plain completion, then a chat model extracts the JSON
+        from the completion's final answer (its thinking stays in ``Outcome.thinking``).
 
         ``extraction_prompt`` maps the completion text to the extraction prompt.
         """
         if self.api == "chat" or completion_prompt is None:
-            return self.ask_chat(self.client, prompt, schema, params, seed, replicate)
+            return self.ask_chat(self.client, prompt, schema, params, seed, replicate, reasoning)
         cp = completion_params or params
         first = self.client.call(Request(prompt=completion_prompt, temperature=cp.temperature,
-                                         max_tokens=cp.max_tokens, seed=seed, replicate=replicate))
-        if first.error:
+                                         max_tokens=cp.max_tokens, seed=seed, replicate=replicate,
+                                         reasoning=reasoning))
+        if first.error or first.thinking_truncated:
             return Outcome("", first, first.attempts, first.latency_s, first.input_tokens, first.output_tokens,
-                           raw=first.error)
+                           raw=first.error or TRUNCATED_MARK, thinking=first.thinking,
+                           reasoning_tokens=first.reasoning_tokens)
         ep = self.config.extraction
         second = self.extractor.call(Request(messages=(("user", extraction_prompt(first.text)),), schema=schema,
                                              temperature=ep.temperature, max_tokens=ep.max_tokens, seed=seed,
                                              replicate=replicate))
         return Outcome(second.text, second, first.attempts + second.attempts, first.latency_s + second.latency_s,
                        _add(first.input_tokens, second.input_tokens), _add(first.output_tokens, second.output_tokens),
-                       raw=first.text)
+                       raw=first.text, thinking="\n".join(t for t in (first.thinking, second.thinking) if t) or None,
+                       reasoning_tokens=_add(first.reasoning_tokens, second.reasoning_tokens))
 
     def ask_choice(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
                    labels: list[str], field: str, **completion) -> tuple[Outcome, Classified]:

@@ -45,4 +45,23 @@ def status_block(tables: dict[str, pd.DataFrame], by: list[str], main: str = "de
     if "choice_mass" in m.columns:
         out["low_mass_rows"] = int((m["choice_mass"] < 0.99).sum())
     out[by_name] = status_by(d, [k for k in by if k in d.columns])
+    if thinking := thinking_counts(tables):
+        out["thinking"] = thinking
+    return out
+
+
+def thinking_counts(tables: dict[str, pd.DataFrame]) -> dict:
+    """Issue 30, per table that has any: rows that came with thinking, rows whose thinking never closed
+    (``invalid``, reason thinking_truncated) and the reasoning tokens the server reported."""
+    out = {}
+    for name, df in tables.items():
+        if "thinking" not in df.columns:
+            continue
+        with_thinking = int((df["thinking"].fillna("").astype(str).str.strip() != "").sum())
+        cut = int(df["raw_response"].fillna("").astype(str).str.contains("[thinking_truncated", regex=False).sum()) \
+            if "raw_response" in df.columns else 0
+        tokens = df["reasoning_tokens"].dropna() if "reasoning_tokens" in df.columns else []
+        if with_thinking or cut or len(tokens):
+            out[name] = {"with_thinking": with_thinking, "thinking_truncated": cut,
+                         "reasoning_tokens": int(sum(tokens)) if len(tokens) else None}
     return out

@@ -36,6 +36,7 @@ class Calls:
     prompt: str
     output: str
     max_tokens: int
+    reasoning: str = "default"  # the reasoning level they are asked at (simulation.reasoning)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ DECISION_COLUMNS = [
     "run_id", *CASE_KEYS, "attribute", "agent_id", "replicate", "name", "persona",
     "decision", "target", "p_target", "rationale", "status", "raw_response", "attempts", "latency_s",
     "input_tokens", "output_tokens", "choice_mass",
+    # a reasoning model's thinking (apart from its answer), the tokens it took where reported, and the
+    # reasoning level the decision was asked at (default: none sent; docs/how-to/reasoning-models.md)
+    "thinking", "reasoning_tokens", "reasoning",
     # how the scenario was presented (docs/robustness.md): the labels as shown joined with "|", the
     # wording (as_written: the file's own text) and the identity signal (stated | names)
     "choice_order", "wording", "signal",
@@ -30,12 +33,14 @@ DECISION_COLUMNS = [
 PERSONA_COLUMNS = [
     "run_id", *CASE_KEYS, "attribute", "agent_id", "replicate", "name", "persona",
     "status", "prompt", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "reason",
+    "thinking", "reasoning_tokens",
 ]
 # probes.parquet: one row per explicit-probe answer.
 PROBE_COLUMNS = [
     "run_id", "probe", "model", "scenario", "group", "trial", "answer", "attribute", "rationale", "status",
     "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
     "choice_order",  # the options as shown, joined with "|" (Unknown last; docs/robustness.md)
+    "thinking", "reasoning_tokens",  # a reasoning model's thinking, apart from its answer
 ]
 # twins.parquet (population runs with twins, issue 11): one row per twin and per source agent of a twin
 # set (original True), then one attr_<group> column per group of the population.
@@ -59,6 +64,7 @@ DTYPES = {
     "neighbour_share": "Float64", "changed": "boolean", "trial": "int64", "answer": "string", "prompt": "string",
     "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64",
     "choice_order": "string", "wording": "string", "signal": "string",
+    "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
 }
 
 

@@ -9,6 +9,12 @@ Server options model what real servers differ in, for every request (preflight p
 ``validation_500``), ``reject_logprobs``, ``models``/``require_model`` (the listed names; 404 for any
 other), ``api_key`` (401 without this bearer key). A run's preflight probes (their prompt says "louder
 preflight") go to ``preflight_requests`` and skip ``behaviour``, so tests count the run's own calls.
+
+``reasoning`` makes it answer as a reasoning model does (issue 30): ``inline`` (``<think>…</think>``
+before the answer), ``reasoning_content`` / ``reasoning`` (the thinking in that message field, with
+``usage.completion_tokens_details.reasoning_tokens``), ``harmony`` (gpt-oss channels passed raw),
+``truncated`` (a ``<think>`` block cut at max_tokens: no answer). The thinking always writes a
+*different* answer of the same shape as JSON, so a parser that read the thinking would be caught.
 """
 
 from __future__ import annotations
@@ -21,6 +27,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 NAMES = ("Ada", "Bo", "Cy", "Dee", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jo", "Kai", "Lu", "Mo", "Ned", "Oz", "Pia")
+REASONING_MODES = ("inline", "reasoning_content", "reasoning", "harmony", "truncated")
+
+
+def other_answer(content: str, prompt: str) -> str:
+    """A different answer of the same JSON shape as ``content``: another offered label, another count,
+    another name and persona — what a reasoning model weighs and rejects."""
+    import re
+
+    try:
+        obj = json.loads(content)
+    except json.JSONDecodeError:
+        return '{"decision": "not this one"}'
+    if not isinstance(obj, dict):
+        return '{"decision": "not this one"}'
+    out = {}
+    for key, value in obj.items():
+        offered = re.findall(r'"([^"]+)"', (re.findall(rf'"{key}": <a string, (.*?)>', prompt) or [""])[0])
+        others = [o for o in offered if o != value]
+        if others:
+            out[key] = others[0]
+        elif isinstance(value, int):
+            out[key] = (value + 37) % 101
+        else:
+            out[key] = f"Not {value}"
+    return json.dumps(out)
 
 
 def default_answer(prompt: str, seed: int) -> str:
@@ -78,8 +109,10 @@ def fake_logprobs(content: str, prompt: str) -> list[dict]:
 
 class FakeOpenAIServer:
     def __init__(self, behaviour=None, port: int = 0, reject_modes=(), validation_500=False,
-                 reject_logprobs=False, models=("fake",), require_model=False, api_key=None):
+                 reject_logprobs=False, models=("fake",), require_model=False, api_key=None, reasoning=None):
+        assert reasoning in (None, *REASONING_MODES), reasoning
         self.behaviour = behaviour
+        self.reasoning = reasoning
         self.requests: list[dict] = []
         self.preflight_requests: list[dict] = []
         self.reject_modes, self.validation_500, self.reject_logprobs = set(reject_modes), validation_500, reject_logprobs
@@ -194,8 +227,23 @@ class FakeOpenAIServer:
                 content = override
         usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split()),
                  "total_tokens": len(prompt.split()) + len(content.split())}
+        message, finish = {"role": "assistant", "content": content}, "stop"
+        if self.reasoning and chat and not body.get("logprobs"):
+            thinking = f"Let me think it over. One could answer {other_answer(content, prompt)}. Weighing it again."
+            mode = self.reasoning
+            if mode == "inline":
+                message["content"] = f"<think>\n{thinking}\n</think>\n\n{content}"
+            elif mode in ("reasoning_content", "reasoning"):
+                message[mode] = thinking
+                usage["completion_tokens"] += len(thinking.split())
+                usage["completion_tokens_details"] = {"reasoning_tokens": len(thinking.split())}
+            elif mode == "harmony":
+                message["content"] = (f"<|channel|>analysis<|message|>{thinking}<|end|><|start|>assistant"
+                                      f"<|channel|>final<|message|>{content}<|return|>")
+            else:  # truncated: the thinking runs into max_tokens
+                message["content"], finish = f"<think>\n{thinking} And then", "length"
         if chat:
-            choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            choice = {"index": 0, "finish_reason": finish, "message": message}
             if body.get("logprobs"):
                 choice["logprobs"] = {"content": fake_logprobs(content, prompt)}
             return 200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": "fake",

@@ -400,6 +400,9 @@ def reference_runs(tmp_path_factory):
         "decision_mode: score}\n")
     louder("run", base / "arch.yaml", "--out", arch, "-m", FAKE)
     louder("run", "--out", robust, "-m", FAKE, "--agents", 4, "--choice-order", "balanced", "--wording", "all", *one)
+    levels = base / "levels"  # reasoning levels and a model that thinks (issue 30): reasoning.csv, thinking rows
+    louder("run", "--out", levels, "-m", "fake:seed=1,think=field", "--agents", 4, "--reasoning", "off", "--reasoning",
+           "high", *one)
     seq, seqpop = base / "seq", base / "seqpop"  # sequential runs (issue 20): their extra files and columns
     louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
     louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
@@ -410,10 +413,10 @@ def reference_runs(tmp_path_factory):
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop):
+    for run in (net, pop, arch, robust, seq, seqpop, levels):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

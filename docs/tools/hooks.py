@@ -217,14 +217,16 @@ def config_markdown() -> str:
 # --- the backend registry -------------------------------------------------------------------------
 
 def backends_markdown() -> str:
-    from louder.llm.registry import backend_info, prefixes
+    from louder.llm.registry import BUILTIN, backend_info
 
-    rows = ["| prefix | spec forms | score mode | runs | calls in flight | API key |", "|---|---|---|---|---|---|"]
-    for p in prefixes():
+    rows = ["| prefix | spec forms | score mode | runs | calls in flight | API key | reasoning control |",
+            "|---|---|---|---|---|---|---|"]
+    for p in sorted(BUILTIN):  # the built-in ones: the site never lists a package installed where it is built
         info = backend_info(p)
         rows.append(f"| `{p}` | {'<br>'.join(_code(f) for f in info.forms)} | {'yes' if info.can_score else 'no'} | "
                     f"{'here' if info.local else 'remote'} | {info.concurrency or 'config'} | "
-                    f"{_code('$' + info.needs_key) if info.needs_key else '–'} |")
+                    f"{_code('$' + info.needs_key) if info.needs_key else '–'} | "
+                    f"{', '.join(_code(c) for c in info.reasoning_controls) or '–'} |")
     return "\n".join(rows) + "\n"
 
 

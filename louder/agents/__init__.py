@@ -37,6 +37,8 @@ class Decision:
     output_tokens: int | None = None
     p_target: float | None = None
     choice_mass: float | None = None
+    thinking: str | None = None  # a reasoning model's thinking, apart from its answer
+    reasoning_tokens: int | None = None
 
 
 DECISION_FIELDS = tuple(f.name for f in fields(Decision))
@@ -105,6 +107,12 @@ class PersonaAgent(mesa.Agent):
     def signal(self) -> str:
         return getattr(self.model.case, "signal", "stated")
 
+    @property
+    def reasoning(self) -> str:
+        """The reasoning level the agent decides at (``simulation.reasoning``; its persona is written at
+        the model's default, shared by every level)."""
+        return getattr(self.model.case, "reasoning", "default")
+
     def write_persona(self) -> None:
         c = self.model.case
         if self.signal == "names":  # the audit-study design: the prompt names the person, never the attribute
@@ -123,7 +131,8 @@ class PersonaAgent(mesa.Agent):
         return dict(attribute=self.attribute, agent_id=self.agent_id, replicate=self.replicate, name=p.name,
                     persona=p.persona, status=p.status, prompt=p.prompt, raw_response=p.outcome.raw,
                     reason=p.reason, attempts=p.outcome.attempts, latency_s=p.outcome.latency_s,
-                    input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens)
+                    input_tokens=p.outcome.input_tokens, output_tokens=p.outcome.output_tokens,
+                    thinking=p.outcome.thinking, reasoning_tokens=p.outcome.reasoning_tokens)
 
     def step(self) -> None:
         """Decide (Appendix C). An agent whose persona failed is accounted with that status."""
@@ -151,30 +160,32 @@ class PersonaAgent(mesa.Agent):
         seed = self.seed if round_ == 0 else stable_seed(self.seed, arm, round_)
         tag = "" if round_ == 0 else f"|{arm}{round_}"
         labels = scenario.labels
+        level = None if self.reasoning == "default" else self.reasoning  # default: no control, the old request
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", neighbours)
         if session.config.decision_mode == "score":
-            return self._score(prompt, labels, seed, "score" + tag)
+            return self._score(prompt, labels, seed, "score" + tag, level)
         completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion", neighbours)
                              if session.api == "completion" else None)
         schema = decision_schema(labels, session.config.constrain_choices)
         out, verdict = session.ask_choice(
             prompt, schema, session.config.decision, seed, "decision|" + self.key + tag, labels, "decision",
             completion_prompt=completion_prompt, completion_params=session.config.completion_decision,
-            extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario))
+            extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario), reasoning=level)
         raw = out.raw if out.raw else (out.reply.error or "")
         if session.api == "completion" and verdict.status != "error":
             raw = f"{out.raw}\n[extracted] {out.text}"
         return Decision(status=verdict.status, decision=verdict.choice, rationale=verdict.rationale,
                         target=(verdict.choice == scenario.target) if verdict.status == "valid" else None,
                         raw_response=raw, attempts=out.attempts, latency_s=out.latency_s,
-                        input_tokens=out.input_tokens, output_tokens=out.output_tokens)
+                        input_tokens=out.input_tokens, output_tokens=out.output_tokens, thinking=out.thinking,
+                        reasoning_tokens=out.reasoning_tokens)
 
-    def _score(self, prompt: str, labels: list[str], seed: int, replicate: str) -> Decision:
+    def _score(self, prompt: str, labels: list[str], seed: int, replicate: str, level: str | None = None) -> Decision:
         """Score mode: the probability of each choice as the start of the JSON answer, then the
         argmax or a seeded draw. No rationale is generated."""
         session, scenario = self.model.session, self.model.case.scenario
         request = Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
-                          temperature=0.0, max_tokens=16, seed=seed, replicate=replicate)
+                          temperature=0.0, max_tokens=16, seed=seed, replicate=replicate, reasoning=level)
         reply = session.client.score(request, session.prompts.score_prefix, labels)
         scored = choice_probabilities(reply, labels)
         d = Decision(status=scored.status, raw_response=reply.error or reply.text, attempts=reply.attempts,

@@ -146,6 +146,13 @@ def dpd_interval(estimates, draws, pair_variance, draw_pair_variance, level: flo
     return _project(b, _critical(b.t, level, df))
 
 
+def band_interval(b: Band | None, level: float = 0.95, df: float | None = None) -> tuple[float, float]:
+    """``dpd_interval`` of a band already made (``band``): its critical value, then the projection."""
+    if b is None:
+        return NAN, NAN
+    return _project(b, _critical(b.t, level, df))
+
+
 def dpd_difference_interval(first: Band | None, second: Band | None, level: float = 0.95) -> tuple[float, float]:
     """Interval for DPD_1 − DPD_2 from the two cases' bands (same B; independent or paired resamples).
 

@@ -1,15 +1,19 @@
 """Rationale analysis (sections 5.2 and 5.5): the paper's phrase patterns, and the words most
-distinctive of each attribute by log-odds ratio with an informative Dirichlet prior."""
+distinctive of each attribute by log-odds ratio with an informative Dirichlet prior; and, for
+reasoning models, how often the thinking names the persona's attribute or its stereotype words
+(issue 30: the paper's "rationale analysis" future work)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from louder.analysis import stats
@@ -17,7 +21,8 @@ from louder.datafiles import load_yaml_model
 
 from louder.types import CASE_KEYS as KEYS
 RATIONALE_COLUMNS = ["analysis", *KEYS, "attribute", "pattern", "paper", "n_rationales", "n_match", "share",
-                     "word", "count", "delta", "z"]
+                     "word", "count", "delta", "z",
+                     "reasoning"]  # analysis `thinking`: the reasoning level of the decisions (issue 30)
 TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
@@ -116,4 +121,80 @@ def distinctive_words(decisions: pd.DataFrame, top: int = 10, min_count: int = 2
             for j in order:
                 rows.append(dict(analysis="distinctive_word", **dict(zip(KEYS, key)), attribute=a, word=vocab[j],
                                  count=int(yi[j]), delta=float(delta[j]), z=float(z[j])))
+    return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)
+
+
+# --- the thinking of reasoning models (issue 30) ---------------------------------------------------
+
+WORD_ROLES = ("term", "plural", "adjective", "plural_noun")  # the roles of twins.yaml that name an attribute
+
+
+@cache
+def attribute_words() -> dict[str, dict[str, tuple[str, ...]]]:
+    """group → attribute → the words that name it: the attribute itself and its ``WORD_ROLES`` words of
+    louder/data/twins.yaml (target-only ``{to: WORD}`` entries left out)."""
+    doc = yaml.safe_load((resources.files("louder") / "data" / "twins.yaml").read_text("utf-8"))
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for gid, g in (doc.get("groups") or {}).items():
+        for attr, roles in (g.get("attributes") or {}).items():
+            words = [attr]
+            for role in WORD_ROLES:
+                value = (roles or {}).get(role)
+                words += [w for w in (value if isinstance(value, list) else []) if isinstance(w, str)]
+            out.setdefault(gid, {})[attr] = tuple(dict.fromkeys(words))
+    return out
+
+
+@cache
+def stereotype_words() -> dict[str, dict[str, tuple[str, ...]]]:
+    """group → attribute → its stereotype words (louder/data/analysis/stereotype_words.yaml: sides of
+    Bai et al.'s stereotypes)."""
+    from louder.probes.stimuli import get_stereotype
+
+    doc = yaml.safe_load(_data_text("stereotype_words.yaml"))
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for gid, attrs in doc["groups"].items():
+        for attr, entries in attrs.items():
+            words: list[str] = []
+            for e in entries:
+                name, _, side = e.rpartition(":")
+                st = get_stereotype(name)
+                words += list(st.stigma_words if side == "stigma" else st.default_words)
+            out.setdefault(gid, {})[attr] = tuple(dict.fromkeys(words))
+    return out
+
+
+def _any_word(words) -> re.Pattern | None:
+    words = sorted({w for w in words if w}, key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(w) for w in words) + r")(?![\w-])", re.IGNORECASE)
+
+
+def thinking_mentions(decisions: pd.DataFrame) -> pd.DataFrame:
+    """Per case × attribute, among valid decisions that came with thinking (n_rationales): how many
+    thinkings name the persona's own attribute (pattern ``attribute_words``: ``attribute_words()``) and
+    how many use its stereotype words (pattern ``stereotype_words``: ``stereotype_words()``; no row for an
+    attribute without any); share = n_match / n_rationales. Whole words, any case. One set of rows per
+    reasoning level of the run (column ``reasoning``). Empty when no decision has thinking."""
+    if "thinking" not in decisions:
+        return pd.DataFrame(columns=RATIONALE_COLUMNS)
+    d = decisions.loc[(decisions["status"] == "valid") & decisions["thinking"].notna()
+                      & (decisions["thinking"].astype(str).str.strip() != "")]
+    if d.empty:
+        return pd.DataFrame(columns=RATIONALE_COLUMNS)
+    d = d.assign(reasoning=d["reasoning"].fillna("default") if "reasoning" in d else "default")
+    names, stereo = attribute_words(), stereotype_words()
+    rows = []
+    for key, g in d.groupby(KEYS + ["reasoning", "attribute"], sort=True):
+        gid, level, attr = key[3], key[4], key[5]
+        for pattern, words in (("attribute_words", names.get(gid, {}).get(attr, (attr,))),
+                               ("stereotype_words", stereo.get(gid, {}).get(attr, ()))):
+            rx = _any_word(words)
+            if rx is None:
+                continue
+            m = int(sum(rx.search(t) is not None for t in g["thinking"].astype(str)))
+            rows.append(dict(analysis="thinking", **dict(zip(KEYS, key)), attribute=attr, pattern=pattern,
+                             paper="" if pattern == "attribute_words" else "Bai et al. 2024 stimuli",
+                             n_rationales=len(g), n_match=m, share=m / len(g), reasoning=level))
     return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
+from louder.analysis.reasoning_report import reasoning_section
 from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
 from louder.analysis.sequential_report import sequential_section
@@ -35,9 +36,10 @@ def _accounting(a: Analysis) -> str:
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
     if a.decisions is not None:
-        d = a.presented if getattr(a, "presented", None) is not None else a.decisions  # issue 25: every wording
+        # every wording (issue 25) and every reasoning level (issue 30)
+        d = next(x for x in (getattr(a, "levels", None), getattr(a, "presented", None), a.decisions) if x is not None)
         keys = ["model", "condition", "scenario", "group", "attribute"]
-        keys += [c for c in ("signal", "wording") if c in d and d[c].nunique() > 1]
+        keys += [c for c in ("signal", "wording", "reasoning") if c in d and d[c].nunique() > 1]
         t = pd.DataFrame(status_by(d, keys))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
     if a.personas is not None and len(a.personas):
@@ -56,7 +58,33 @@ def _accounting(a: Analysis) -> str:
                             ("Relative decision test", a.decision_test, ["model", "stereotype", "variant"])):
         if df is not None:
             parts += [f"<h3>{title}</h3>", _table(pd.DataFrame(status_by(df, keys)), scroll=True)]
+    parts.append(_thinking_accounting(a))
     return _section("Answer accounting", *parts)
+
+
+def _thinking_accounting(a: Analysis) -> str:
+    """Issue 30: per table, the answers that came with thinking, those whose thinking never closed
+    (invalid, reason thinking_truncated) and the reasoning tokens reported; "" without any thinking."""
+    rows = []
+    for name, df in (("decisions", getattr(a, "levels", None) if getattr(a, "levels", None) is not None
+                      else a.decisions), ("personas", a.personas), ("probes", a.probes), ("beliefs", a.beliefs)):
+        if df is None or "thinking" not in df:
+            continue
+        thinking = df["thinking"].fillna("").astype(str).str.strip() != ""
+        cut = df["raw_response"].fillna("").astype(str).str.contains("[thinking_truncated", regex=False)
+        tokens = df["reasoning_tokens"].dropna() if "reasoning_tokens" in df else pd.Series(dtype=float)
+        if thinking.any() or cut.any() or len(tokens):
+            rows.append(dict(table=name, rows=len(df), with_thinking=int(thinking.sum()),
+                             thinking_truncated=int(cut.sum()), reasoning_tokens=int(tokens.sum()) if len(tokens)
+                             else None))
+    if not rows:
+        return ""
+    return ("<h3>Thinking (reasoning models)</h3>" + _p(
+        "The thinking of a reasoning model is kept apart from its answer (the <code>thinking</code> column) and "
+        "never parsed for a decision. <b>thinking_truncated</b>: answers whose thinking never closed before "
+        "max_tokens; they have no answer and are counted invalid (raise max_tokens for reasoning models). "
+        "<b>reasoning_tokens</b>: the thinking tokens the server reported (part of the output tokens).")
+            + _table(pd.DataFrame(rows)))
 
 
 def _rationales(a: Analysis) -> str:
@@ -65,6 +93,7 @@ def _rationales(a: Analysis) -> str:
         return _section("Rationales", _p("No valid decisions with rationales in this run."))
     pats = r[r["analysis"] == "pattern"]
     words = r[r["analysis"] == "distinctive_word"]
+    thinking = r[r["analysis"] == "thinking"]
     parts = [_p("Phrase patterns the paper counted (sections 5.2, 5.5): rationales of valid decisions that match, "
                 "out of all rationales of valid decisions of that attribute.")]
     if len(pats):
@@ -81,6 +110,17 @@ def _rationales(a: Analysis) -> str:
         rows = [dict(zip(["model", "condition", "scenario", "group", "attribute"], k),
                      words=", ".join(f"{x} ({z:.1f})" for x, z in zip(g["word"], g["z"]))) for k, g in w]
         parts.append(_table(pd.DataFrame(rows), scroll=True))
+    if len(thinking):  # issue 30: the thinking of a reasoning model, per attribute
+        parts.append(_p("The thinking of a reasoning model, per attribute and reasoning level: how many thinkings of "
+                        "valid decisions name the persona's own attribute (the attribute and its words in "
+                        "louder/data/twins.yaml) and how many use its stereotype words (Bai et al.'s stimuli, "
+                        "louder/data/analysis/stereotype_words.yaml), out of all that came with thinking."))
+        t = thinking.assign(matches=thinking["n_match"].astype(int).astype(str) + "/"
+                            + thinking["n_rationales"].astype(int).astype(str))
+        wide = t.pivot_table(index=["model", "condition", "scenario", "group", "reasoning", "attribute"],
+                             columns="pattern", values="matches", aggfunc="first").reset_index()
+        wide.columns.name = None
+        parts.append(_table(wide.fillna("–"), scroll=True))
     return _section("Rationales", *parts)
 
 
@@ -360,6 +400,7 @@ def render(a: Analysis) -> str:
         sequential_section(a),  # issue 20: a sequential run's verdicts first; they replace the bootstrap's
         *lead,
         robustness_section(t, getattr(a, "presented", None)),  # issue 25
+        reasoning_section(t),  # issue 30
         _rationales(a),
         _siblings(a),
         _accounting(a),

@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import cases as C
 from louder.analysis import sequential_tables as ST
+from louder.analysis import reasoning as RS
 from louder.analysis import robustness as R
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.choices import choice_rates, independence_table
@@ -18,7 +19,7 @@ from louder.analysis.network_tables import NETWORK_TABLES, network_tables
 from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
-from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts
+from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.scenarios import load_group
@@ -50,6 +51,7 @@ class Analysis:
     sequential: tuple[pd.DataFrame, pd.DataFrame] | None = None
     presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal (``decisions``: the case view)
     beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
+    levels: pd.DataFrame | None = None  # issue 30: every reasoning level (``presented``: the reference level)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -147,6 +149,10 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         rounds, decisions, control, arm = _network_split(run, decisions, missing)
     # issue 25: robustness.csv reads every wording, order and signal; the per-case tables one wording
     # (each agent answers once per wording) with the names signal as its own condition (docs/robustness.md)
+    # issue 30: reasoning.csv reads every reasoning level (of the reference wording); every other table the
+    # reference level (each agent answers once per level, as per wording)
+    levels = decisions
+    decisions = RS.level_view(decisions)
     presented = decisions
     decisions = R.case_view(decisions)
 
@@ -178,7 +184,9 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     tables["directions"] = directions(imp_attr, load_predictions(predictions), B=bootstrap, seed=seed)
     if decisions is not None:
         tables["rationales"] = pd.concat([pattern_counts(decisions, load_patterns(patterns)),
-                                          distinctive_words(decisions)], ignore_index=True)
+                                          distinctive_words(decisions),
+                                          thinking_mentions(R.case_view(levels))],  # every reasoning level
+                                         ignore_index=True)
     else:
         tables["rationales"] = pd.DataFrame(columns=["analysis"])
     if decisions is not None and decisions["condition"].nunique() < 2:
@@ -212,10 +220,13 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if R.varies(presented):
         tables["robustness"] = R.robustness_table(presented, attrs, B=bootstrap, seed=seed)
         tables["position_bias"] = R.position_bias_table(presented)
+    if RS.varies(levels):
+        tables["reasoning"] = RS.reasoning_table(RS.wording_view(levels), attrs, B=bootstrap, seed=seed)
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control, no_influence=arm, sequential=sequential)
     result.presented = presented
     result.beliefs = beliefs
+    result.levels = levels
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
@@ -231,7 +242,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     return result
 
 
-ROBUSTNESS_TABLES = ("robustness", "position_bias")  # issue 25
+ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning")  # issue 25; reasoning levels: issue 30
 
 # --- population runs, policy variants and counterfactual twins (issue 11) ---
 POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",

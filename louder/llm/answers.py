@@ -66,12 +66,19 @@ class Classified:
     note: str = ""
 
 
+THINKING_TRUNCATED = "thinking_truncated"
+
+
 def classify(reply: Reply, labels: list[str], field: str, markers: list[str]) -> Classified:
-    """Classify a reply whose JSON field ``field`` should name one of ``labels``."""
+    """Classify a reply whose JSON field ``field`` should name one of ``labels``. Only the final
+    answer (``reply.text``) is read, never the thinking: a reply whose thinking never closed has no
+    answer and is ``invalid`` with the reason ``thinking_truncated``."""
     if reply.error:
         return Classified("error", None, None, reply.error)
     if reply.refusal:
         return Classified("refused", None, None, reply.refusal)
+    if reply.thinking_truncated:
+        return Classified("invalid", None, None, THINKING_TRUNCATED)
     obj = parse_json_object(reply.text)
     rationale = None
     if obj is not None:
@@ -135,6 +142,8 @@ def classify_count(reply: Reply, field: str, low: int, high: int, markers: list[
         return Counted("error", None, reply.error)
     if reply.refusal:
         return Counted("refused", None, reply.refusal)
+    if reply.thinking_truncated:
+        return Counted("invalid", None, THINKING_TRUNCATED)
     obj = parse_json_object(reply.text)
     if obj is not None and field in obj:
         v = obj[field]

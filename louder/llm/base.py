@@ -22,7 +22,8 @@ class Request:
     """One model call. Exactly one of ``messages`` (chat) or ``prompt`` (completion) is set.
 
     ``replicate`` tells identical prompts of different agents apart, so that two agents with the
-    same prompt never share one cached answer.
+    same prompt never share one cached answer. ``reasoning`` is the reasoning level asked for
+    (``louder.llm.thinking.LEVELS``; None: the model's own default, no control sent).
     """
 
     messages: tuple[tuple[str, str], ...] | None = None
@@ -32,6 +33,7 @@ class Request:
     max_tokens: int = 256
     seed: int = 0
     replicate: str = ""
+    reasoning: str | None = None
 
     def __post_init__(self):
         if (self.messages is None) == (self.prompt is None):
@@ -42,7 +44,7 @@ class Request:
 
     def key_material(self) -> dict:
         """Everything that determines the answer, for the cache key."""
-        return {
+        out = {
             "messages": [list(m) for m in self.messages] if self.messages else None,
             "prompt": self.prompt,
             "schema": self.schema_json(),
@@ -51,11 +53,19 @@ class Request:
             "seed": self.seed,
             "replicate": self.replicate,
         }
+        if self.reasoning is not None:  # only when set: every request without a level keeps its old key
+            out["reasoning"] = self.reasoning
+        return out
 
 
 @dataclass
 class Reply:
-    """What came back. ``error`` is set (and ``text`` empty) when the call failed after retries."""
+    """What came back. ``error`` is set (and ``text`` empty) when the call failed after retries.
+
+    ``text`` is the final answer only; a reasoning model's thinking is kept apart in ``thinking``
+    (``louder.llm.thinking``), ``thinking_truncated`` when it never closed (cut at max_tokens, so
+    there is no answer), and ``reasoning_tokens`` counts it where the server reports it (part of
+    ``output_tokens``)."""
 
     text: str = ""
     refusal: str | None = None
@@ -66,10 +76,14 @@ class Reply:
     error: str | None = None
     error_cause: str | None = None  # e.g. http_400_invalid_request, timeout (louder.llm.errors)
     finish_reason: str | None = None
+    thinking: str | None = None
+    thinking_truncated: bool = False
+    reasoning_tokens: int | None = None
     cached: bool = field(default=False, compare=False)
 
     def to_json(self) -> str:
-        d = {k: v for k, v in self.__dict__.items() if k != "cached"}
+        # The thinking fields only when set, so a reply without thinking is stored as before.
+        d = {k: v for k, v in self.__dict__.items() if k != "cached" and not (k in _THINKING and not v)}
         return json.dumps(d)
 
     @classmethod
@@ -80,6 +94,7 @@ class Reply:
 
 
 _REPLY_FIELDS = {f for f in Reply.__dataclass_fields__ if f != "cached"}
+_THINKING = {"thinking", "thinking_truncated", "reasoning_tokens"}
 
 
 @runtime_checkable

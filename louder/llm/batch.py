@@ -43,6 +43,7 @@ class Pending:
     json_mode: str
     request: Request
     score: tuple[str, tuple[str, ...]] | None = None
+    reasoning_control: str | None = None  # how the request's reasoning level is sent (louder.llm.thinking)
 
     @property
     def kind(self) -> str:
@@ -74,7 +75,8 @@ class Recorder:
 
 def batch_line(p: Pending) -> dict:
     """The OpenAI Batch API input line of one pending request."""
-    path, body = request_body(p.model_name, p.request, p.json_mode, score=p.score is not None)
+    path, body = request_body(p.model_name, p.request, p.json_mode, score=p.score is not None,
+                              reasoning_control=p.reasoning_control)
     return {"custom_id": p.key, "method": "POST", "url": f"/v1/{path}", "body": body}
 
 

@@ -18,6 +18,7 @@ from louder.llm.base import LanguageModel, Reply, Request, stable_hash
 from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
 from louder.llm.errors import TRANSIENT, fix_for, redact
+from louder.llm.thinking import DEFAULT_TAGS, separate
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -105,6 +106,7 @@ class Client:
         recorder: Recorder | None = None,
         label: str = "",
         circuit: Circuit | None = None,
+        thinking_tags: tuple[str, ...] = DEFAULT_TAGS,
     ):
         self.backend = backend
         self.cache = cache
@@ -124,9 +126,17 @@ class Client:
         self.recorder = recorder
         self.label = label or str(self._identity.get("model", ""))
         self.circuit = circuit
+        self.thinking_tags = tuple(thinking_tags)
 
     def identity(self) -> dict:
         return self._identity
+
+    def _key_identity(self, request: Request) -> dict:
+        """The identity in a request's cache key: with a reasoning level, also the control that sends it
+        (the same level sent another way is another question); without one, the identity as before."""
+        if request.reasoning is None:
+            return self._identity
+        return {**self._identity, "reasoning_control": getattr(self.backend, "reasoning_control", None)}
 
     @property
     def waited_s(self) -> float:
@@ -134,11 +144,16 @@ class Client:
         return getattr(self.backend, "waited_s", 0.0)
 
     def call(self, request: Request) -> Reply:
-        return self._cached(cache_key(self._identity, request), request, lambda: self.backend.generate(request))
+        """The model's answer to ``request``, from the cache or the backend, with any thinking left in
+        its text moved to ``Reply.thinking`` (``louder.llm.thinking.separate``): every caller reads the
+        final answer only. The cache keeps the reply as the backend gave it."""
+        reply = self._cached(cache_key(self._key_identity(request), request), request,
+                             lambda: self.backend.generate(request))
+        return separate(reply, self.thinking_tags)
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         """``backend.score`` through the same cache, limits and counters as ``call``."""
-        key = stable_hash({"model": self._identity, "request": request.key_material(),
+        key = stable_hash({"model": self._key_identity(request), "request": request.key_material(),
                            "score": {"prefix": prefix, "choices": list(choices)}})
         return self._cached(key, request, lambda: self.backend.score(request, prefix, choices),
                             (prefix, tuple(choices)))
@@ -154,7 +169,8 @@ class Client:
                 return hit
         if self.recorder is not None:
             self.recorder.add(Pending(key, self.label, getattr(self.backend, "model", ""),
-                                      getattr(self.backend, "json_mode", "json_schema"), request, score))
+                                      getattr(self.backend, "json_mode", "json_schema"), request, score,
+                                      getattr(self.backend, "reasoning_control", None)))
             raise CacheMiss(key)
         if getattr(self._local, "cache_only", False):
             raise CacheMiss(key)

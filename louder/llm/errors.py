@@ -15,11 +15,18 @@ import httpx
 import openai
 
 
+# Environment variables that hold a provider's key (openai:, langchain: specs); their values never reach a log.
+KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY", "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "COHERE_API_KEY",
+            "TOGETHER_API_KEY", "FIREWORKS_API_KEY")
+
+
 def redact(text: str) -> str:
     """Drop anything that looks like an API key from an error message before it is stored or printed."""
-    key = os.environ.get("OPENAI_API_KEY")
-    if key:
-        text = text.replace(key, "[redacted]")
+    for var in KEY_VARS:
+        key = os.environ.get(var)
+        if key and len(key) >= 8:
+            text = text.replace(key, "[redacted]")
     return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "sk-[redacted]", text)
 
 

@@ -15,6 +15,15 @@ probability (``count``). Free-text fields get a short filler sentence — a ``na
 letters, a ``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
 ``score`` returns the same probabilities as log-probs. Nothing here imitates a real model: it exists
 to make the pipeline's arithmetic checkable.
+
+Thinking (docs/how-to/reasoning-models.md): ``think=inline`` wraps every structured answer in a
+``<think>…</think>`` block before it, ``think=field`` returns the same thinking beside the answer
+(``Reply.thinking``, as a server with a reasoning parser does), ``think=unclosed`` opens the block and
+never closes it (a thinking cut at max_tokens: no answer). The thinking weighs the *other* options and
+writes one of them as JSON in the answer's own shape, so any code that parsed the thinking would read
+a wrong answer. No thinking at reasoning level ``off``. ``level=LEVEL:WORD:P`` makes the bias of WORD
+P at reasoning level LEVEL (``simulation.reasoning``) — a bias that changes with the level; at
+other levels WORD keeps its ``bias=`` (or none).
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ import re
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request, stable_hash
 from louder.llm.registry import BackendInfo, register
+from louder.llm.thinking import LEVELS
+
+THINK = ("inline", "field", "unclosed")
 
 
 def parse_options(text: str) -> tuple[int, dict[str, float]]:
@@ -36,8 +48,9 @@ def parse_options(text: str) -> tuple[int, dict[str, float]]:
 
 
 def parse_all(text: str) -> dict:
-    """Every option of the spec: seed, bias {word: P}, pick (label or None), only (word or None), first (P or None)."""
-    out: dict = dict(seed=0, bias={}, pick=None, only=None, first=None)
+    """Every option of the spec: seed, bias {word: P}, pick (label or None), only (word or None), first (P or None),
+    think (inline | field | unclosed | None), level {reasoning level: {word: P}}."""
+    out: dict = dict(seed=0, bias={}, pick=None, only=None, first=None, think=None, level={})
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         try:
@@ -55,10 +68,20 @@ def parse_all(text: str) -> dict:
             if key == "first" and 0.0 <= float(value) <= 1.0:
                 out["first"] = float(value)
                 continue
+            if key == "think" and value in THINK:
+                out["think"] = value
+                continue
+            if key == "level":
+                level, _, rest = value.partition(":")
+                word, _, p = rest.rpartition(":")
+                if level in LEVELS and word and 0.0 <= float(p) <= 1.0:
+                    out["level"].setdefault(level, {})[word.lower()] = float(p)
+                    continue
         except ValueError:
             pass
-        raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER, bias=WORD:P, pick=LABEL, only=WORD or "
-                          "first=P with 0 ≤ P ≤ 1 (e.g. fake:seed=3,bias=woman:0.9)")
+        raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER, bias=WORD:P, pick=LABEL, only=WORD, "
+                          f"first=P, think={'|'.join(THINK)} or level=LEVEL:WORD:P (LEVEL one of "
+                          f"{', '.join(LEVELS)}) with 0 ≤ P ≤ 1 (e.g. fake:seed=3,bias=woman:0.9)")
     return out
 
 
@@ -78,6 +101,8 @@ class FakeModel:
         self.options = options
         o = parse_all(options)
         self.seed, self.bias, self.pick, self.only, self.first = o["seed"], o["bias"], o["pick"], o["only"], o["first"]
+        self.think, self.levels = o["think"], o["level"]
+        self.reasoning_control = "fake"  # honours every reasoning level
 
     def identity(self) -> dict:
         return {"backend": "fake", "model": self.options or "default"}
@@ -90,7 +115,11 @@ class FakeModel:
         text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
         if gated and self.only and not re.search(rf"\b{re.escape(self.only)}\b", text, re.IGNORECASE):
             return {}
-        return {w: p for w, p in self.bias.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)}
+        if gated:
+            bias = {**self.bias, **self.levels.get(request.reasoning or "default", {})}
+        else:  # free text echoes every word that is a bias at some level
+            bias = {**{w: p for lv in self.levels.values() for w, p in lv.items()}, **self.bias}
+        return {w: p for w, p in bias.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)}
 
     def probabilities(self, request: Request, options: list[str]) -> list[float]:
         """Uniform over ``options``, or the favoured one at P when a bias word is in the prompt
@@ -134,7 +163,28 @@ class FakeModel:
                                 "and decides at random.")
             else:
                 answer[name] = f"Fake {name}{words} {rng.randrange(10**6)}."
-        return Reply(text=json.dumps(answer))
+        return self._thought(request, schema, answer, rng)
+
+    def _thought(self, request: Request, schema: dict, answer: dict, rng: random.Random) -> Reply:
+        """The answer, with thinking as the ``think`` option says (none at reasoning level off)."""
+        text = json.dumps(answer)
+        if self.think is None or request.reasoning == "off":
+            return Reply(text=text)
+        # Weigh the other options, each written as an answer of the same shape: a parser that read the
+        # thinking would take one of them.
+        other = {}
+        for name, prop in schema.get("properties", {}).items():
+            options = [o for o in prop.get("enum") or [] if o != answer.get(name)]
+            other[name] = rng.choice(options) if options else (
+                answer[name] + 1 if isinstance(answer.get(name), int) else f"Not this {name} {rng.randrange(10**6)}")
+        words = "".join(f" {w}" for w in self._hits(request, gated=False))  # the attribute, if a bias word
+        thinking = (f"Let me weigh this for the person{words}. One answer would be {json.dumps(other)}. But on "
+                    "reflection the other choice fits better.")
+        if self.think == "field":
+            return Reply(text=text, thinking=thinking, reasoning_tokens=len(thinking.split()))
+        if self.think == "unclosed":
+            return Reply(text=f"<think>{thinking} Still weighing", finish_reason="length")
+        return Reply(text=f"<think>{thinking}</think>\n{text}")
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         probs = self.probabilities(request, choices)
@@ -143,4 +193,4 @@ class FakeModel:
 
 
 register(BackendInfo("fake", lambda model, url, cfg: FakeModel(model), forms=("fake", "fake:seed=N,bias=WORD:P"),
-                     can_score=True, local=True, takes_url=False, model_optional=True))
+                     can_score=True, local=True, takes_url=False, model_optional=True, reasoning_controls=("fake",)))

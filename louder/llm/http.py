@@ -23,12 +23,13 @@ class HTTPChatModel(RemoteChatModel):
     """``openai:MODEL@BASE_URL`` spoken directly over HTTP (chat and completions endpoints)."""
 
     def __init__(self, model: str, base_url: str | None, timeout_s: float = 120.0, max_attempts: int = 6,
-                 json_mode: str = "json_schema", max_connections: int = 256):
+                 json_mode: str = "json_schema", max_connections: int = 256, reasoning_control: str | None = None):
         if not base_url and not os.environ.get("OPENAI_API_KEY"):
             raise LouderError(f"model openai:{model} needs the OPENAI_API_KEY environment variable "
                               "(or a base URL, e.g. openai:MODEL@http://127.0.0.1:8000/v1, for a local server)")
         self.backend, self.model, self.base_url = "openai", model, base_url
         self.timeout_s, self.max_attempts, self.json_mode = timeout_s, max_attempts, json_mode
+        self.reasoning_control = reasoning_control or "reasoning_effort"
         headers = {}
         if os.environ.get("OPENAI_API_KEY"):
             headers["Authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
@@ -43,7 +44,8 @@ class HTTPChatModel(RemoteChatModel):
         return r.json()
 
     def _call(self, request: Request, score: bool = False) -> tuple[dict | None, int, Reply | None]:
-        path, body = request_body(self.model, request, self.json_mode, score=score)
+        path, body = request_body(self.model, request, self.json_mode, score=score,
+                                  reasoning_control=self.reasoning_control)
         return call_or_error(lambda: self._post(path, body), self.max_attempts)
 
     def generate(self, request: Request) -> Reply:

@@ -12,6 +12,7 @@ import math
 import re
 
 from louder.llm.base import Reply, Request
+from louder.llm.thinking import openai_params, truncated_in_field
 
 # Score mode asks for the top log-probs at each generated token (20 is the OpenAI maximum).
 TOP_LOGPROBS = 20
@@ -32,14 +33,17 @@ def response_format(request: Request, json_mode: str) -> dict:
     return {}
 
 
-def request_body(model: str, request: Request, json_mode: str, score: bool = False) -> tuple[str, dict]:
+def request_body(model: str, request: Request, json_mode: str, score: bool = False,
+                 reasoning_control: str | None = None) -> tuple[str, dict]:
     """(path relative to the API root, JSON body) for one request.
 
     Chat requests go to ``chat/completions`` (with ``response_format`` for a schema), completion
-    prompts to ``completions``. ``score`` sets temperature 0 and asks for ``logprobs``.
+    prompts to ``completions``. ``score`` sets temperature 0 and asks for ``logprobs``. A request's
+    reasoning level adds the fields of ``reasoning_control`` (``louder.llm.thinking.openai_params``).
     """
     body: dict = {"model": model, "temperature": 0.0 if score else request.temperature,
-                  "max_tokens": request.max_tokens, "seed": request.seed}
+                  "max_tokens": request.max_tokens, "seed": request.seed,
+                  **openai_params(reasoning_control, request.reasoning)}
     if score:
         body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
     if request.messages is None:
@@ -54,6 +58,23 @@ def _usage(out: dict) -> tuple[int | None, int | None]:
     return usage.get("prompt_tokens"), usage.get("completion_tokens")
 
 
+def reasoning_tokens(out: dict) -> int | None:
+    """``usage.completion_tokens_details.reasoning_tokens``, where the server reports it."""
+    details = (out.get("usage") or {}).get("completion_tokens_details") or {}
+    n = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return n if isinstance(n, int) else None
+
+
+def message_thinking(message: dict) -> str | None:
+    """The reasoning an OpenAI-compatible server returns beside the answer: ``reasoning_content``
+    (vLLM, DeepSeek, llama.cpp) or ``reasoning`` (OpenRouter, Ollama's /v1, newer vLLM)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
 def generation_reply(out: dict, chat: bool, latency_s: float = 0.0, attempts: int = 1) -> Reply:
     """The ``Reply`` of a chat.completion (``chat``) or text_completion response body."""
     try:
@@ -64,8 +85,11 @@ def generation_reply(out: dict, chat: bool, latency_s: float = 0.0, attempts: in
         return Reply(error=f"bad_response: request failed: unexpected response shape {str(out)[:300]}",
                      error_cause="bad_response", latency_s=latency_s, attempts=attempts)
     tin, tout = _usage(out)
+    thinking = message_thinking(message) if chat else None
+    finish = choice.get("finish_reason")
     return Reply(text=text or "", refusal=message.get("refusal"), input_tokens=tin, output_tokens=tout,
-                 latency_s=latency_s, attempts=attempts, finish_reason=choice.get("finish_reason"))
+                 latency_s=latency_s, attempts=attempts, finish_reason=finish, thinking=thinking,
+                 thinking_truncated=truncated_in_field(text, thinking, finish), reasoning_tokens=reasoning_tokens(out))
 
 
 def score_reply(out: dict, prefix: str, choices: list[str], latency_s: float = 0.0, attempts: int = 1) -> Reply:

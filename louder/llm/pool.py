@@ -47,6 +47,7 @@ class EndpointPool:
         first = backends[0]
         self.backend, self.model = "openai", first.model
         self.json_mode = first.json_mode
+        self.reasoning_control = getattr(first, "reasoning_control", None)
         self.max_attempts, self.max_rest_s = max_attempts, max_rest_s
         self.clock, self.sleep = clock, sleep
         self._lock = threading.Lock()

@@ -178,8 +178,8 @@ def run_preflight(cfg: ModelConfig, modes: tuple[str, ...] = MODES, first_only: 
     start = time.perf_counter()
     api, backend_name, model, url = parse_spec(cfg.spec)
     if backend_name not in DEFAULT_ROOTS:
-        raise LouderError(f"{cfg.spec} runs on this machine and needs no preflight; `louder check` is for openai: "
-                          "and ollama: specs")
+        raise LouderError(f"{cfg.spec}: `louder check` probes OpenAI-compatible and Ollama endpoints (openai:, "
+                          "ollama: specs); this backend has no preflight")
     spec = cfg.spec.removeprefix("completion:")
     attempts = min(cfg.max_attempts, 3)  # a preflight should not wait out a long retry budget
     probe_cfg = cfg.model_copy(update={"spec": spec, "max_attempts": attempts})
@@ -235,7 +235,7 @@ def negotiate(cfg: ModelConfig, cache_path: Path | None, logprobs: bool = False,
     """
     from louder.llm.registry import backend_info
 
-    if backend_info(parse_spec(cfg.spec)[1]).local:  # nothing to reach: the embedded model, the fake
+    if not backend_info(parse_spec(cfg.spec)[1]).preflight:  # the embedded model, the fake, LangChain, outside
         return cfg, None
     explicit = cfg.json_mode != "auto"
     modes = (cfg.json_mode,) if explicit else MODES if chat else ()

@@ -2,6 +2,11 @@
 
 API keys are read from the environment by the client libraries (``OPENAI_API_KEY``); louder never
 stores them. The identity used for cache keys and manifests holds the model name and base URL only.
+
+A reasoning model's thinking comes back beside the answer (``Reply.thinking``): ChatOpenAI keeps
+only OpenAI's own fields, so ``lc_reasoning.chat_openai`` reads the ``reasoning_content``/``reasoning`` field of
+OpenAI-compatible servers too; Ollama's thinking arrives when a reasoning level is asked for (and
+inline ``<think>`` tags otherwise, which the client separates: ``louder.llm.thinking``).
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import time
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request
+from louder.llm.lc_reasoning import chat_openai, cut_body, lc_reasoning_tokens, lc_text, lc_thinking
 from louder.llm.openai_wire import first_token_logprobs, response_format
 from louder.llm.registry import BackendInfo, register
 from louder.llm.retry import call_or_error, redact
+from louder.llm.thinking import control_value, openai_params, truncated_in_field
 
 
 def _lc_messages(messages):
@@ -39,11 +46,13 @@ class RemoteChatModel:
         timeout_s: float = 120.0,
         max_attempts: int = 6,
         json_mode: str = "json_schema",
+        reasoning_control: str | None = None,
     ):
         if backend not in ("openai", "ollama"):
             raise LouderError(f"unknown backend {backend!r}; use openai or ollama")
         self.backend, self.model, self.base_url = backend, model, base_url
         self.timeout_s, self.max_attempts, self.json_mode = timeout_s, max_attempts, json_mode
+        self.reasoning_control = reasoning_control or ("think" if backend == "ollama" else "reasoning_effort")
         if backend == "openai" and not base_url and not os.environ.get("OPENAI_API_KEY"):
             raise LouderError(
                 f"model openai:{model} needs the OPENAI_API_KEY environment variable "
@@ -61,12 +70,10 @@ class RemoteChatModel:
     def _chat_client(self):
         if self._chat is None:
             if self.backend == "openai":
-                from langchain_openai import ChatOpenAI
-
                 kw = {"base_url": self.base_url} if self.base_url else {}
                 if self.base_url and not os.environ.get("OPENAI_API_KEY"):
                     kw["api_key"] = "not-needed"  # local OpenAI-compatible servers ignore it
-                self._chat = ChatOpenAI(model=self.model, timeout=self.timeout_s, max_retries=0, **kw)
+                self._chat = chat_openai(model=self.model, timeout=self.timeout_s, max_retries=0, **kw)
             else:
                 from langchain_ollama import ChatOllama
 
@@ -94,10 +101,21 @@ class RemoteChatModel:
                 self._completion = OllamaLLM(model=self.model, client_kwargs={"timeout": self.timeout_s}, **kw)
         return self._completion
 
+    def _reasoning_kw(self, request: Request) -> dict:
+        """The invoke arguments of the request's reasoning level (``{}`` for the default)."""
+        if self.backend == "ollama":
+            value = control_value(self.reasoning_control, request.reasoning)
+            return {} if value is None else {"reasoning": value}
+        params = openai_params(self.reasoning_control, request.reasoning)
+        if "chat_template_kwargs" in params:  # not an OpenAI parameter: it goes in the body as sent
+            return {"extra_body": params}
+        return params
+
     def _invoke(self, request: Request):
         if request.messages is not None:
             if self.backend == "openai":
-                kw = dict(temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed)
+                kw = dict(temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
+                          **self._reasoning_kw(request))
                 if request.schema is not None:
                     kw.update(self._response_format(request))
                 return self._chat_client().invoke(_lc_messages(request.messages), **kw)
@@ -105,7 +123,8 @@ class RemoteChatModel:
             fmt = None
             if request.schema is not None and self.json_mode != "off":
                 fmt = "json" if self.json_mode == "json_object" else request.schema_json()
-            return self._chat_client().invoke(_lc_messages(request.messages), options=opts, format=fmt)
+            return self._chat_client().invoke(_lc_messages(request.messages), options=opts, format=fmt,
+                                              **self._reasoning_kw(request))
         if self.backend == "openai":
             return self._completion_client().invoke(
                 request.prompt, temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed
@@ -118,15 +137,21 @@ class RemoteChatModel:
 
     def generate(self, request: Request) -> Reply:
         start = time.perf_counter()
-        out, attempts, failed = call_or_error(lambda: self._invoke(request), self.max_attempts)
+        out, attempts, failed = call_or_error(lambda: cut_body(lambda: self._invoke(request)), self.max_attempts)
         if failed:
             return failed
         latency = time.perf_counter() - start
         if isinstance(out, str):  # completion models return plain text
             return Reply(text=out, latency_s=latency, attempts=attempts)
+        if isinstance(out, dict):  # a body cut at max_tokens (cut_body)
+            from louder.llm.openai_wire import generation_reply
+
+            return generation_reply(out, True, latency, attempts)
         usage = getattr(out, "usage_metadata", None) or {}
         meta = getattr(out, "response_metadata", {}) or {}
-        content = out.content if isinstance(out.content, str) else str(out.content)
+        content = lc_text(out)
+        thinking = lc_thinking(out)
+        finish = meta.get("finish_reason") or meta.get("done_reason")
         return Reply(
             text=content,
             refusal=(out.additional_kwargs or {}).get("refusal"),
@@ -134,7 +159,10 @@ class RemoteChatModel:
             output_tokens=usage.get("output_tokens"),
             latency_s=latency,
             attempts=attempts,
-            finish_reason=meta.get("finish_reason") or meta.get("done_reason"),
+            finish_reason=finish,
+            thinking=thinking,
+            thinking_truncated=truncated_in_field(content, thinking, finish),
+            reasoning_tokens=lc_reasoning_tokens(out),
         )
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
@@ -146,7 +174,8 @@ class RemoteChatModel:
             return Reply(error="unsupported: log-prob scoring needs an OpenAI-compatible backend",
                          error_cause="unsupported")
         start = time.perf_counter()
-        kw = dict(temperature=0.0, max_tokens=request.max_tokens, seed=request.seed, logprobs=True, top_logprobs=20)
+        kw = dict(temperature=0.0, max_tokens=request.max_tokens, seed=request.seed, logprobs=True, top_logprobs=20,
+                  **self._reasoning_kw(request))
         if request.schema is not None:
             kw.update(self._response_format(request))
         out, attempts, failed = call_or_error(
@@ -174,7 +203,8 @@ def _build_ollama(model: str, url: str | None, cfg):
         raise LouderError(f"client: http speaks the OpenAI API; for Ollama use openai:{model}@URL/v1 "
                           "(Ollama's OpenAI-compatible endpoint) or client: langchain")
     return RemoteChatModel("ollama", model, url, timeout_s=cfg.timeout_s, max_attempts=cfg.max_attempts,
-                           json_mode=cfg.json_mode)
+                           json_mode=cfg.json_mode, reasoning_control=getattr(cfg, "reasoning_control", None))
 
 
-register(BackendInfo("ollama", _build_ollama, forms=("ollama:MODEL", "ollama:MODEL@BASE_URL")))
+register(BackendInfo("ollama", _build_ollama, forms=("ollama:MODEL", "ollama:MODEL@BASE_URL"),
+                     reasoning_controls=("think",), preflight=True))

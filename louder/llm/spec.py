@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from louder.errors import LouderError
 from louder.llm.registry import backend_info, spec_forms
@@ -52,11 +52,43 @@ class ModelConfig(BaseModel):
         "the paper)",
     )
 
+    thinking_tags: list[str] = Field(
+        ["think", "thinking"], description="tags of inline thinking blocks (<think>…</think>) taken out of the "
+        "answer into the `thinking` column; [] reads the text as it is (docs/how-to/reasoning-models.md)")
+    reasoning_control: Literal["reasoning_effort", "enable_thinking", "think", "budget"] | None = Field(
+        None, description="how a reasoning level (`simulation.reasoning`) is sent: reasoning_effort (OpenAI, "
+        "gpt-oss), enable_thinking (chat_template_kwargs, Qwen3-style templates), think (Ollama), budget "
+        "(a thinking budget: Anthropic, Gemini); default: the backend's own")
+
     @field_validator("spec")
     @classmethod
     def _check(cls, v: str) -> str:
         parse_spec(v)
         return v
+
+    @field_validator("thinking_tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        import re
+
+        bad = [t for t in v if not re.fullmatch(r"[A-Za-z][\w:.-]*", t)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a tag name; give names like think or thinking, without < >")
+        return v
+
+    @model_validator(mode="after")
+    def _control(self):
+        from louder.llm.registry import backend_info
+
+        if self.reasoning_control is None:
+            return self
+        backend = parse_spec(self.spec)[1]
+        own = backend_info(backend).reasoning_controls
+        if self.reasoning_control not in own:
+            raise ValueError(f"reasoning_control: {backend}: specs send "
+                             + (f"{', '.join(own)}" if own else "no reasoning control") +
+                             f", not {self.reasoning_control}")
+        return self
 
     @property
     def api(self) -> Literal["chat", "completion"]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from louder.llm.answers import is_refusal, parse_json_object
+from louder.llm.answers import THINKING_TRUNCATED, is_refusal, parse_json_object
 from louder.llm.base import Reply
 from louder.prompts import Prompts
 from louder.session import ModelSession, Outcome
@@ -105,6 +105,8 @@ def _persona(out: Outcome, shown: str, prompts: Prompts, fixed_text: str | None,
         return Persona(None, None, "error", out, shown)
     if out.reply.refusal:
         return Persona(None, None, "refused", out, shown)
+    if out.reply.thinking_truncated:  # a reasoning model that never finished thinking: no answer to read
+        return Persona(None, None, "invalid", out, shown, THINKING_TRUNCATED)
     obj = parse_json_object(out.text)
     if obj is None:
         problem = "no JSON object in the answer"

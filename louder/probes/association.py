@@ -235,6 +235,8 @@ def association_rows(session, st: Stereotype, variation: str, trials: int, on_do
                    raw_response=r.text or r.error or "", attempts=r.attempts, latency_s=r.latency_s)
         if r.error:
             return dict(row, status="error", score=None, one_sided=False, score_authors=0.0, n_pairs=0, n_unknown=0)
+        if r.thinking_truncated:  # a reasoning model that never finished thinking: no answer to score
+            return dict(row, status="invalid", score=None, one_sided=False, score_authors=0.0, n_pairs=0, n_unknown=0)
         scored = score_response(r.text, st, tr.default_token, tr.stigma_token, variation, markers)
         if r.refusal:
             scored.update(status="refused", score=None, score_authors=0.0, one_sided=False)

@@ -32,7 +32,7 @@ from louder.types import typed
 
 FIELD, LOW, HIGH = "count", 0, 100
 COLUMNS = ["run_id", "probe", "model", "scenario", "group", "attribute", "trial", "answer", "status", "note",
-           "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens"]
+           "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens", "thinking", "reasoning_tokens"]
 
 
 def belief_answer(session: ModelSession, scenario: Scenario, group: Group, attribute: str, trial: int,
@@ -62,7 +62,8 @@ def belief_answer(session: ModelSession, scenario: Scenario, group: Group, attri
         raw = f"{out.raw}\n[extracted] {out.text}"
     return dict(run_id=run_id, probe="beliefs", model=session.label, scenario=scenario.id, group=group.id,
                 attribute=attribute, trial=trial, answer=v.value, status=v.status, note=v.note, raw_response=raw,
-                attempts=attempts, latency_s=latency, input_tokens=out.input_tokens, output_tokens=out.output_tokens)
+                attempts=attempts, latency_s=latency, input_tokens=out.input_tokens, output_tokens=out.output_tokens,
+                thinking=out.thinking, reasoning_tokens=out.reasoning_tokens)
 
 
 def probe_attribute(session: ModelSession, scenario: Scenario, group: Group, attribute: str, trials: int,

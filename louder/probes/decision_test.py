@@ -103,6 +103,8 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
                attempts=first.attempts, latency_s=first.latency_s)
     if first.error:
         return dict(row, status="error")
+    if first.thinking_truncated:  # no answer to follow up on: the thinking never closed
+        return dict(row, status="invalid")
     if variant == "absolute":
         follow = t["absolute_follow_up"]
         second = session.client.call(Request(messages=dt.messages + (("assistant", first.text), ("user", follow)),

@@ -71,7 +71,7 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
                     trial=trial, answer=v.choice, attribute=to_attribute.get(v.choice) if v.choice else None,
                     rationale=v.rationale, status=v.status, raw_response=raw, attempts=out.attempts,
                     latency_s=out.latency_s, input_tokens=out.input_tokens, output_tokens=out.output_tokens,
-                    choice_order=joined(labels))
+                    choice_order=joined(labels), thinking=out.thinking, reasoning_tokens=out.reasoning_tokens)
 
     return session.client.map(one, range(trials), on_done)
 

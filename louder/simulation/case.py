@@ -9,7 +9,7 @@ plan (``persona_calls``, ``decision_calls``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 import pandas as pd
@@ -41,7 +41,8 @@ def labelled(variants: list[str]) -> bool:
 
 
 def run_variants(variants: Iterable[str], scenario: Scenario, one: Callable[..., CaseFrames],
-                 label: bool, shared: tuple[str, ...] = (), wordings: Iterable[str] | None = None) -> CaseFrames:
+                 label: bool, shared: tuple[str, ...] = (), wordings: Iterable[str] | None = None,
+                 levels: Iterable[str] | None = None) -> CaseFrames:
     """Every policy variant of one case in turn: ``one(variant, scenario under the variant)``.
 
     An agent's persona prompt is the same under every variant, so after the first variant each
@@ -51,11 +52,17 @@ def run_variants(variants: Iterable[str], scenario: Scenario, one: Callable[...,
 
     ``wordings`` (the seed simulation, docs/robustness.md): each variant is said in each wording in
     turn, ``one(variant, scenario under the variant in the wording, wording)``; like variants they
-    share the personas (a wording never changes the persona context)."""
-    if wordings is None:
+    share the personas (a wording never changes the persona context).
+
+    ``levels`` (reasoning levels, docs/how-to/reasoning-models.md): each variant and wording is decided
+    at each level in turn, ``one(variant, scenario, wording, level)``; the personas are shared too."""
+    if wordings is None and levels is None:
         parts = [(v, one(v, scenario.variant(v))) for v in variants]
-    else:
+    elif levels is None:
         parts = [(v, one(v, scenario.text(v, w), w)) for v in variants for w in wordings]
+    else:
+        parts = [(v, one(v, scenario.text(v, w), w, lv)) for v in variants for w in (wordings or [AS_WRITTEN])
+                 for lv in levels]
     first = parts[0][1]
 
     def stack(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
@@ -109,7 +116,9 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     for signal, a in ((x, a) for x in config.signal for a in load_group(group_id).attributes):
         out.append(persona_calls(config, model, condition, s, a, config.agents, prompts, signal))
         for v, w in ((v, w) for v in config.variants for w in wordings_for(config, s)):
-            out.append(decision_calls(config, model, condition, s.text(v, w), a, config.agents, prompts))
+            for level in config.reasoning:  # every agent decides once per reasoning level
+                c = decision_calls(config, model, condition, s.text(v, w), a, config.agents, prompts)
+                out.append(c if level == "default" else replace(c, reasoning=level))
             if rounds:
                 out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
                                           prompts, neighbours))
@@ -123,12 +132,12 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
 
 def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str, str],
                scenario: Scenario, wording: str = AS_WRITTEN, signal: str = "stated",
-               replicates: range | None = None) -> BiasModel:
+               replicates: range | None = None, reasoning: str = "default") -> BiasModel:
     """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant, said
-    in ``wording``), its agents' attribute reaching their personas by ``signal``; ``replicates``: only
-    those of each attribute (a wave of a sequential run)."""
+    in ``wording``), its agents' attribute reaching their personas by ``signal``, deciding at reasoning
+    level ``reasoning``; ``replicates``: only those of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, wording, signal)
+    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, wording, signal, reasoning)
     return BiasModel(case, session, config.agents, seed=stable_seed(config.seed, model_label, condition, scenario_id,
                                                                      group_id), replicates=replicates)
 
@@ -147,8 +156,8 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     wordings = wordings_for(config, scenario)
 
     def signalled(signal: str) -> CaseFrames:
-        def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN) -> CaseFrames:
-            abm = case_model(config, session, case_key, scenario, wording, signal, replicates)
+        def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN, level: str = "default") -> CaseFrames:
+            abm = case_model(config, session, case_key, scenario, wording, signal, replicates, level)
             abm.step(tick)
             df = abm.datacollector.get_agent_vars_dataframe().reset_index()
             df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"]).assign(**keys)
@@ -156,7 +165,8 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
             return CaseFrames(df, [{**keys, **a.persona_row(), **extra} for a in abm.agents])
 
         return run_variants(config.variants, scenario, one, labelled(config.variants),
-                            wordings=None if wordings == [AS_WRITTEN] else wordings)
+                            wordings=None if wordings == [AS_WRITTEN] else wordings,
+                            levels=None if list(config.reasoning) == ["default"] else list(config.reasoning))
 
     # each signal has its own agents (their personas are written from different prompts)
     parts = [signalled(x) for x in config.signal]

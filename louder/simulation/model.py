@@ -28,6 +28,9 @@ AGENT_REPORTERS = {
     "output_tokens": "output_tokens",
     "p_target": "p_target",
     "choice_mass": "choice_mass",
+    "thinking": "thinking",
+    "reasoning_tokens": "reasoning_tokens",
+    "reasoning": "reasoning",
     # how the scenario was presented (docs/robustness.md)
     "choice_order": "choice_order",
     "wording": "wording",
@@ -46,6 +49,7 @@ class Case:
     root_seed: int
     wording: str = AS_WRITTEN  # the wording ``scenario`` is said in
     signal: str = "stated"  # how the attribute reaches the persona: stated | names
+    reasoning: str = "default"  # the reasoning level of the decisions (simulation.reasoning)
 
 
 class BiasModel(mesa.Model):

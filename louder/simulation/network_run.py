@@ -176,7 +176,7 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
         rows = out.rows.assign(**keys, name=[by_id[i].name for i in out.rows["agent_id"]],
                                persona=[by_id[i].persona_text for i in out.rows["agent_id"]],
                                **{c: [getattr(by_id[i], c) for i in out.rows["agent_id"]]
-                                  for c in ("choice_order", "wording", "signal")})
+                                  for c in ("choice_order", "wording", "signal", "reasoning")})
         case = {k: v for k, v in keys.items() if k != "run_id"}
         extra = {"control.parquet": out.control.assign(**case)[CONTROL_COLUMNS],
                  "network.parquet": out.edges.assign(**case)[EDGE_COLUMNS]}
@@ -221,7 +221,8 @@ def no_influence_rows(jobs: list, answers: list, nodes: dict, keys: dict) -> pd.
     one row per agent × round, the decision columns of decisions.parquet plus round and node."""
     rows = [dict(keys, attribute=a.attribute, agent_id=a.agent_id, replicate=a.replicate, name=a.name,
                  persona=a.persona_text, round=r, node=nodes[a.agent_id], choice_order=a.choice_order,
-                 wording=a.wording, signal=a.signal, **{f: getattr(d, f) for f in DECISION_FIELDS})
+                 wording=a.wording, signal=a.signal, reasoning=a.reasoning,
+                 **{f: getattr(d, f) for f in DECISION_FIELDS})
             for (a, r), d in zip(jobs, answers)]
     return pd.DataFrame(rows, columns=DECISION_COLUMNS + ["round", "node"])
 

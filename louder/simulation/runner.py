@@ -66,6 +66,7 @@ def simulation_task(config: ExperimentConfig) -> Task:
         # the presentation dimensions key the rows only when a run varies them (default: main's order exactly)
         signal = ["signal"] if labelled_signals(config) else []
         wording = ["wording"] if list(config.wordings) != [AS_WRITTEN] else []
+        wording += ["reasoning"] if list(config.reasoning) != ["default"] else []
         columns = DECISION_COLUMNS + (["variant"] if label else []) + (["wave"] if "wave" in results[0].decisions else [])
         dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + signal + wording + ["agent_id"]
         decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True)[columns])

@@ -68,6 +68,9 @@ def check_presentation(config: ExperimentConfig) -> None:
     if list(config.signal) != ["stated"]:
         raise LouderError("sequential: a sequential run tests the stated signal only; drop `signal:` / --signal "
                           "(or run the names signal as a fixed run)")
+    if len(config.reasoning) > 1:
+        raise LouderError("sequential: a sequential run tests one reasoning level per case; give one level in "
+                          "`reasoning:` / --reasoning (or compare levels in a fixed run)")
 
 
 def settings(config: ExperimentConfig) -> dict:
