@@ -185,6 +185,19 @@ def explicit_dpd_confidence_interval(counts, n_total: int, B: int = 10_000, seed
                                     _multinomial_pair_variance(draws, n_total), level))
 
 
+def wilson(rate: float, n: float, level: float = 0.95) -> Interval:
+    """Wilson score interval of a rate r from n (effective) observations, z the normal quantile of
+    ``level``: (r + z²/2n ± z·√(r(1−r)/n + z²/4n²)) / (1 + z²/n). NaN when n ≤ 0."""
+    from scipy.stats import norm
+
+    if not n > 0 or not np.isfinite(rate):
+        return Interval(NAN, NAN)
+    z = float(norm.ppf((1 + level) / 2))
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(float(centre - half), float(centre + half))
+
+
 def holm(p_values) -> np.ndarray:
     """Holm step-down adjusted p-values (NaNs kept as NaN)."""
     p = np.asarray(p_values, dtype=float)
