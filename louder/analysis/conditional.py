@@ -75,21 +75,24 @@ class ConditionalDPD:
     n_strata: int
 
 
-def _cells(d: pd.DataFrame, group: str, control: str) -> tuple[pd.DataFrame, list, list]:
-    """Per stratum × attribute: weighted rate r, Kish size m, weight W (valid decisions only)."""
-    t = P._rate_rows(d, [control, group])
-    sw = d.groupby([control, group], observed=True)["w"].sum().rename("W").reset_index()
-    t = t.merge(sw, on=[control, group])
-    return t, sorted(set(d[group])), sorted(set(d[control]))
+def _cells(d: pd.DataFrame, group: str, control: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, list]:
+    """Per stratum × attribute (S × k) of the valid decisions ``d`` (``population.valid``): the weighted
+    rate r, the Kish size m (rounded, ≥ 1 where the cell has agents, 0 where it has none) and the
+    weight W; with the attributes and strata (sorted)."""
+    a_codes, attrs = pd.factorize(d[group], sort=True)
+    s_codes, strata = pd.factorize(d[control], sort=True)
+    k, S = len(attrs), len(strata)
+    idx = s_codes * k + a_codes
+    w, y = d["w"].to_numpy(float), d["y"].to_numpy(float)
 
+    def total(v):
+        return np.bincount(idx, v, minlength=S * k).reshape(S, k)
 
-def _matrices(t: pd.DataFrame, group: str, control: str, attrs: list, strata: list):
-    """(S × k) rates, Kish sizes (rounded, ≥ 1 where present, 0 where absent) and weights."""
-    r = t.pivot(index=control, columns=group, values="rate").reindex(index=strata, columns=attrs)
-    m = t.pivot(index=control, columns=group, values="n_eff").reindex(index=strata, columns=attrs)
-    W = t.pivot(index=control, columns=group, values="W").reindex(index=strata, columns=attrs)
-    m = np.where(m.isna(), 0, np.maximum(np.round(m.fillna(0).to_numpy()), 1)).astype(np.int64)
-    return r.to_numpy(dtype=float), m, W.fillna(0).to_numpy(dtype=float)
+    W, Wy, W2 = total(w), total(w * y), total(w * w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(W > 0, Wy / np.where(W > 0, W, 1), np.nan)
+        m = np.where(W2 > 0, np.maximum(np.round(W * W / np.where(W2 > 0, W2, 1)), 1), 0).astype(np.int64)
+    return r, m, W, list(attrs), list(strata)
 
 
 def conditional_dpd(decisions: pd.DataFrame, group: str, control: str, B: int = 10_000, seed: int = 0,
@@ -99,8 +102,7 @@ def conditional_dpd(decisions: pd.DataFrame, group: str, control: str, B: int = 
     DPD (module docstring). NaN where fewer than two attributes share a stratum."""
     d = P.valid(decisions)
     raw = P.group_dpd(decisions, group, B=B, seed=seed, level=level)
-    t, attrs, strata = _cells(d, group, control)
-    r, m, W = _matrices(t, group, control, attrs, strata)
+    r, m, W, attrs, strata = _cells(d, group, control)
     keep = (m > 0).all(axis=1)
     if len(attrs) < 2 or not keep.any():
         return ConditionalDPD(raw.dpd, raw.lo, raw.hi, raw.p_value, NAN, NAN, NAN, NAN, 0)
@@ -128,8 +130,7 @@ def strata_table(decisions: pd.DataFrame, group: str, control: str) -> pd.DataFr
     (NaN with fewer than two attributes) and ``used`` (every attribute of the group present, so it
     enters the pooled DPD)."""
     d = P.valid(decisions)
-    t, attrs, strata = _cells(d, group, control)
-    r, m, W = _matrices(t, group, control, attrs, strata)
+    r, m, W, attrs, strata = _cells(d, group, control)
     n = d.groupby(control, observed=True).size().reindex(strata).to_numpy()
     used = (m > 0).all(axis=1)
     share = np.where(used, W.sum(axis=1) / W[used].sum() if used.any() else np.nan, np.nan)
