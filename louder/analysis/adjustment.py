@@ -81,7 +81,7 @@ from louder.errors import LouderError
 KEYS = ["model", "condition", "scenario", "group"]
 INTERVENTION_COLUMNS = [*KEYS, "intervention", "n_agents", "dpd_none", "dpd", "dpd_change", "ci_low", "ci_high",
                         "p_value", "rate_shift", "rate_shift_ci_low", "rate_shift_ci_high", "changed", "verdict"]
-OFFSET_COLUMNS = ["group", "attribute", "source", "to", "n", "rate", "target", "offset", "rate_adjusted"]
+OFFSET_COLUMNS = ["group", "attribute", "source", "to", "n", "rate", "target", "offset", "se", "rate_adjusted"]
 SENSITIVITY_COLUMNS = ["model", "condition", "scenario", "variant", "base", "agents", "group", "attribute", "rate_base",
                        "rate_variant", "effect", "ci_low", "ci_high", "verdict"]
 P_CLIP = 1e-6
@@ -174,7 +174,7 @@ def intervention_table(decisions: pd.DataFrame, none: str = "none", value: str =
         raise LouderError(f"interventions: agents are not unique by {', '.join(join)}; pass agent_keys= naming "
                           "the columns that identify an agent")
     for (iv, *key), g in d[d["intervention"] != none].groupby(["intervention", *KEYS], sort=True):
-        paired = g.set_index(join)[cols].join(base, how="inner", lsuffix="_1", rsuffix="_0").reset_index()
+        paired = g.set_index(join)[cols].add_suffix("_1").join(base.add_suffix("_0"), how="inner").reset_index()
         by_attr = [(a["_y_0"].to_numpy(float), a["_y_1"].to_numpy(float))
                    for _, a in paired.groupby("attribute", sort=True)]
         case = dict(zip(KEYS, key), intervention=iv, n_agents=len(paired))
@@ -314,12 +314,30 @@ def _fit(L: np.ndarray, W: np.ndarray, codes: list[np.ndarray], levels: list[lis
     return deltas, targets, residual
 
 
+def _offset_se(y: np.ndarray, adjusted: np.ndarray, w: np.ndarray, source: str) -> float:
+    """Standard error of one offset from its attribute's agents (delta method, weights at their Kish
+    size m): score mode sd(p'_i)/√m ÷ mean p'(1 − p') — the error of the attribute's mean moved
+    onto the logit scale by the slope of the equation; sample mode the se of a logit rate,
+    1/√(m r̃(1 − r̃)). Offsets fitted on m agents leave a residual disparity of this order: a
+    re-run as large as the calibration run flags it well above α of the time (docs/statistics.md)."""
+    m = float(w.sum() ** 2 / (w * w).sum())
+    if source == "sample":
+        r = (float(w @ y) / w.sum() * m + 0.5) / (m + 1)
+        return float(1 / np.sqrt(m * r * (1 - r)))
+    wn = w / w.sum()
+    mean = float(wn @ adjusted)
+    sd = float(np.sqrt(wn @ (adjusted - mean) ** 2))
+    slope = float(wn @ (adjusted * (1 - adjusted)))
+    return sd / np.sqrt(m) / slope if slope > 0 else NAN
+
+
 def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: pd.DataFrame | None = None,
                         value: str = "auto", by: Sequence[str] = ("model", "scenario"),
                         base_variant: str | None = "base") -> pd.DataFrame:
     """Offsets per ``by`` key × group × attribute (module docstring): columns ``[*by, *OFFSET_COLUMNS]``
     with the attribute's valid agents ``n``, its mean ``rate`` before, the ``target`` and its mean
-    ``rate_adjusted`` after. ``source`` says ``score`` (from probabilities) or ``sample`` (from rates).
+    ``rate_adjusted`` after, and the offset's standard error ``se`` (``_offset_se``). ``source`` says
+    ``score`` (from probabilities) or ``sample`` (from rates).
     A population run (``attr_<group>`` columns) is calibrated on all its groups at once, on the rows
     of ``base_variant`` when there are variants. ``observed``: group, attribute, rate (and optionally
     scenario) for ``to="observed"``. A ``condition`` that varies must be in ``by``."""
@@ -358,7 +376,7 @@ def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: p
                 w = W[0][m]
                 rows.append(dict({k: v for k, v in case.items() if k != "group"}, group=name, attribute=a,
                                  source=source, to=to, n=int(m.sum()), rate=float(w @ y[m] / w.sum()),
-                                 target=float(t[j]), offset=float(dl[0, j]),
+                                 target=float(t[j]), offset=float(dl[0, j]), se=_offset_se(y[m], adjusted[m], w, source),
                                  rate_adjusted=float(w @ adjusted[m] / w.sum())))
     return pd.DataFrame(rows, columns=[*by, *OFFSET_COLUMNS])
 

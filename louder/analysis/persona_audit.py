@@ -121,9 +121,10 @@ def distances(texts: list[str]) -> np.ndarray:
         X = TfidfVectorizer().fit_transform(texts)
     except ValueError:  # no word at all (empty vocabulary): every text alike
         return np.zeros((len(texts), len(texts)))
-    D = 1 - (X @ X.T).toarray()
+    D = np.clip(1 - (X @ X.T).toarray(), 0, 1)
+    D[D < 1e-12] = 0  # identical texts: 1 − cos is 0 up to rounding
     np.fill_diagonal(D, 0)
-    return np.clip(D, 0, 1)
+    return D
 
 
 def _diversity(c: np.ndarray, D: np.ndarray) -> np.ndarray:
