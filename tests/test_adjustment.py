@@ -13,6 +13,7 @@ from louder.analysis.adjustment import (INTERVENTION_COLUMNS, adjust_probability
                                         intervention_table, rake, sensitivity_table)
 from louder.analysis.prob_dpd import prob_dpd
 from louder.analysis.stats import dpd
+from louder.errors import LouderError
 
 ATTRS = ["Male", "Female", "Non-binary"]
 
@@ -61,6 +62,9 @@ def test_score_mode_and_thin_data():
     assert t["verdict"].iloc[0] == "reduces" and t["ci_low"].iloc[0] <= -0.4 <= t["ci_high"].iloc[0]
     thin = intervention_table(intervened(6, n=8), B=500)
     assert thin["verdict"].iloc[0] == "underpowered"
+    d = intervened(7)
+    with pytest.raises(LouderError, match="no decisions under 'none'"):
+        intervention_table(d[d["intervention"] != "none"])
 
 
 def score_run(seed, n=200, bias=1.0, noise=0.7):

@@ -63,6 +63,7 @@ def test_score_mode_equals_statsmodels_mixedlm_and_recovers_the_bias():
     assert not t.loc["Non-binary", "significant"]
 
 
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.ConvergenceWarning")  # the reference fit's
 def test_random_slopes_equal_statsmodels():
     d = simulated(1, bias=BIAS, scenarios=("a", "b", "c", "d"), n=40)
     t = discrimination_table(d, random_slopes=True).set_index("attribute")

@@ -115,6 +115,15 @@ def test_measures_against_independent_code():
         assert _values(r, "diversity").loc[a, "value"] == pytest.approx(sub.sum() / (idx.size * (idx.size - 1)))
 
 
+def test_thin_cases_give_nan_not_errors():
+    one_attribute = personas(4, n=5)
+    r = persona_audit(one_attribute[one_attribute["attribute"] == "Male"], B=100)
+    assert r["personas_audit_gaps"]["gap"].isna().all() and not r["personas_audit_gaps"]["significant"].any()
+    one_text = persona_audit(personas(5, n=1), B=100)["personas_audit"]
+    assert one_text.query("measure == 'diversity'")["value"].isna().all()
+    assert persona_audit(personas(6).assign(status="invalid"), B=100)["personas_audit_gaps"].empty
+
+
 def test_diversity_of_a_resample_leaves_out_copies_of_one_text():
     rng = np.random.default_rng(3)
     D = rng.random((5, 5))

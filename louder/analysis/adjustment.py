@@ -169,6 +169,9 @@ def intervention_table(decisions: pd.DataFrame, none: str = "none", value: str =
     cols = ["_y"] + (["decision"] if "decision" in d.columns else [])
     rows = []
     join = [*KEYS, "attribute", *akeys]
+    if not (decisions["intervention"] == none).any():
+        raise LouderError(f"interventions: no decisions under {none!r}, the baseline every intervention is compared "
+                          f"with; add {none!r} to the run's interventions")
     base = d[d["intervention"] == none].set_index(join)[cols]
     if base.index.duplicated().any():
         raise LouderError(f"interventions: agents are not unique by {', '.join(join)}; pass agent_keys= naming "

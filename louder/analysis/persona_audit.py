@@ -41,6 +41,7 @@ prior (``rationales.distinctive_words``) on the persona texts.
 from __future__ import annotations
 
 import re
+import warnings
 import zlib
 from functools import cache
 
@@ -158,7 +159,9 @@ def _permutation_p(x: np.ndarray, D: np.ndarray, labels: np.ndarray, k: int, B: 
         with np.errstate(invalid="ignore", divide="ignore"):
             div = np.where(size > 1, within / (size * (size - 1)), np.nan)
         vals = np.concatenate([means, div[..., None]], axis=2)  # (P × k × 5)
-        return np.nanmax(vals, axis=1) - np.nanmin(vals, axis=1)
+        with warnings.catch_warnings():  # diversity of attributes with one text: NaN, and the gap with it
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmax(vals, axis=1) - np.nanmin(vals, axis=1)
 
     observed = gaps(labels[None])[0]
     chunk = max(1, 2_000_000 // max(labels.size ** 2, 1))
