@@ -123,3 +123,8 @@ def test_probability_predictions_and_constant_predictions():
     assert r["lam"] == 0 and r["rate_ppi"] == pytest.approx(Y.mean())
     d = ppi_dpd([(Y, np.full(80, 0.5), np.ones(80), np.full(400, 0.5), np.ones(400))] * 2, B=200)
     assert d["dpd_ppi"] == 0 and d["dpd_ci_low_ppi"] == 0 and np.isnan(d["ratio"])
+    # an attribute with a single respondent: its counts, no estimate, and no DPD from one attribute
+    h, a = study(6)
+    h = h[(h["attribute"] != "Male") | (h["respondent"] == 0)]
+    t = anchored_table(h[h["attribute"] != "Non-binary"], a, B=200).set_index("attribute")
+    assert t.loc["Male", "n_humans"] == 1 and np.isnan(t.loc["Male", "rate_ppi"]) and t["dpd_ppi"].isna().all()

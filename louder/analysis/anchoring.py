@@ -204,7 +204,7 @@ def anchored_table(humans: pd.DataFrame, agents: pd.DataFrame, keys: Sequence[st
     target; rows whose agent gave no valid answer must be dropped or given the agents' mean by the
     caller, and counted) and optionally ``weight``. ``agents``: one row per agent without a human
     label: keys, ``attribute``, ``prediction``, optionally ``weight``. An attribute needs at least two
-    of each."""
+    of each; with fewer its row has the counts and no estimate (and it stays out of the DPD)."""
     if keys is None:
         keys = [k for k in KEYS if k in humans.columns and k in agents.columns]
     keys = list(keys)
@@ -215,7 +215,8 @@ def anchored_table(humans: pd.DataFrame, agents: pd.DataFrame, keys: Sequence[st
         rows, samples = [], []
         for attr, ha in h.groupby("attribute", sort=True):
             aa = a[a["attribute"] == attr]
-            if len(ha) < 2 or len(aa) < 2:
+            if len(ha) < 2 or len(aa) < 2:  # reported with its counts, no estimate
+                rows.append(dict(zip(keys, key), attribute=attr, n_humans=len(ha), n_agents=len(aa)))
                 continue
             w = ha["weight"].to_numpy(float) if "weight" in ha else np.ones(len(ha))
             wu = aa["weight"].to_numpy(float) if "weight" in aa else np.ones(len(aa))
