@@ -18,7 +18,7 @@ from louder.analysis.power import spread_rates
 from louder.cli import app
 from louder.errors import LouderError
 from louder.simulation.sequential import observations
-from tests.confseq_reference import hedged_cs
+from confseq_reference import hedged_cs  # not tests.…: ppi-python installs a top-level "tests" package
 
 FAKE = "fake:seed=1"
 BIASED = "fake:seed=1,bias=female:0.9"

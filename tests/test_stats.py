@@ -135,6 +135,16 @@ def test_holm_matches_hand_computation():
     assert np.isnan(adj[3])
 
 
+def test_holm_equals_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(0)
+    for m in (1, 2, 7, 50):
+        p = rng.random(m) ** 3
+        p[rng.random(m) < 0.2] = p[0]  # ties
+        assert np.allclose(stats.holm(p), multipletests(p, method="holm")[1], rtol=0, atol=1e-15)
+
+
 def test_log_odds_favours_the_overused_word():
     delta, z = stats.log_odds_dirichlet([10, 1, 5], [1, 10, 5], [11, 11, 10])
     assert delta[0] > 0 > delta[1] and abs(delta[2]) < 1e-9 and z[0] > 1.5

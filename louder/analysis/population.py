@@ -11,7 +11,6 @@ r_S = Σ_S w_i y_i / Σ_S w_i and the Kish effective size n_eff(S) = (Σ_S w_i)�
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +19,7 @@ from scipy.stats import binomtest, fisher_exact, norm
 from statsmodels.stats.multitest import multipletests
 
 from louder.analysis import intervals as I
-from louder.analysis.stats import dpd, dpd_difference_interval, mean_difference_interval
+from louder.analysis.stats import dpd, dpd_difference_interval, mean_difference_interval, wilson
 
 
 def valid(decisions: pd.DataFrame) -> pd.DataFrame:
@@ -143,8 +142,9 @@ REGRESSION_COLUMNS = ["group", "attribute", "reference", "odds_ratio", "lo", "hi
 
 
 def logistic_regression(decisions: pd.DataFrame, groups: list[str], level: float = 0.95) -> Regression:
-    """See ``Regression``. Unweighted: drawn agents are a quota sample, so weights are ≈ 1."""
-    import statsmodels.api as sm
+    """See ``Regression``. Unweighted: drawn agents are a quota sample, so weights are ≈ 1. The design
+    and the fit are the shared engine's (``regression.treatment_design``, ``regression.logit_glm``)."""
+    from louder.analysis import regression as R
 
     d = valid(decisions)
     empty = pd.DataFrame(columns=REGRESSION_COLUMNS)
@@ -153,29 +153,16 @@ def logistic_regression(decisions: pd.DataFrame, groups: list[str], level: float
     if d["y"].nunique() < 2:
         return Regression("no variation", len(d), empty)
     refs = {g: d[g].value_counts().idxmax() for g in groups}
-    cols, meta = [], []
-    for g in groups:
-        for a in sorted(set(d[g]) - {refs[g]}):
-            cols.append((d[g] == a).astype(float).rename(f"{g}={a}"))
-            meta.append((g, a, refs[g]))
-    if len(d) < 10 * (len(cols) + 1):
+    X, terms = R.treatment_design(d, groups, refs)
+    if len(d) < 10 * (len(terms) + 1):
         return Regression("too few data", len(d), empty)
-    X = sm.add_constant(pd.concat(cols, axis=1) if cols else pd.DataFrame(index=d.index), has_constant="add")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # separation / convergence warnings become the status below
-        try:
-            res = sm.GLM(d["y"].to_numpy(), X.to_numpy(), family=sm.families.Binomial()).fit()
-        except Exception:  # noqa: BLE001 — statsmodels raises several types for singular/separated data
-            return Regression("failed", len(d), empty)
-    beta, se = np.asarray(res.params), np.asarray(res.bse)
-    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(se))) or np.abs(beta).max() > 15 or se.max() > 50:
-        return Regression("separation", len(d), empty)
-    if not res.converged:
-        return Regression("failed", len(d), empty)
+    fit = R.logit_glm(d["y"].to_numpy(), X, terms)
+    if fit.status != "ok":
+        return Regression(fit.status, len(d), empty)
     z = norm.ppf((1 + level) / 2)
-    rows = [dict(group=g, attribute=a, reference=r, odds_ratio=float(np.exp(b)), lo=float(np.exp(b - z * s)),
-                 hi=float(np.exp(b + z * s)), p_value=float(p))
-            for (g, a, r), b, s, p in zip(meta, beta[1:], se[1:], np.asarray(res.pvalues)[1:])]
+    rows = [dict(group=t.factor, attribute=t.level, reference=t.reference, odds_ratio=float(np.exp(b)),
+                 lo=float(np.exp(b - z * s)), hi=float(np.exp(b + z * s)), p_value=float(p))
+            for t, b, s, p in zip(fit.terms, fit.coef, fit.se, fit.p_value)]
     return Regression("ok", len(d), pd.DataFrame(rows, columns=REGRESSION_COLUMNS))
 
 
@@ -198,10 +185,8 @@ def weighted_rate(decisions: pd.DataFrame, level: float = 0.95) -> RateEstimate:
         return RateEstimate(0, 0.0, float("nan"), float("nan"), float("nan"))
     w, y = d["w"].to_numpy(), d["y"].to_numpy()
     r, m = float((w * y).sum() / w.sum()), float(w.sum() ** 2 / (w**2).sum())
-    z = norm.ppf((1 + level) / 2)
-    centre = (r + z * z / (2 * m)) / (1 + z * z / m)
-    half = z * np.sqrt(r * (1 - r) / m + z * z / (4 * m * m)) / (1 + z * z / m)
-    return RateEstimate(len(d), m, r, float(centre - half), float(centre + half))
+    lo, hi = wilson(r, m, level)
+    return RateEstimate(len(d), m, r, lo, hi)
 
 
 # --- policy variants ---
