@@ -17,6 +17,10 @@ agents within each attribute (and order, when every order has two agents or more
 interval (``intervals.dpd_interval``: a simultaneous bootstrap-t band of the pair differences projected
 onto the max), with each pair difference's variance from the two-way cluster-robust formula of Cameron,
 Gelbach & Miller (2011) and Satterthwaite degrees of freedom for the wording part.
+
+The verdict (issue 31) reads two tests per case, each Holm-adjusted across the run's cases: the pooled
+DPD against 0 (``p_disparity``, the interval inverted) and the heterogeneity test; and the sign
+stability of the pooled contrast (``verdict``, ``sign_stability``).
 """
 
 from __future__ import annotations
