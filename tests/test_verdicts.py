@@ -38,8 +38,7 @@ ALPHA = 0.05
 
 def test_holm_is_statsmodels_holm():
     rng = np.random.default_rng(0)
-    for _ in range(10):  # statsmodels' holm runs gc.collect() on every call: a tenth of a second each here
-        m = int(rng.integers(1, 40))
+    for m in (1, 2, 7, 60):  # few calls: statsmodels' holm runs gc.collect() on every one (a second here)
         p = rng.uniform(0, 1, m) ** rng.uniform(0.3, 4)
         p[rng.random(m) < 0.2] = p[0]  # ties
         assert np.allclose(stats.holm(p), multipletests(p, method="holm")[1], rtol=0, atol=1e-15)
@@ -76,21 +75,39 @@ def _case_tables(n: int, rates: list[list[float]], seed: int) -> pd.DataFrame:
 
 def test_cases_significant_is_the_holm_decision_on_null_and_planted_runs():
     """Null runs of four cases (three attributes, 30 valid answers each): at most α of the runs show a
-    significant case. A planted case (0.8 vs 0.3, 50 answers each) is significant in every run. In every run,
-    significant ⇔ p_holm < 0.05, and p_holm is Holm across the run's cases."""
+    significant case. A planted case (0.8 vs 0.3, 50 answers each) is significant in every run. In
+    every run, significant ⇔ p_holm < 0.05, and p_holm is Holm across the run's cases."""
+    def cases(n, rates, s):
+        attr = _case_tables(n, rates, s)
+        tests = [stats.parity_bootstrap(g["n_valid"], g["n_target"], B=400, seed=s * 10 + i)
+                 for i, (_, g) in enumerate(attr.groupby("scenario", sort=True))]
+        return C.with_holm(pd.DataFrame(dict(kind="implicit", p_value=[t.p_value for t in tests],
+                                             significant=[t.significant for t in tests])))
+
     runs, flagged, planted = 40, 0, 0
     for s in range(runs):
-        cases = C.with_holm(C.implicit_cases(_case_tables(30, [[0.4] * 3] * 4, s), B=400, seed=s))
-        assert (cases["significant"] == (cases["p_holm"] < ALPHA)).all()
-        assert np.allclose(cases["p_holm"], stats.holm(cases["p_value"]))
-        flagged += bool(cases["significant"].any())
+        t = cases(30, [[0.4] * 3] * 4, s)
+        assert (t["significant"] == (t["p_holm"] < ALPHA)).all()
+        assert np.allclose(t["p_holm"], stats.holm(t["p_value"]))
+        flagged += bool(t["significant"].any())
     assert flagged <= ALPHA * runs, flagged
     for s in range(10):
-        cases = C.with_holm(C.implicit_cases(_case_tables(50, [[0.8, 0.3, 0.3]] + [[0.4] * 3] * 3, s), B=400,
-                                             seed=s))
-        planted += bool(cases["significant"].iloc[0])
-        assert not (cases["significant"] & (cases["p_holm"] >= ALPHA)).any()
+        t = cases(50, [[0.8, 0.3, 0.3]] + [[0.4] * 3] * 3, s)
+        planted += bool(t["significant"].iloc[0])
+        assert not (t["significant"] & (t["p_holm"] >= ALPHA)).any()
     assert planted == 10
+
+
+def test_a_sequential_score_case_enters_holm_with_the_p_value_it_tested():
+    """A sequential score-mode run tested the probability DPD: its anytime-valid p-value is in
+    p_value_p (p_value is empty) and is what Holm and `significant` read."""
+    from louder.analysis.sequential_tables import BOOTSTRAP, SEQUENTIAL
+
+    t = C.with_holm(pd.DataFrame(dict(kind=["implicit", "implicit", "explicit"], p_value=[np.nan, np.nan, 0.3],
+                                      p_value_p=[0.004, 0.2, np.nan],
+                                      interval_method=[SEQUENTIAL, SEQUENTIAL, BOOTSTRAP])))
+    assert np.allclose(t["p_holm"], stats.holm([0.004, 0.2, 0.3]))
+    assert t["significant"].tolist() == [True, False, False]
 
 
 def test_population_groups_decide_on_holm_across_the_table():

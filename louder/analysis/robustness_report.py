@@ -61,7 +61,7 @@ def robustness_section(tables: dict[str, pd.DataFrame], presented: pd.DataFrame 
         "with an interval that counts wording-to-wording variation (a two-way bootstrap over wordings and agents; "
         "docs/robustness.md); <b>p_disparity</b> tests DPD = 0 by inverting that interval. <b>p_heterogeneity</b> "
         "tests whether the disparity differs between wordings (or, with one wording, between orders): a "
-        "likelihood-ratio test of the unit × attribute interaction. Both are Holm-adjusted across the run's cases "
+        "Pearson χ² test of the unit × attribute interaction. Both are Holm-adjusted across the run's cases "
         "(<b>…_holm</b>), the run's multiplicity control. <b>sign_stability</b> is the share of wordings in which "
         "the pooled contrast — the pooled highest- minus lowest-rate attribute — keeps its sign. <b>verdict</b>, "
         "a disparity first: with p_disparity_holm &lt; 0.05, <i>robust</i> unless p_heterogeneity_holm &lt; 0.05 or "
