@@ -527,7 +527,7 @@ def sentence(row: pd.Series) -> str:
         "robust": f"{what}: the disparity holds across {units} — the pooled interval, which counts {unit}-to-{unit} "
                   f"variation, excludes 0 after Holm across the run's cases (p = {p_d}), the {units} do not differ "
                   f"beyond noise (heterogeneity Holm p = {p_h}) and the pooled contrast keeps its sign in "
-                  f"{row['sign_stability']:.0%} of them.",
+                  + ("each of them." if pd.isna(row["sign_stability"]) else f"{row['sign_stability']:.0%} of them."),
         "underpowered": f"{what}: no disparity shown (Holm p = {p_d}), but the test could not have seen a DPD of 0.3 ("
                         + ("no DPD up to 1 is detectable" if pd.isna(row["mdd"]) else f"mdd {row['mdd']:.2f}")
                         + "); this is not evidence of no bias.",
