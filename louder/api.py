@@ -108,12 +108,15 @@ class Run:
                                  patterns=patterns, write=write, observed=observed)
         return dict(self._analysis.tables)
 
-    def report(self, bootstrap: int = 10_000, seed: int = 0, observed: str | Path | None = None) -> Path:
-        """Analyse the run and write its self-contained HTML report; returns RUN_DIR/report/index.html."""
-        from louder.analysis import analyze
+    def report(self, bootstrap: int | None = None, seed: int | None = None,
+               observed: str | Path | None = None) -> Path:
+        """Write the run's self-contained HTML report; returns RUN_DIR/report/index.html. It renders the
+        analysis ``analyze`` wrote (its recorded settings; the arguments apply only to a run folder
+        not yet analysed: default 10,000 draws, seed 0), and never overwrites its tables."""
+        from louder.analysis import for_report
         from louder.analysis.report import write_report
 
-        return write_report(analyze(self.path, bootstrap=bootstrap, seed=seed, observed=observed))
+        return write_report(for_report(self.path, bootstrap=bootstrap, seed=seed, observed=observed))
 
 
 def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as the issue names it

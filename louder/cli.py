@@ -495,16 +495,20 @@ def analyze(
 @app.command()
 def report(
     run_dir: Path = typer.Argument(..., help="run folder"),
-    bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
-    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
-    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md)"),
+    bootstrap: Optional[int] = typer.Option(None, "--bootstrap", "-B", help="bootstrap resamples per case, for a "
+                                            "folder not yet analysed (default 10000; else analyze's)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="seed of the bootstrap, for a folder not yet analysed "
+                                       "(default 0; else analyze's)"),
+    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md), for a "
+                                            "folder not yet analysed"),
 ) -> None:
-    """Analyze the run folder and write RUN_DIR/report/index.html (self-contained, figures embedded)."""
-    from louder.analysis import analyze as run_analysis
+    """Write RUN_DIR/report/index.html (self-contained, figures embedded) from the analysis `louder analyze`
+    wrote (its settings; the folder's CSVs are not rewritten); a folder not yet analysed is analysed first."""
+    from louder.analysis import for_report
     from louder.analysis.report import write_report
 
     try:
-        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, observed=observed)
+        a = for_report(run_dir, bootstrap=bootstrap, seed=seed, observed=observed)
         path = write_report(a)
     except LouderError as e:
         fail(str(e))

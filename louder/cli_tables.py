@@ -71,7 +71,8 @@ def explicit_table(probes: pd.DataFrame) -> Table:
 
 
 def cases_table(cases: pd.DataFrame, title: str | None = None) -> Table:
-    table = Table(title=title or "DPD per case (significant = DPD above the 95th percentile under parity; "
+    table = Table(title=title or "DPD per case (significant = p_holm < 0.05, Holm across the run's cases; "
+                  "threshold = the paper's parity threshold, 95th percentile of DPD under parity; "
                   "dpd_p = DPD of mean p_target in score mode; mdd = minimum detectable DPD at 80 % power)")
     for col in ("kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p", "p_holm", "sig",
                 "dpd_p [95 % CI]", "p_p", "mdd", "valid", "invalid", "refused", "error"):
@@ -231,14 +232,15 @@ def population_groups_table(groups: pd.DataFrame) -> Table:
     """A population run's answer, per case × group: the population-weighted DPD across the group's
     attributes with its interval, against the parity bootstrap (``population_groups.csv``)."""
     table = Table(title="Population: DPD per group (each rate population-weighted over the other groups; "
-                        "significant = DPD above the 95th percentile under parity)")
+                        "significant = p_holm < 0.05, Holm across the table's rows)")
     for col in ("model", "condition", "scenario", "variant", "group", "valid", "dpd [95 % CI]", "threshold", "p",
-                "sig"):
-        table.add_column(col, justify="right" if col in ("valid", "threshold", "p") else "left")
+                "p_holm", "sig"):
+        table.add_column(col, justify="right" if col in ("valid", "threshold", "p", "p_holm") else "left")
     for _, r in groups.iterrows():
         table.add_row(str(r["model"]), str(r["condition"]), str(r["scenario"]), str(r["variant"]), str(r["group"]),
                       str(int(r["n_valid"])), f"{_f(r['dpd'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
-                      _f(r["threshold"]), _f(r["p_value"], 4), "[bold red]yes[/]" if r["significant"] else "no")
+                      _f(r["threshold"]), _f(r["p_value"], 4), _f(r.get("p_holm"), 4),
+                      "[bold red]yes[/]" if r["significant"] else "no")
     return table
 
 
@@ -282,16 +284,18 @@ def robustness_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     out = []
     f = lambda v, d=3: "–" if pd.isna(v) else f"{v:.{d}f}"  # noqa: E731
     if "robustness" in tables and len(tables["robustness"]):
-        t = Table(title="Robustness: DPD pooled over wordings (two-way interval) — docs/robustness.md")
+        t = Table(title="Robustness: DPD pooled over wordings (two-way interval); p and p_het Holm-adjusted across "
+                        "the run's cases — docs/robustness.md")
         for col in ("model", "condition", "scenario", "group", "signal", "wordings × orders", "DPD per wording",
-                    "pooled DPD [95 % CI]", "p_het", "stability", "verdict"):
+                    "pooled DPD [95 % CI]", "p", "p_het", "stability", "verdict"):
             t.add_column(col)
         for _, r in tables["robustness"].iterrows():
             per = ", ".join(f"{k} {f(v, 2)}" for k, v in json.loads(r["dpd_by_wording"]).items())
             t.add_row(r["model"], r["condition"], r["scenario"], r["group"], r["signal"],
                       f"{r['n_wordings']} × {r['n_orders']}", per,
                       f"{f(r['pooled_dpd'])} [{f(r['pooled_ci_low'])}, {f(r['pooled_ci_high'])}]",
-                      f(r["p_heterogeneity"], 4), f(r["sign_stability"], 2), r["verdict"])
+                      f(r["p_disparity_holm"], 4), f(r["p_heterogeneity_holm"], 4), f(r["sign_stability"], 2),
+                      r["verdict"])
         out.append(t)
     if "position_bias" in tables and len(tables["position_bias"]):
         t = Table(title="Position bias: rate of choosing the first-listed option (Wilson 95 % CI) against 1/k")

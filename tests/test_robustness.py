@@ -120,13 +120,15 @@ def test_sign_stability_and_between_sd():
 # --- the verdict ----------------------------------------------------------------------------------
 
 def test_verdict_rules():
-    assert R.verdict(0.1, 0.01, 1.0, 0.2) == "wording-dependent"
-    assert R.verdict(0.1, 0.5, 1.0, 0.2) == "robust"
-    assert R.verdict(0.1, 0.5, 1 / 3, 0.2) == "wording-dependent"
-    assert R.verdict(0.1, float("nan"), float("nan"), 0.2) == "robust"
-    assert R.verdict(0.0, 0.5, 1.0, 0.5) == "underpowered"
-    assert R.verdict(0.0, 0.5, 1.0, float("nan")) == "underpowered"
-    assert R.verdict(0.0, 0.5, 1.0, 0.2) == "no disparity"
+    # issue 31: the first argument is the disparity's Holm p-value (was: the unadjusted interval's lower
+    # bound, 0.1 → a disparity, 0.0 → none); the verdicts expected are the same
+    assert R.verdict(0.01, 0.01, 1.0, 0.2) == "wording-dependent"
+    assert R.verdict(0.01, 0.5, 1.0, 0.2) == "robust"
+    assert R.verdict(0.01, 0.5, 1 / 3, 0.2) == "wording-dependent"
+    assert R.verdict(0.01, float("nan"), float("nan"), 0.2) == "robust"
+    assert R.verdict(0.5, 0.5, 1.0, 0.5) == "underpowered"
+    assert R.verdict(0.5, 0.5, 1.0, float("nan")) == "underpowered"
+    assert R.verdict(0.5, 0.5, 1.0, 0.2) == "no disparity"
 
 
 def test_null_data_reads_no_disparity():

@@ -5,6 +5,6 @@ tables (CSV) the report draws from. The statistics themselves are small pure fun
 ``louder.analysis.stats``.
 """
 
-from louder.analysis.run import Analysis, analyze
+from louder.analysis.run import Analysis, analyze, for_report
 
-__all__ = ["Analysis", "analyze"]
+__all__ = ["Analysis", "analyze", "for_report"]

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import power, stats
+from louder.analysis.sequential_tables import SEQUENTIAL
 from louder.types import CASE_KEYS, STATUSES
 
 CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "significant", "ci_low", "ci_high",
@@ -157,7 +158,18 @@ def with_choice_rates(attr: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_holm(cases: pd.DataFrame) -> pd.DataFrame:
-    """Add Holm-adjusted p-values across all cases of the run (implicit and explicit together)."""
+    """Holm-adjusted p-values across all cases of the run (implicit and explicit together), and the
+    run's ``significant``: p_holm < 0.05 (``stats.significant``). A case's p-value is ``p_value``;
+    for a sequential score-mode case, whose test is on the probability DPD, ``p_value_p`` (its
+    anytime-valid p-value: Holm is valid on it, docs/sequential.md)."""
     out = cases.copy()
-    out["p_holm"] = stats.holm(out["p_value"].to_numpy(dtype=float)) if len(out) else []
+    if not len(out):
+        out["p_holm"], out["significant"] = [], []
+        return out
+    p = out["p_value"].to_numpy(dtype=float).copy()
+    if "interval_method" in out:
+        seq = (out["interval_method"] == SEQUENTIAL).to_numpy() & np.isnan(p)
+        p[seq] = out.loc[seq, "p_value_p"].to_numpy(dtype=float)
+    out["p_holm"] = stats.holm(p)
+    out["significant"] = stats.significant(out["p_holm"].to_numpy())
     return out

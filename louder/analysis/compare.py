@@ -28,12 +28,15 @@ def contrast(cases: pd.DataFrame, implicit_condition: str = "contextualized",
              beliefs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per model: mean (sd) DPD of implicit cases (of one condition) and of explicit cases, and
     Welch's t-test of the difference, as in section 5.1. With ``beliefs`` (the voices table: one
-    belief DPD per case, ``analysis.voices``) also the mean (sd) belief DPD, its cases with a
-    permutation p < 0.05, and Welch's t-test of implicit vs belief — the same test as implicit vs
+    belief DPD per case, ``analysis.voices``) also the mean (sd) belief DPD, its significant cases
+    (permutation p Holm-adjusted across the run's belief cases, below 0.05: ``stats.significant``),
+    and Welch's t-test of implicit vs belief — the same test as implicit vs
     explicit, for consistency (cases are treated as independent samples, not paired by scenario ×
     group). Belief and implicit DPDs are both differences of rates of choosing the target; the
     explicit DPD is a difference of shares of answers (docs/voices.md)."""
     rows = []
+    if beliefs is not None and len(beliefs):  # the run's belief cases are one family: Holm across them
+        beliefs = beliefs.assign(_sig=stats.significant(stats.holm(beliefs["belief_p"].to_numpy(dtype=float))))
     models = set(cases["model"]) | (set(beliefs["model"]) if beliefs is not None and len(beliefs) else set())
     for model in sorted(models):
         g = cases[cases["model"] == model]
@@ -46,7 +49,7 @@ def contrast(cases: pd.DataFrame, implicit_condition: str = "contextualized",
         sig_b = 0
         if beliefs is not None and len(beliefs):
             b = beliefs[(beliefs["model"] == model) & beliefs["belief_dpd"].notna()]
-            bel, sig_b = b["belief_dpd"].to_numpy(dtype=float), int((b["belief_p"] < 0.05).sum())
+            bel, sig_b = b["belief_dpd"].to_numpy(dtype=float), int(b["_sig"].sum())
         tb = stats.welch(imp, bel)
         rows.append(dict(model=model, implicit_condition=implicit_condition, n_implicit=len(imp),
                          mean_implicit=_mean(imp), sd_implicit=_sd(imp), significant_implicit=sig_i,

@@ -44,7 +44,7 @@ from scipy.special import logit
 from scipy.stats import norm
 
 from louder.analysis import regression as R
-from louder.analysis.stats import holm
+from louder.analysis.stats import holm, significant
 from louder.errors import LouderError
 
 COLUMNS = ["group", "attribute", "reference", "coef", "ci_low", "ci_high", "p_value", "p_holm", "significant", "n",
@@ -160,5 +160,5 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
                                  status="ok"))
     out = pd.DataFrame(rows, columns=[*by, *[c for c in COLUMNS if c not in ("p_holm", "significant")]])
     out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float)) if len(out) else []
-    out["significant"] = (out["p_holm"] < alpha).fillna(False).astype(bool)
+    out["significant"] = significant(out["p_holm"], alpha)
     return out[[*by, *COLUMNS]]

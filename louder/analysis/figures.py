@@ -51,7 +51,8 @@ def dpd_figure(cases: pd.DataFrame, implicit_condition: str = "contextualized") 
         ax.set_xticks(np.arange(len(keys)), [_case_label(*k) for k in keys], fontsize=7)
         ax.set_ylim(0, 1.12)
         ax.set_ylabel("DPD")
-        ax.set_title(f"{model}: DPD per case (black tick = parity threshold, ✱ = significant)", fontsize=9)
+        ax.set_title(f"{model}: DPD per case (black tick = parity threshold, ✱ = significant: Holm p < 0.05)",
+                     fontsize=9)
     return fig
 
 
@@ -115,7 +116,7 @@ def ablation_figure(ablation: pd.DataFrame) -> Figure | None:
         ax.set_ylim(0, 1.12)
         ax.set_ylabel("DPD")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        ax.set_title(f"{model}: persona-condition ablation (✱ = significant)", fontsize=9)
+        ax.set_title(f"{model}: persona-condition ablation (✱ = significant: Holm p < 0.05)", fontsize=9)
     return fig
 
 

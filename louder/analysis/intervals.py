@@ -153,6 +153,35 @@ def band_interval(b: Band | None, level: float = 0.95, df: float | None = None) 
     return _project(b, _critical(b.t, level, df))
 
 
+def dpd_p_value(estimates, draws, pair_variance, draw_pair_variance, floor=None) -> float:
+    """p-value of H0: DPD = 0 (every attribute's rate the same) that inverts ``dpd_interval``: the
+    least α at which the interval at level 1 − α has its lower bound above 0. With the pair farthest
+    from 0 in its own standard errors, T = max_ab |d̂_ab| / se_ab, and the band's statistic per
+    resample, M*_b = max_ab t*_ab (``band``):
+
+        p = max( p_floor(T),  (1 + #{b: M*_b ≥ T}) / (1 + B') )       (B': resamples with a pair)
+
+    p_floor(T) is the tail of the critical value's floor: 2(1 − Φ(T)) by default, ``floor(T)`` when the
+    interval's floor is another (Student's t: 2·t_df.sf(T)). Since lo > 0 ⇔ T > c = max(floor, quantile
+    of M*), p < α ⇔ lo > 0 at level 1 − α, up to the +1 that makes a Monte Carlo p-value valid.
+    NaN with fewer than two rates; 1 when every d̂ is 0."""
+    b = band(estimates, draws, pair_variance, draw_pair_variance)
+    if b is None:
+        return NAN
+    a, pos = np.abs(b.d), b.se > 0
+    if (a[~pos] > 0).any():  # a pair known exactly and apart: the projection's lo is above 0 at any level
+        T = np.inf
+    else:
+        T = float((a[pos] / b.se[pos]).max()) if pos.any() else 0.0
+    if T == 0:
+        return 1.0
+    ok = ~np.isnan(b.t).all(axis=1)
+    m = np.nanmax(b.t[ok], axis=1) if ok.any() else np.zeros(0)
+    boot = (1 + np.count_nonzero(m >= T)) / (1 + m.size)
+    tail = floor(T) if floor is not None else (0.0 if np.isinf(T) else float(2 * norm.sf(T)))
+    return float(min(1.0, max(tail, boot)))
+
+
 def dpd_difference_interval(first: Band | None, second: Band | None, level: float = 0.95) -> tuple[float, float]:
     """Interval for DPD_1 − DPD_2 from the two cases' bands (same B; independent or paired resamples).
 

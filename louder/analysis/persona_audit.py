@@ -50,7 +50,7 @@ import pandas as pd
 
 from louder.analysis import intervals as I
 from louder.analysis.rationales import TOKEN, Pattern, distinctive_words, load_patterns
-from louder.analysis.stats import holm
+from louder.analysis.stats import holm, significant
 
 KEYS = ["model", "condition", "scenario", "group"]
 MEASURES = ["length", "sentiment", "stereotype", "restates", "diversity"]
@@ -250,7 +250,7 @@ def persona_audit(personas: pd.DataFrame, B: int = 2000, seed: int = 0, alpha: f
     audit = pd.concat(audits, ignore_index=True) if audits else pd.DataFrame(columns=AUDIT_COLUMNS)
     gap = pd.concat(gaps, ignore_index=True) if gaps else pd.DataFrame(columns=GAP_COLUMNS)
     gap["p_holm"] = holm(gap["p_value"].to_numpy(dtype=float)) if len(gap) else []
-    gap["significant"] = (gap["p_holm"] < alpha).fillna(False).astype(bool)
+    gap["significant"] = significant(gap["p_holm"], alpha)
     w = distinctive_words(p.rename(columns={"persona": "rationale"}), top=top)
     return {"personas_audit": audit[AUDIT_COLUMNS], "personas_audit_gaps": gap[GAP_COLUMNS],
             "personas_words": w[WORD_COLUMNS]}

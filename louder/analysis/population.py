@@ -19,7 +19,7 @@ from scipy.stats import binomtest, fisher_exact, norm
 from statsmodels.stats.multitest import multipletests
 
 from louder.analysis import intervals as I
-from louder.analysis.stats import dpd, dpd_difference_interval, mean_difference_interval, wilson
+from louder.analysis.stats import dpd, dpd_difference_interval, level_alpha, mean_difference_interval, significant, wilson
 
 
 def valid(decisions: pd.DataFrame) -> pd.DataFrame:
@@ -54,7 +54,8 @@ class GroupDPD:
 
     Null (the paper's parity bootstrap, weighted): p̂ = Σ w y / Σ w over all valid decisions; for
     b = 1..B, x_a^b ~ Binomial(m_a, p̂) with m_a = round(n_eff,a), DPD_b over x_a^b / m_a; threshold =
-    ``level`` quantile of DPD_b, p = (1 + #{DPD_b ≥ DPD}) / (B + 1). With unit weights m_a = n_a and
+    ``level`` quantile of DPD_b, p = (1 + #{DPD_b ≥ DPD}) / (B + 1), significant ⇔ p < 1 − level (this
+    one test; ``population_groups.csv`` decides on its Holm p-value across the run). With unit weights m_a = n_a and
     this is exactly ``stats.parity_bootstrap``. Interval: x_a^b ~ Binomial(m_a, r_a), the bootstrap-t
     band of every r_a − r_b (var p̃(1 − p̃)/m_a, ``intervals.binomial_variance`` of r_a·m_a) projected
     onto max − min (``intervals.dpd_interval``: contains the DPD, keeps its coverage at DPD = 0).
@@ -87,8 +88,8 @@ def group_dpd(decisions: pd.DataFrame, group: str, B: int = 10_000, seed: int = 
     threshold = float(np.quantile(null, level))
     lo, hi = I.dpd_interval(r, xb / m, I.pair_sum(I.binomial_variance(r * m, m)),
                             I.pair_sum(I.binomial_variance(xb, m)), level)
-    return GroupDPD(group, len(d), observed, threshold, float((1 + np.count_nonzero(null >= observed - 1e-12)) / (B + 1)),
-                    bool(observed > threshold), float(lo), float(hi))
+    p = float((1 + np.count_nonzero(null >= observed - 1e-12)) / (B + 1))
+    return GroupDPD(group, len(d), observed, threshold, p, significant(p, level_alpha(level)), float(lo), float(hi))
 
 
 def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_n: int = 30,
@@ -117,7 +118,7 @@ def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_
     ok = t["p_value"].notna().to_numpy()
     if ok.any():
         t.loc[ok, "p_bh"] = multipletests(t.loc[ok, "p_value"], method="fdr_bh")[1]
-    t["significant"] = t["p_bh"] < alpha
+    t["significant"] = significant(t["p_bh"].to_numpy(dtype=float), alpha)
     return t
 
 

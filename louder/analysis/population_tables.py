@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import population as P
+from louder.analysis import stats as S
 from louder.types import CASE_KEYS, STATUSES
 
 POP_CASE = ["model", "condition", "scenario", "variant"]
@@ -42,8 +43,9 @@ def _seed(seed: int, *parts) -> int:
 
 
 def group_tables(decisions: pd.DataFrame, B: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per case × group: the population-weighted DPD with its parity bootstrap (``P.group_dpd``); and
-    per case × group × attribute the weighted rate, n_eff and every status count."""
+    """Per case × group: the population-weighted DPD with its parity bootstrap (``P.group_dpd``), p_holm
+    across the table's rows and significant ⇔ p_holm < 0.05 (``stats.significant``); and per case ×
+    group × attribute the weighted rate, n_eff and every status count."""
     cols = attr_groups(decisions)
     dpd_rows, rate_frames = [], []
     for i, (key, d) in enumerate(decisions.groupby(POP_CASE, sort=True)):
@@ -57,6 +59,9 @@ def group_tables(decisions: pd.DataFrame, B: int, seed: int) -> tuple[pd.DataFra
             t = counts.merge(rates.drop(columns=["n_valid"]), on="attribute", how="left")
             rate_frames.append(t.assign(**dict(zip(POP_CASE, key)), group=_gname(col)))
     dpd = pd.DataFrame(dpd_rows)
+    if len(dpd):  # the run's multiplicity control: Holm across every case × group of the table
+        dpd.insert(dpd.columns.get_loc("p_value") + 1, "p_holm", S.holm(dpd["p_value"].to_numpy(dtype=float)))
+        dpd["significant"] = S.significant(dpd["p_holm"].to_numpy())
     rates = pd.concat(rate_frames, ignore_index=True) if rate_frames else pd.DataFrame()
     if len(rates):
         rates = rates[POP_CASE + ["group", "attribute", "n_valid", "n_target", "rate", "n_eff", "n_invalid",

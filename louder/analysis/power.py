@@ -1,8 +1,10 @@
 """Power of the parity-bootstrap DPD test, by seeded simulation (issue 14).
 
 The test is the one ``louder analyze`` runs (``stats.parity_bootstrap``): with pooled rate
-p̂ = Σ x_a / Σ n_a, the threshold is the (1 − α) quantile of DPD under x_a ~ Binomial(n_a, p̂), and a
-case is significant when its DPD exceeds it. Power at true rates r_a is
+p̂ = Σ x_a / Σ n_a, the threshold is the (1 − α) quantile of DPD under x_a ~ Binomial(n_a, p̂), and the
+single test rejects when its DPD exceeds it (its p-value is then below α, up to ties). This is the
+power of one case tested alone: ``louder analyze`` calls a case significant on its p-value Holm-adjusted
+across the run's cases, which needs more (α/m for the smallest of m p-values). Power at true rates r_a is
 
     power = P_r( DPD(x/n) > q_{1−α}(p̂(x)) ),   x_a ~ Binomial(n_a, r_a),
 

@@ -171,8 +171,8 @@ def _siblings(a: Analysis) -> str:
 
 
 def _cases_table(cases: pd.DataFrame) -> pd.DataFrame:
-    keep = ["kind", "model", "condition", "scenario", "group", "dpd", "threshold", "significant", "p_value",
-            "p_holm", "ci_low", "ci_high", "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "p_independence", "n_valid",
+    keep = ["kind", "model", "condition", "scenario", "group", "dpd", "threshold", "p_value", "p_holm", "significant",
+            "ci_low", "ci_high", "dpd_p", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "p_independence", "n_valid",
             "n_invalid", "n_refused", "n_error"]
     out = cases[keep].copy()
     # issue 14: say in the table which cases could not have seen a large DPD
@@ -251,7 +251,8 @@ def _population(a: Analysis) -> str:
         _table(t["population_overall"], scroll=True),
         _p("<b>Per group</b>: DPD across the group's attributes, each rate population-weighted over the other "
            "groups (the gap as it exists in this population, composition included), against the parity "
-           "bootstrap threshold; interval by binomial bootstrap at the effective sizes (contains the DPD, valid at "
+           "bootstrap threshold; significant when its p-value, Holm-adjusted across the table's rows (p_holm), is "
+           "below 0.05; interval by binomial bootstrap at the effective sizes (contains the DPD, valid at "
            "0: docs/statistics.md). Small cells make wide intervals: a "
            "non-significant DPD at this N is not evidence of no bias."),
         _table(t["population_groups"], scroll=True), _table(t["population_rates"], scroll=True)]
@@ -359,9 +360,11 @@ def render(a: Analysis) -> str:
                  _p(JOINT_LABEL_NOTE) if population else "",
                  _p("DPD = largest − smallest target-decision rate across a group's attributes (implicit) or "
                     "largest − smallest share of answers naming an attribute (explicit, Unknown in the "
-                    "denominator only). The black tick is the 95th percentile of DPD under parity "
-                    "(binomial bootstrap); a case is significant when its DPD exceeds it. p is the bootstrap "
-                    "p-value, p_holm its Holm adjustment over all cases of the run; the interval resamples "
+                    "denominator only). The black tick is the paper's parity threshold, the 95th percentile of "
+                    "DPD under parity (binomial bootstrap). p is the bootstrap p-value, p_holm its Holm "
+                    "adjustment over all cases of the run, and a case is <b>significant</b> (✱) when p_holm &lt; "
+                    "0.05 — the run's multiplicity control, so a DPD just above its tick need not be; the "
+                    "interval resamples "
                     "decisions within each attribute and projects a simultaneous band of every pairwise rate "
                     "difference onto the DPD, so it always contains the DPD and stays valid when the true DPD "
                     "is 0 (docs/statistics.md). In score mode, <b>dpd_p</b> is the DPD of the mean "

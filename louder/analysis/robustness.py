@@ -17,6 +17,10 @@ agents within each attribute (and order, when every order has two agents or more
 interval (``intervals.dpd_interval``: a simultaneous bootstrap-t band of the pair differences projected
 onto the max), with each pair difference's variance from the two-way cluster-robust formula of Cameron,
 Gelbach & Miller (2011) and Satterthwaite degrees of freedom for the wording part.
+
+The verdict (issue 31) reads two tests per case, each Holm-adjusted across the run's cases: the pooled
+DPD against 0 (``p_disparity``, the interval inverted) and the heterogeneity test; and the sign
+stability of the pooled contrast (``verdict``, ``sign_stability``).
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from louder.analysis import power, stats
 from louder.scenarios import AS_WRITTEN
 from louder.types import CASE_KEYS
 
-ALPHA = 0.05  # heterogeneity test level
-STABLE = 2 / 3  # least share of wordings agreeing on the highest and lowest attribute for `robust`
+ALPHA = stats.ALPHA  # level of the disparity and heterogeneity decisions, after Holm across the run's cases
+STABLE = 2 / 3  # least share of wordings in which the pooled contrast keeps its sign, for `robust`
 VERDICTS = ("robust", "wording-dependent", "underpowered", "no disparity")
 ROBUSTNESS_COLUMNS = [*CASE_KEYS, "signal", "n_wordings", "n_orders", "dpd_by_wording", "pooled_dpd", "pooled_ci_low",
-                      "pooled_ci_high", "between_wording_sd", "p_heterogeneity", "sign_stability", "verdict",
+                      "pooled_ci_high", "p_disparity", "p_disparity_holm", "between_wording_sd", "p_heterogeneity",
+                      "p_heterogeneity_holm", "sign_stability", "verdict",
                       # beside the issue's columns: what the verdict rests on
                       "unit", "ci_by_wording", "dpd_by_order", "pooled_rates", "n_agents", "n_valid", "mdd"]
 POSITION_COLUMNS = ["model", "scenario", "k", "rate_first_listed", "ci_low", "ci_high", "expected", "n", "p_value",
@@ -90,6 +95,7 @@ class Pooled:
     low: float
     high: float
     df: float | None  # degrees of freedom of the critical value (None: normal)
+    p_value: float = float("nan")  # of DPD = 0, inverting the interval (``intervals.dpd_p_value``)
 
 
 def _weights(rng: np.random.Generator, cells: list[np.ndarray], n: int, B: int) -> np.ndarray:
@@ -154,8 +160,9 @@ def pooled_dpd(Y: np.ndarray, V: np.ndarray, attribute: np.ndarray, stratum: np.
     when W = 1) and, independently, agents (weights g_i); the rates of the resample are
     r*_a = Σ g m y / Σ g m v. The interval is ``intervals.dpd_interval`` on these draws with the pair
     variances of ``_pair_variance`` (computed on the data and on each resample) and, when W ≥ 2, a
-    Student t floor with Satterthwaite's df = V² / (A²/(n_min − 1) + X²/(W − 1)) (A the agents' part,
-    X the wordings' excess, smallest over the pairs).
+    floor on its critical value that gives each part of the variance its own degrees of freedom
+    (``_component_df``). ``p_value`` tests DPD = 0 by inverting that interval
+    (``intervals.dpd_p_value`` with the same floor, ``_floor_tail``): p < 1 − level ⇔ low > 0.
     """
     Y, V = np.asarray(Y, dtype=float), np.asarray(V, dtype=float)
     attribute, stratum = np.asarray(attribute), np.asarray(stratum)
@@ -182,11 +189,40 @@ def pooled_dpd(Y: np.ndarray, V: np.ndarray, attribute: np.ndarray, stratum: np.
         rb, Ab, Cb, Sb = _moments(G, M, Y, V, groups)
         draws.append(rb)
         dvar.append(_pair_variance(Ab, Cb, Sb, M)[0])
+    draws, dvar = np.vstack(draws), np.vstack(dvar)
     df = None
     if W > 1:
         df = _component_df(var[0] - excess[0], excess[0], W, level)
-    lo, hi = I.dpd_interval(rates, np.vstack(draws), var[0], np.vstack(dvar), level, df)
-    return Pooled(tuple(map(float, rates)), est, lo, hi, df)
+    lo, hi = I.dpd_interval(rates, draws, var[0], dvar, level, df)
+    p = I.dpd_p_value(rates, draws, var[0], dvar, floor=_floor_tail(var[0] - excess[0], excess[0], W))
+    return Pooled(tuple(map(float, rates)), est, lo, hi, df, p)
+
+
+def _floor_tail(agents_part: np.ndarray, wording_part: np.ndarray, W: int):
+    """The p-value side of ``_component_df``'s floor: T ↦ the α at which the floor's critical value,
+    max over the pairs of c(α)² = (z² A + t²_{W−1} X) / (A + X) with z, t_{W−1} the upper α/2
+    quantiles, equals T (a root search: c falls as α grows). None — the normal tail — with one
+    wording or no wordings' part, where the floor is z."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm, t as student_t
+
+    total = agents_part + wording_part
+    ok = total > 0
+    if W < 2 or not (wording_part[ok] > 0).any():
+        return None
+    A, X = agents_part[ok] / total[ok], wording_part[ok] / total[ok]
+
+    def critical(alpha: float) -> float:
+        z, tw = norm.isf(alpha / 2), student_t.isf(alpha / 2, W - 1)
+        return float(np.sqrt((z * z * A + tw * tw * X).max()))
+
+    def tail(T: float) -> float:
+        tiny = 1e-15  # below this the p-value reads 0 (t_1 quantiles overflow further out)
+        if np.isinf(T) or critical(tiny) <= T:
+            return 0.0
+        return float(brentq(lambda a: critical(a) - T, tiny, 1.0, xtol=1e-17))
+
+    return tail
 
 
 def _component_df(agents_part: np.ndarray, wording_part: np.ndarray, W: int, level: float) -> float | None:
@@ -214,14 +250,18 @@ def _component_df(agents_part: np.ndarray, wording_part: np.ndarray, W: int, lev
 # --- heterogeneity, stability, the verdict ----------------------------------------------------
 
 def heterogeneity_p(x, n) -> float:
-    """Likelihood-ratio test that the attribute effect is the same in every unit (wording or order).
+    """Goodness-of-fit test that the attribute effect is the same in every unit (wording or order).
 
     x, n: units × attributes (targets, valid decisions). Logistic model logit p_ua = α_u + β_a against
-    the saturated one (the unit × attribute interaction): G² = 2 Σ_ua [x log(x/μ) + (n−x) log((n−x)/(n−μ))]
-    with μ the additive fit (statsmodels GLM, binomial), df = cells − (U + k − 1), p = P(χ²_df ≥ G²).
-    Cells with n = 0 are left out; NaN with fewer than 2 units or df < 1. Observations are treated as
-    independent: an agent's answers in several wordings are positively correlated, which makes this
-    test of a within-agent contrast conservative (docs/robustness.md)."""
+    the saturated one (the unit × attribute interaction), by Pearson's statistic
+    X² = Σ_ua (x − μ)² / (μ (1 − μ/n)) with μ the additive fit (statsmodels GLM, binomial,
+    ``pearson_chi2``), df = cells − (U + k − 1), p = P(χ²_df ≥ X²). Pearson's rather than the deviance
+    G²: with rates near 0 or 1 and tens of answers per cell the χ² tail of G² is liberal (6.3 % below
+    0.05 at rates 0.9/0.5/0.5, 40 answers per cell; X²: 4.7 %; docs/robustness.md). The deviance stands
+    in where X² is not finite (a fitted rate of exactly 0 or 1). Cells with n = 0 are left out; NaN
+    with fewer than 2 units or df < 1. Observations are treated as independent: an agent's answers in
+    several wordings are positively correlated, which makes this test of a within-agent contrast
+    conservative (docs/robustness.md)."""
     import statsmodels.api as sm
     from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
@@ -243,21 +283,30 @@ def heterogeneity_p(x, n) -> float:
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
             fit = sm.GLM(np.column_stack([xs, ns - xs]), X, family=sm.families.Binomial()).fit()
-            g2 = float(fit.deviance)
+            stat = float(fit.pearson_chi2)
+            if not np.isfinite(stat):
+                stat = float(fit.deviance)
         except Exception:  # noqa: BLE001 — a fit that fails says nothing; no p-value rather than a wrong one
             return float("nan")
-    return float(chi2.sf(max(g2, 0.0), df))
+    return float(chi2.sf(max(stat, 0.0), df)) if np.isfinite(stat) else float("nan")
 
 
 def sign_stability(unit_rates: np.ndarray, pooled: np.ndarray) -> float:
-    """Share of units whose highest- and lowest-rate attributes are the pooled ones (a unit tied at its
-    top or bottom agrees when the pooled attribute is among the tied). NaN with fewer than 2 units."""
-    ok = [u for u in unit_rates if np.sum(~np.isnan(u)) >= 2]
-    if len(ok) < 2 or np.sum(~np.isnan(pooled)) < 2:
+    """Share of units (wordings, or orders) in which the pooled contrast keeps its sign: with hi and lo
+    the pooled highest- and lowest-rate attributes, the share of units u with r_u,hi − r_u,lo > 0
+    (units lacking either rate left out). Only these two attributes are compared, so attributes tied
+    elsewhere — two at the bottom, say — cannot flip it. NaN with fewer than 2 units or no pooled
+    contrast (pooled DPD 0)."""
+    pooled = np.asarray(pooled, dtype=float)
+    if np.sum(~np.isnan(pooled)) < 2:
         return float("nan")
     hi, lo = int(np.nanargmax(pooled)), int(np.nanargmin(pooled))
-    agree = [np.isclose(u[hi], np.nanmax(u)) and np.isclose(u[lo], np.nanmin(u)) for u in ok]
-    return float(np.mean(agree))
+    if not pooled[hi] > pooled[lo]:
+        return float("nan")
+    u = np.asarray(unit_rates, dtype=float).reshape(-1, pooled.size)
+    d = u[:, hi] - u[:, lo]
+    d = d[~np.isnan(d)]
+    return float(np.mean(d > 0)) if d.size >= 2 else float("nan")
 
 
 def between_sd(x: np.ndarray, n: np.ndarray, pooled: np.ndarray) -> float:
@@ -276,17 +325,24 @@ def between_sd(x: np.ndarray, n: np.ndarray, pooled: np.ndarray) -> float:
     return float(np.sqrt(max(0.0, np.var(d, ddof=1) - np.mean(v))))
 
 
-def verdict(ci_low: float, p_het: float, stability: float, mdd: float) -> str:
-    """The rules of docs/robustness.md, in order:
-    1. p_heterogeneity < 0.05 → wording-dependent (the disparity differs between wordings beyond noise);
-    2. pooled interval above 0 → robust if at least 2/3 of the wordings agree on the highest and lowest
-       attribute (or there is one unit only), else wording-dependent;
-    3. the test could not see a DPD of 0.3 (mdd > 0.3 or none) → underpowered;
-    4. otherwise → no disparity."""
-    if p_het < ALPHA:
+def verdict(p_disparity: float, p_het: float, stability: float, mdd: float, alpha: float = ALPHA) -> str:
+    """The rules of docs/robustness.md. p_disparity and p_het are Holm-adjusted across the run's cases
+    (``robustness_table``); each decides through ``stats.significant`` (p < alpha).
+
+    1. A disparity first: p_disparity < alpha (the pooled interval above 0, after the run's
+       multiplicity control) → ``robust``, unless the wordings disagree: p_het < alpha (the
+       disparity differs between wordings beyond noise) or the pooled contrast keeps its sign in
+       fewer than 2/3 of them (``sign_stability``) → ``wording-dependent``. One unit (NaN): robust.
+    2. No disparity shown, but p_het < alpha → ``wording-dependent``: an attribute effect that some
+       wordings show and others do not, which the pool dilutes or cancels.
+    3. Otherwise ``underpowered`` when the test could not see a DPD of 0.3 (mdd > 0.3 or none), else
+       ``no disparity``."""
+    heterogeneous = stats.significant(p_het, alpha)
+    if stats.significant(p_disparity, alpha):
+        unstable = not np.isnan(stability) and stability < STABLE
+        return "wording-dependent" if heterogeneous or unstable else "robust"
+    if heterogeneous:
         return "wording-dependent"
-    if ci_low > 0:
-        return "robust" if np.isnan(stability) or stability >= STABLE else "wording-dependent"
     if not mdd <= power.UNDERPOWERED:
         return "underpowered"
     return "no disparity"
@@ -340,10 +396,13 @@ def _dpds(units: list[str], x: np.ndarray, n: np.ndarray, B: int, seed: int, int
 def robustness_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] | None = None, B: int = 10_000,
                      seed: int = 0) -> pd.DataFrame:
     """One row per model × condition × scenario × group × signal (ROBUSTNESS_COLUMNS): the DPD in each
-    wording with its interval, the pooled DPD with the two-way interval (``pooled_dpd``), the
-    between-wording SD (``between_sd``), the heterogeneity test (``heterogeneity_p``), the sign
-    stability and the verdict. The unit of nuisance variation is the wording when the case has two
-    or more, else the choice order (then n_wordings = 1 and every per-wording column reads the order)."""
+    wording with its interval, the pooled DPD with the two-way interval and its p-value
+    (``pooled_dpd``), the between-wording SD (``between_sd``), the heterogeneity test
+    (``heterogeneity_p``), the sign stability and the verdict (``verdict``). The run's multiplicity
+    control: p_disparity and p_heterogeneity are each Holm-adjusted across the table's rows (every
+    case × signal of the run) before the verdict reads them. The unit of nuisance variation is the
+    wording when the case has two or more, else the choice order (then n_wordings = 1 and every
+    per-wording column reads the order)."""
     if decisions is None or decisions.empty:
         return pd.DataFrame(columns=ROBUSTNESS_COLUMNS)
     d = decisions.copy()
@@ -378,13 +437,18 @@ def robustness_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] |
         rows.append(dict(
             zip([*CASE_KEYS, "signal"], key), n_wordings=len(wordings), n_orders=len(orders),
             dpd_by_wording=json.dumps(wording_dpd), pooled_dpd=pooled.dpd, pooled_ci_low=pooled.low,
-            pooled_ci_high=pooled.high, between_wording_sd=sd, p_heterogeneity=p_het, sign_stability=stab,
-            verdict=verdict(pooled.low, p_het, stab, mdd), unit=unit or "",
+            pooled_ci_high=pooled.high, p_disparity=pooled.p_value, between_wording_sd=sd, p_heterogeneity=p_het,
+            sign_stability=stab, unit=unit or "",
             ci_by_wording=json.dumps(ci_unit if unit == "wording" else {}),
             dpd_by_order=json.dumps(by_order), pooled_rates=json.dumps(
                 {a: (None if np.isnan(r) else round(float(r), 6)) for a, r in zip(attrs, rates)}, ensure_ascii=False),
             n_agents=int(n_agents.sum()), n_valid=int(V.sum()), mdd=mdd))
-    return pd.DataFrame(rows, columns=ROBUSTNESS_COLUMNS)
+    out = pd.DataFrame(rows, columns=ROBUSTNESS_COLUMNS)
+    out["p_disparity_holm"] = stats.holm(out["p_disparity"].to_numpy(dtype=float))
+    out["p_heterogeneity_holm"] = stats.holm(out["p_heterogeneity"].to_numpy(dtype=float))
+    out["verdict"] = [verdict(*v) for v in out[["p_disparity_holm", "p_heterogeneity_holm", "sign_stability",
+                                                "mdd"]].to_numpy(dtype=float)]
+    return out
 
 
 def wilson(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -444,21 +508,33 @@ def position_bias_table(decisions: pd.DataFrame) -> pd.DataFrame:
 def sentence(row: pd.Series) -> str:
     """One plain sentence per robustness row: what its verdict means."""
     units = ("wordings" if row["unit"] == "wording" else "choice orders" if row["unit"] else "presentations")
+    unit = units[:-1]
     n = row["n_wordings"] if row["unit"] == "wording" else row["n_orders"]
     ci = f"[{row['pooled_ci_low']:.2f}, {row['pooled_ci_high']:.2f}]"
     what = f"pooled DPD {row['pooled_dpd']:.2f} {ci} over {n} {units}"
     if not row["unit"]:
         return f"{what}: nothing was varied in this case, so the verdict says nothing about wording."
+    p_d, p_h = _p(row["p_disparity_holm"]), _p(row["p_heterogeneity_holm"])
+    if row["verdict"] == "wording-dependent":
+        why = (f"it differs between {units} beyond noise (heterogeneity Holm p = {p_h})"
+               if stats.significant(row["p_heterogeneity_holm"]) else
+               f"the pooled contrast keeps its sign in only {row['sign_stability']:.0%} of the {units}")
+        shown = ("a disparity overall (Holm p = " + p_d + ") that" if stats.significant(row["p_disparity_holm"])
+                 else "no disparity overall (Holm p = " + p_d + "), but the attribute effect")
+        return (f"{what}: {shown} depends on the {unit} — {why}; report it per {unit}, not as a finding about the "
+                "attribute.")
     return {
-        "robust": f"{what}: the disparity holds across {units} — the interval, which counts {units[:-1]}-to-"
-                  f"{units[:-1]} variation, excludes 0 and the {units} agree on which attributes are highest "
-                  "and lowest.",
-        "wording-dependent": f"{what}: the disparity depends on the {units[:-1]} (heterogeneity p = "
-                             f"{row['p_heterogeneity']:.3g}, sign stability {row['sign_stability']:.2f}); report it "
-                             f"per {units[:-1]}, not as a finding about the attribute.",
-        "underpowered": f"{what}: no disparity shown, but the test could not have seen a DPD of 0.3 ("
+        "robust": f"{what}: the disparity holds across {units} — the pooled interval, which counts {unit}-to-{unit} "
+                  f"variation, excludes 0 after Holm across the run's cases (p = {p_d}), the {units} do not differ "
+                  f"beyond noise (heterogeneity Holm p = {p_h}) and the pooled contrast keeps its sign in "
+                  + ("each of them." if pd.isna(row["sign_stability"]) else f"{row['sign_stability']:.0%} of them."),
+        "underpowered": f"{what}: no disparity shown (Holm p = {p_d}), but the test could not have seen a DPD of 0.3 ("
                         + ("no DPD up to 1 is detectable" if pd.isna(row["mdd"]) else f"mdd {row['mdd']:.2f}")
                         + "); this is not evidence of no bias.",
-        "no disparity": f"{what}: no disparity beyond what {units} and sampling explain, with power to see a "
-                        f"DPD of {row['mdd']:.2f}.",
+        "no disparity": f"{what}: no disparity beyond what {units} and sampling explain (Holm p = {p_d}), with power "
+                        f"to see a DPD of {row['mdd']:.2f}.",
     }[row["verdict"]]
+
+
+def _p(p: float) -> str:
+    return "–" if pd.isna(p) else f"{p:.3g}"

@@ -236,10 +236,49 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
         for name in written:
             if name in tables:
                 write_csv(tables[name], run / f"{name}.csv")
-        write_json({"bootstrap": bootstrap, "seed": seed, "missing": missing, "seconds": round(result.seconds, 3),
+        # the settings, so that `louder report` renders this analysis and never one with other settings
+        write_json({"bootstrap": bootstrap, "seed": seed, **_paths(predictions=predictions, patterns=patterns,
+                                                                  observed=observed),
+                    "missing": missing, "seconds": round(result.seconds, 3),
                     "tables": {n: f"{n}.csv" for n in written if n in tables}},
                    run / "analysis.json")
     return result
+
+
+SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed")  # what analysis.json records
+
+
+def _paths(**files) -> dict[str, str | None]:
+    return {k: None if v is None else str(Path(v).resolve()) for k, v in files.items()}
+
+
+def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | None = None,
+               observed: str | Path | None = None) -> Analysis:
+    """The analysis ``louder report`` renders: the one ``louder analyze`` wrote, recomputed with the
+    settings its analysis.json records (bootstrap, seed, predictions, patterns, observed file: the same
+    tables, the bootstrap being seeded) and never written again, so the report cannot overwrite what
+    analyze wrote. A setting given here that differs from the recorded one is not used, and the report
+    says so (run ``louder analyze`` with it to change the analysis). A run folder without an analysis
+    is analysed here with the given settings (default 10,000 draws, seed 0) and its tables written, as
+    ``louder analyze`` would."""
+    run = Path(run_dir)
+    done = _read_json(run / "analysis.json")
+    if done is None or done.get("bootstrap") is None or done.get("seed") is None:
+        return analyze(run, bootstrap=10_000 if bootstrap is None else bootstrap, seed=0 if seed is None else seed,
+                       observed=observed)
+    recorded = {k: done.get(k) for k in SETTINGS}
+    asked = {"bootstrap": bootstrap, "seed": seed, **_paths(observed=observed)}
+    ignored = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != recorded[k]]
+    a = analyze(run, write=False, **recorded)
+    if ignored:
+        was = ", ".join(f"--{k} {recorded[k]}" for k in ("bootstrap", "seed", "observed") if recorded[k] is not None)
+        a.missing.append(f"report: shows the analysis `louder analyze` wrote ({was}), not {' '.join(ignored)}; run "
+                         f"`louder analyze {run} {' '.join(ignored)}` to change it, then `louder report` again")
+    inputs = [run / f for f in ("decisions.parquet", "probes.parquet", "beliefs.parquet")]
+    if any(f.exists() and f.stat().st_mtime > (run / "analysis.json").stat().st_mtime for f in inputs):
+        a.missing.append("analysis: the run's data changed after `louder analyze` wrote its tables; this report "
+                         "shows the data as it is now — run `louder analyze` again to update the CSVs")
+    return a
 
 
 ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning")  # issue 25; reasoning levels: issue 30

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from louder.analysis.sequential import DISPARITY
+from louder.analysis import stats
 
 BOOTSTRAP = "bootstrap"
 SEQUENTIAL = "confidence sequence"
@@ -61,8 +61,9 @@ def _as_case_scenario(df: pd.DataFrame) -> pd.DataFrame:
 def with_sequential(cases: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] | None, score: bool) -> pd.DataFrame:
     """The implicit cases table of a sequential run with the confidence sequence's interval and p-value
     (score mode: in the probability-DPD columns, the quantity the run tested) and its verdict; the
-    bootstrap columns that cannot be valid are emptied. A fixed run's rows get ``interval_method``
-    bootstrap and nothing else changes."""
+    bootstrap columns that cannot be valid are emptied; ``significant`` follows from these p-values
+    with the run's Holm adjustment (``cases.with_holm``, applied after this). A fixed run's rows get
+    ``interval_method`` bootstrap and nothing else changes."""
     out = cases.copy()
     out["interval_method"] = BOOTSTRAP
     if seq is None or out.empty:
@@ -75,13 +76,11 @@ def with_sequential(cases: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] 
     tested = implicit & m["stop_reason"].notna().to_numpy()
     boot = ["threshold", "p_value", "ci_low", "ci_high", "ci_low_p", "ci_high_p", "p_value_p", "mdd", "p_independence"]
     out.loc[implicit, boot] = np.nan
-    out.loc[implicit, "significant"] = False
     out.loc[implicit, "underpowered"] = False
     out.loc[implicit, "interval_method"] = NOT_VALID
     cols = ("ci_low_p", "ci_high_p", "p_value_p") if score else ("ci_low", "ci_high", "p_value")
     for c, src in zip(cols, ("cs_low", "cs_high", "p_value")):
         out.loc[tested, c] = m.loc[tested, src].to_numpy(dtype=float)
-    out.loc[tested, "significant"] = (m.loc[tested, "stop_reason"] == DISPARITY).to_numpy()
     out.loc[tested, "interval_method"] = SEQUENTIAL
     out["stop_reason"] = m["stop_reason"].where(tested, None).to_numpy()
     out["waves"] = pd.array(m["waves"].where(tested).to_numpy(), dtype="Int64") if "waves" in m else pd.NA
@@ -91,7 +90,9 @@ def with_sequential(cases: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] 
 def with_sequential_groups(groups: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] | None) -> pd.DataFrame:
     """``population_groups`` of a sequential population run: per case × group the tested (unweighted)
     DPD with its confidence sequence, p-value and verdict beside the weighted DPD, whose bootstrap
-    threshold, p-value and interval are emptied (not valid under optional stopping)."""
+    threshold, p-value and interval are emptied (not valid under optional stopping). ``p_holm`` is
+    then Holm across the table's rows of the anytime-valid p-value (``p_sequential``) and
+    ``significant`` the run's rule on it (``stats.significant``)."""
     if seq is None or groups.empty:
         return groups
     last = last_waves(*seq)
@@ -100,10 +101,11 @@ def with_sequential_groups(groups: pd.DataFrame, seq: tuple[pd.DataFrame, pd.Dat
     out = groups.copy()
     tested = m["stop_reason"].notna().to_numpy()
     out[["threshold", "p_value", "ci_low", "ci_high"]] = np.nan
-    out["significant"] = (m["stop_reason"] == DISPARITY).to_numpy()
     out["interval_method"] = np.where(tested, SEQUENTIAL, NOT_VALID)
     out["stop_reason"] = m["stop_reason"].to_numpy()
     out["waves"] = pd.array(m["waves"].to_numpy(), dtype="Int64")
     out["dpd_unweighted"], out["cs_low"], out["cs_high"], out["p_sequential"] = (
         m[c].to_numpy(dtype=float) for c in ("dpd", "cs_low", "cs_high", "p_value"))
+    out["p_holm"] = stats.holm(out["p_sequential"].to_numpy())
+    out["significant"] = stats.significant(out["p_holm"].to_numpy())
     return out

@@ -14,6 +14,7 @@ import numpy as np
 from louder.analysis import intervals as I
 
 NAN = float("nan")
+ALPHA = 0.05  # the level of every `significant` decision (after the multiplicity control its table names)
 
 
 # Results are frozen dataclasses (as statsmodels' result classes). For one release they also
@@ -43,9 +44,9 @@ class ParityTest(DictLike):
     """DPD against its null distribution under parity."""
 
     dpd: float
-    threshold: float  # the ``level`` quantile of DPD under parity
+    threshold: float  # the ``level`` quantile of DPD under parity (the paper's parity threshold)
     p_value: float
-    significant: bool
+    significant: bool  # ``significant(p_value, 1 − level)``: this one test; a run's tables use its Holm p-value
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,9 @@ def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) 
 
     p̂ = Σ x_a / Σ n_a (pooled target rate over the case's valid decisions). For b = 1..B draw
     x_a^b ~ Binomial(n_a, p̂) independently per attribute and compute DPD_b over r_a^b = x_a^b / n_a.
-    threshold = the ``level`` quantile of DPD_b (95th percentile); significant ⇔ DPD_obs > threshold;
-    p = (1 + #{DPD_b ≥ DPD_obs}) / (B + 1).
+    threshold = the ``level`` quantile of DPD_b (95th percentile, the paper's parity threshold);
+    p = (1 + #{DPD_b ≥ DPD_obs}) / (B + 1); significant ⇔ p < 1 − level (``significant``: decided from
+    the p-value, never by comparing the DPD with the threshold, whose floats and ties disagree with p).
 
     Attributes with n_a = 0 are left out. Vectorised: one (B × k) binomial draw.
     """
@@ -107,7 +109,7 @@ def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) 
     draws = _dpd_rows(rng.binomial(n, p_hat, size=(B, n.size)) / n)
     threshold = float(np.quantile(draws, level))
     p_value = float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
-    return ParityTest(observed, threshold, p_value, bool(observed > threshold))
+    return ParityTest(observed, threshold, p_value, significant(p_value, level_alpha(level)))
 
 
 def _binomial_draws(rng: np.random.Generator, n: np.ndarray, x: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +161,7 @@ def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int =
     dist = _dpd_rows(draws) / n_total
     threshold = float(np.quantile(dist, level))
     p_value = float((1 + np.count_nonzero(dist >= observed - 1e-12)) / (B + 1))
-    return ParityTest(observed, threshold, p_value, bool(observed > threshold))
+    return ParityTest(observed, threshold, p_value, significant(p_value, level_alpha(level)))
 
 
 def _multinomial_pair_variance(c: np.ndarray, n_total: int) -> np.ndarray:
@@ -197,21 +199,36 @@ def wilson(rate: float, n: float, level: float = 0.95) -> Interval:
     return Interval(float(centre - half), float(centre + half))
 
 
+def level_alpha(level: float) -> float:
+    """α = 1 − level, rounded to 10 digits: 1 − 0.95 is 0.050000000000000044 in floats, which would
+    count p = 0.05 as below it."""
+    return round(1 - level, 10)
+
+
+def significant(p_adjusted, alpha: float = ALPHA):
+    """The one rule of every ``significant`` column: p < alpha, where p is already adjusted for the
+    multiplicity its table controls (cases: Holm across the run's cases; docs/statistics.md). A
+    missing p-value (NaN: no test) is not significant. A scalar gives a bool, an array a bool array."""
+    p = np.asarray(p_adjusted, dtype=float)
+    out = np.zeros(p.shape, dtype=bool)
+    np.less(p, alpha, out=out, where=~np.isnan(p))
+    return bool(out) if out.ndim == 0 else out
+
+
 def holm(p_values) -> np.ndarray:
-    """Holm step-down adjusted p-values (NaNs kept as NaN): with the m p-values sorted,
-    p̃_(i) = min(1, max_{j ≤ i} (m − j + 1) p_(j)). The same numbers as statsmodels'
-    ``multipletests(method="holm")`` (tests/test_stats.py), which runs a full ``gc.collect()`` on
-    every call — a quarter of a second in a process holding a run's tables."""
+    """Holm step-down adjusted p-values (NaNs kept as NaN): with the m p-values sorted ascending,
+    p̃_(i) = min(1, max_{j ≤ i} (m − j + 1) p_(j)). The same as statsmodels' ``multipletests(p,
+    method="holm")`` (tests/test_verdicts.py compares them), which runs a full ``gc.collect()`` on every
+    call — a tenth of a second or more in a large process, and analyze adjusts several tables."""
     p = np.asarray(p_values, dtype=float)
     out = np.full_like(p, np.nan)
     ok = ~np.isnan(p)
-    if ok.any():
-        q = p[ok]
-        order = np.argsort(q, kind="stable")
-        adjusted = np.minimum(1.0, np.maximum.accumulate(q[order] * np.arange(q.size, 0, -1)))
-        back = np.empty_like(adjusted)
-        back[order] = adjusted
-        out[ok] = back
+    m = int(ok.sum())
+    if m:
+        order = np.argsort(p[ok], kind="stable")
+        adjusted = np.empty(m)
+        adjusted[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[ok][order]))
+        out[ok] = adjusted
     return out
 
 

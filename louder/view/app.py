@@ -20,7 +20,7 @@ from louder.view.model import ReplayModel, portrayal
 def RoundsChart(model: ReplayModel):
     """Rates per attribute over rounds (solid: LLM, dashed: control) and the DPD with its band."""
     rates = rates_over_rounds(model.decisions, model.control)
-    band = dpd_band(model.decisions)
+    band = dpd_band(model.decisions, archetype=model.archetype)
     fig = Figure(figsize=(6, 6.5), layout="constrained")
     ax, bx = fig.subplots(2, 1, sharex=True)
     for i, a in enumerate(model.attributes):

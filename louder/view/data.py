@@ -2,7 +2,8 @@
 
 A network run writes, beside ``decisions.parquet`` (one row per agent × round, with ``node`` and
 ``round``), ``network.parquet`` (the edges of each case's graph, ``source``/``target`` node ids) and
-``control.parquet`` (the no-LLM control's ``target`` per node × round). The view needs nothing else.
+``control.parquet`` (the no-LLM control's ``target`` per node × round). The view needs nothing else
+(``manifest.json``, when there, says whether the run was an archetype run).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import json
+
 import numpy as np
 import pandas as pd
 
 from louder.errors import LouderError
 from louder.types import CASE_KEYS
-
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class ViewData:
     edges: pd.DataFrame
     control: pd.DataFrame | None
     cases: tuple[str, ...]  # "model | condition | scenario | group" labels, in file order
+    archetype: bool = False  # agents of one archetype call share its randomness: intervals resample clusters
 
 
 def case_label(key) -> str:
@@ -34,7 +37,7 @@ def case_label(key) -> str:
 def load_view_data(run_dir: str | Path) -> ViewData:
     """Read the run folder (cached per folder and file modification times)."""
     run = Path(run_dir)
-    files = [run / "decisions.parquet", run / "network.parquet", run / "control.parquet"]
+    files = [run / "decisions.parquet", run / "network.parquet", run / "control.parquet", run / "manifest.json"]
     if not files[0].exists() or not files[1].exists():
         raise LouderError(f"{run} holds no network run (decisions.parquet and network.parquet); "
                           "run an experiment with `network:` in its config first")
@@ -51,7 +54,14 @@ def _load(run: str, stamp: tuple) -> ViewData:
     control_path = Path(run) / "control.parquet"
     control = pd.read_parquet(control_path) if control_path.exists() else None
     cases = tuple(dict.fromkeys(case_label(k) for k in d[CASE_KEYS].itertuples(index=False)))
-    return ViewData(d, edges, control, cases)
+    return ViewData(d, edges, control, cases, is_archetype(d, _manifest(Path(run) / "manifest.json")))
+
+
+def _manifest(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None  # no manifest (or an unreadable one): the decisions' columns decide alone
 
 
 def case_frames(data: ViewData, label: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
@@ -91,16 +101,23 @@ def rates_over_rounds(decisions: pd.DataFrame, control: pd.DataFrame | None) -> 
     return pd.concat(frames, ignore_index=True)
 
 
-def dpd_band(decisions: pd.DataFrame, B: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Per round: DPD = max_a r_a − min_a r_a over valid decisions, with the interval of
-    ``louder.analysis.stats.dpd_confidence_interval`` (x_a^b ~ Binomial(n_a, r_a); contains the DPD)."""
-    from louder.analysis.stats import dpd, dpd_confidence_interval
+def dpd_band(decisions: pd.DataFrame, archetype: bool | None = None, B: int = 1000, seed: int = 0,
+             level: float = 0.95) -> pd.DataFrame:
+    """Per round: DPD = max_a r_a − min_a r_a over valid decisions with the interval ``louder analyze``
+    gives it in network_rounds.csv (``network.dpd_by_round``): agents resampled, or — in an archetype
+    run (``archetype``; None: decided from the columns) — archetype × replicate clusters, whose agents
+    share one call's randomness, with at least Student's t on the clusters' degrees of freedom."""
+    from louder.analysis.network import dpd_by_round, with_archetype_clusters
 
-    rows = []
-    valid = decisions[decisions["status"] == "valid"]
-    for r, g in valid.groupby("round"):
-        per = g.groupby("attribute")["target"].agg(["size", "sum"])
-        n, x = per["size"].to_numpy(), per["sum"].astype(int).to_numpy()
-        lo, hi = dpd_confidence_interval(n, x, B=B, seed=seed, level=level)
-        rows.append(dict(round=int(r), dpd=dpd(x / n), low=lo, high=hi))
-    return pd.DataFrame(rows, columns=["round", "dpd", "low", "high"])
+    if archetype is None:
+        archetype = is_archetype(decisions, None)
+    rows, cluster = (with_archetype_clusters(decisions), "cluster") if archetype else (decisions, None)
+    d = dpd_by_round(rows, "attribute", cluster=cluster, B=B, seed=seed, level=level)
+    return d.rename(columns={"ci_low": "low", "ci_high": "high"}).reindex(columns=["round", "dpd", "low", "high"])
+
+
+def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
+    """An archetype run, as ``louder analyze`` decides it (``network_tables.is_archetype``)."""
+    from louder.analysis.network_tables import is_archetype as analysed_as_archetype
+
+    return analysed_as_archetype(decisions, manifest)

@@ -32,6 +32,7 @@ class ReplayModel(mesa.Model):
         super().__init__(seed=seed)
         data = load_view_data(run_dir)
         self.case = case if case in data.cases else data.cases[0]
+        self.archetype = data.archetype
         decisions, edges, self.control = case_frames(data, self.case)
         self.decisions = decisions
         all_nodes = decisions["node"].drop_duplicates().to_numpy()
