@@ -10,13 +10,14 @@ from typing import Annotated, Optional
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from louder.cli_tables import analysis_tables, cases_table, dry_run_table, power_note
 from louder.errors import LouderError
 from louder.progress import progress_bar
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                   help="louder: find implicit bias in LLMs by what persona agents do, beside what the model says.")
 # Wide enough for the tables when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -32,7 +33,7 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="print calls, estimat
 
 
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -66,11 +67,28 @@ def _execute(kind, config, out: Path, retry_errors: bool, **options):
     from louder.api import Run
     from louder.task import execute
 
+    from louder.runfolder import out_folder
+
     task = kind.build(config, **options)
-    result = _with_progress(kind.label, lambda on_progress: execute(task, config, out, retry_errors, on_progress))
+    out_folder(out)  # a file named like the folder: one line before any progress bar
+    try:
+        result = _with_progress(kind.label, lambda on_progress: execute(task, config, out, retry_errors, on_progress))
+    except KeyboardInterrupt as e:
+        _interrupted(getattr(e, "kept", None), config, out)
     for part in kind.show(result):
         console.print(part, highlight=False)
     return Run(out, result)
+
+
+def _interrupted(kept: int | None, config, out: Path) -> None:
+    """Ctrl-C in a run: one line, what is kept and the command that resumes; exit 130."""
+    from louder.runfolder import cache_path, command_line
+
+    held = f"{kept} answers are kept in {cache_path(out, config.cache)}" if kept is not None else \
+        "every finished answer is cached"
+    err_console.print(f"interrupted: {escape(held)}; resume with: {escape(command_line())}", highlight=False,
+                      soft_wrap=True)
+    raise typer.Exit(130)
 
 
 @app.command()
@@ -240,7 +258,7 @@ def plan(
         fail(str(e))
 
 
-probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
+probe_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                         help="Prompt-based probes: explicit question answering (appendix D), beliefs "
                              "(docs/voices.md), the word association and relative decision tests.")
 app.add_typer(probe_app, name="probe")
@@ -307,8 +325,11 @@ def _probe(name: str, config, out: Optional[Path], overrides: dict, retry_errors
         return _dry_run(cfg, kind)
     if out is None:
         fail("--out is required (the run folder to write to)")
-    options = {"generated": _generate(cfg, config, overrides, out, generate, generator)} if generate else {}
-    _execute(kind, cfg, out, retry_errors, **options)
+    from louder.runfolder import hold
+
+    with hold(out):  # the new scenarios and the probe's run: one writer throughout
+        options = {"generated": _generate(cfg, config, overrides, out, generate, generator)} if generate else {}
+        _execute(kind, cfg, out, retry_errors, **options)
 
 
 def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Optional[str]) -> dict:
@@ -481,7 +502,7 @@ def analyze(
     if note := power_note(a.tables["cases"]):
         console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:
-        console.print(f"[yellow]missing:[/] {m}", highlight=False)
+        console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
     console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
 
 
@@ -502,8 +523,25 @@ def report(
     except LouderError as e:
         fail(str(e))
     for m in a.missing:
-        console.print(f"[yellow]missing:[/] {m}", highlight=False)
+        console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
     console.print(f"wrote {path}")
+
+
+@app.command()
+def repair(
+    run_dir: Path = typer.Argument(..., help="run folder whose cache is damaged"),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="the cache file (default: the one the run's config "
+                                         "names, else RUN_DIR/cache.sqlite)"),
+) -> None:
+    """Keep every readable answer of a damaged cache in a new cache, move the damaged file aside
+    (cache.sqlite.damaged-…) and say how many calls remain; then run the same command again."""
+    from louder.runfolder import repair as repair_cache
+
+    try:
+        r = repair_cache(run_dir, cache)
+    except LouderError as e:
+        fail(str(e))
+    console.print(r.line(), highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -602,11 +640,9 @@ def kinds_cmd() -> None:
 def main() -> None:
     # Deprecation notices (old flat config keys) as one line, not Python's two-line warning format.
     warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"
-    try:
-        app()
-    except KeyboardInterrupt:
-        err_console.print("interrupted: finished model calls are cached; run the same command again to resume")
-        sys.exit(130)
+    # Ctrl-C: typer turns KeyboardInterrupt into exit 130 before it could reach here, so a run says
+    # what it kept where it is stopped (``_execute``); elsewhere (reading a config) 130 says it all.
+    app()
 
 
 if __name__ == "__main__":

@@ -52,6 +52,12 @@ class ModelConfig(BaseModel):
         "the paper)",
     )
 
+    @field_validator("json_mode", mode="before")
+    @classmethod
+    def _off_is_off(cls, v):
+        # YAML 1.1 reads an unquoted `off` as false: json_mode: off means "off"
+        return "off" if v is False else v
+
     @field_validator("spec")
     @classmethod
     def _check(cls, v: str) -> str:
