@@ -43,9 +43,12 @@ def _with_progress(label: str, work):
     ``(total, "total")`` or a status line with ``(0, text)``)."""
     on_progress, close = progress_bar(label, console=err_console, remaining=True)
     try:
-        return work(on_progress)
-    finally:
-        close()
+        result = work(on_progress)
+    except BaseException:
+        close(failed=True)
+        raise
+    close()
+    return result
 
 
 def _dry_run(config, kind) -> None:

@@ -49,7 +49,7 @@ def command_line() -> str:
     """How this process was started, as a command to type again: ``louder …`` for the CLI."""
     argv = list(sys.argv) or ["python"]
     head = Path(argv[0]).name
-    if head in ("louder", "__main__.py") or head.startswith("louder"):
+    if head.startswith("louder") or Path(argv[0]).parts[-2:] == ("louder", "cli.py"):  # `louder` or `-m louder.cli`
         return shlex.join(["louder", *argv[1:]])
     return shlex.join([Path(sys.executable).name, *argv]) + " (louder.run)"
 
@@ -257,8 +257,8 @@ def _answers(manifest: dict) -> int:
 def check_cache(out: Path, path: Path, manifest_file: str, planned: int) -> None:
     """A missing or empty (0-byte) cache beside the outputs of an earlier run of this kind would
     make every call again and replace answers that are on record: stop before any is made."""
-    if path.is_file() and path.stat().st_size:
-        return
+    if path.is_dir() or (path.is_file() and path.stat().st_size):
+        return  # a cache (or a folder in its place: opening it says so)
     try:
         manifest = json.loads((out / manifest_file).read_text("utf-8"))
     except (OSError, ValueError):
@@ -284,10 +284,14 @@ class Repair:
         if self.kept is None:
             return f"cache {self.path} is not damaged: nothing to repair"
         moved = f"the damaged file is now {self.aside.name}" if self.aside else "there was no cache file"
-        left = ("; run the same command again" if self.remaining is None else
-                f"; {self.remaining} calls remain to be made: run the same command again to make them")
-        return (f"repaired {self.path}: kept {self.kept} answers in a new cache ({self.unreadable} rows could not "
-                f"be read); {moved}{left}")
+        if self.remaining is None:
+            left = "run the same command again"
+        elif self.remaining:
+            left = f"{self.remaining} calls remain to be made: run the same command again to make them"
+        else:
+            left = "0 calls remain to be made: run the same command again to write the files"
+        return (f"repaired {self.path}: kept {self.kept} answers in a new cache ({self.unreadable} unreadable); "
+                f"{moved}; {left}")
 
 
 def manifests_of(run_dir: Path) -> list[dict]:

@@ -128,10 +128,11 @@ class ResponseCache:
     def _check(self) -> None:
         """Damage of any kind raises ``CacheDamaged``: what ``PRAGMA quick_check`` finds, a file without
         the replies table (but with others), a table of other columns, rows that are not replies."""
-        problems = [r[0] for r in self._db.execute("PRAGMA quick_check").fetchall()]
+        problems = [line for r in self._db.execute("PRAGMA quick_check").fetchall() for line in str(r[0]).splitlines()
+                    if not line.startswith("***")]  # "*** in database main ***" heads the list
         if problems != ["ok"]:
             more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-            raise CacheDamaged(self.path, f"SQLite's quick_check finds {problems[0]!r}{more}")
+            raise CacheDamaged(self.path, f"SQLite's quick_check finds {problems[0][:200]!r}{more}")
         tables = [r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         if "replies" not in tables:
             if tables:
