@@ -423,16 +423,17 @@ def probe_weat(
     from louder.io import write_json
     from louder.llm.embeddings import embedder
     from louder.probes.stimuli import get_stereotype, stereotypes
+    from louder.runfolder import hold
 
     try:
         sts = [get_stereotype(n) for n in stereotype] if stereotype else list(stereotypes().values())
         start = time.perf_counter()
         table = weat_table(sts, embedder(embeddings), permutations=permutations, seed=seed)
-        out.mkdir(parents=True, exist_ok=True)
-        table.assign(embeddings=embeddings).to_parquet(out / "weat.parquet", index=False)
-        write_json({"embeddings": embeddings, "permutations": permutations, "seed": seed,
-                    "stereotypes": [s.name for s in sts], "seconds": round(time.perf_counter() - start, 3)},
-                   out / "weat_manifest.json")
+        with hold(out):  # one writer per run folder
+            table.assign(embeddings=embeddings).to_parquet(out / "weat.parquet", index=False)
+            write_json({"embeddings": embeddings, "permutations": permutations, "seed": seed,
+                        "stereotypes": [s.name for s in sts], "seconds": round(time.perf_counter() - start, 3)},
+                       out / "weat_manifest.json")
     except LouderError as e:
         fail(str(e))
     t = Table(title=f"WEAT ({embeddings}): d > 0 = stigma tokens closer to stigma words")

@@ -47,11 +47,13 @@ _guard = threading.Lock()
 
 def command_line() -> str:
     """How this process was started, as a command to type again: ``louder …`` for the CLI."""
+    from louder.llm.errors import redact  # a key typed on the command line never reaches a file
+
     argv = list(sys.argv) or ["python"]
     head = Path(argv[0]).name
     if head.startswith("louder") or Path(argv[0]).parts[-2:] == ("louder", "cli.py"):  # `louder` or `-m louder.cli`
-        return shlex.join(["louder", *argv[1:]])
-    return shlex.join([Path(sys.executable).name, *argv]) + " (louder.run)"
+        return redact(shlex.join(["louder", *argv[1:]]))
+    return redact(shlex.join([Path(sys.executable).name, *argv]) + " (louder.run)")
 
 
 def out_folder(out: str | Path) -> Path:

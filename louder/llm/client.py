@@ -18,7 +18,7 @@ from louder.errors import LouderError
 from louder.llm.base import LanguageModel, Reply, Request, stable_hash
 from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
-from louder.llm.errors import TRANSIENT, fix_for, redact
+from louder.llm.errors import fix_for, is_transient_cause, redact
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -103,7 +103,7 @@ class Circuit:
             cause = (reply.error_cause or "other") if reply.error is not None else None
             if cause in FATAL:
                 self._open([key], cache, f"{self.label} answered", cause, reply.error)
-            hard = cause is not None and cause not in TRANSIENT
+            hard = cause is not None and not is_transient_cause(cause)
             if hard:
                 if cause != self._run_cause:
                     self._run_cause, self._run_keys, self._run_error = cause, [], reply.error

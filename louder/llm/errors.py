@@ -38,6 +38,14 @@ NAMED = {400: "http_400_invalid_request", 401: "http_401_unauthorized", 403: "ht
 # these from the openai SDK; the lean client's parser returns the label itself).
 BAD_RESPONSE = (IndexError, KeyError, TypeError, json.JSONDecodeError, openai.APIResponseValidationError)
 TRANSIENT = {"timeout", "connection", "http_408_timeout", "http_409_conflict", "http_429_rate_limited", "http_5xx"}
+
+
+def is_transient_cause(cause: str | None) -> bool:
+    """Whether a failure of this cause may pass when tried again: the ``TRANSIENT`` causes, and any
+    other server error by its status (``http_503``, as some backends name it)."""
+    return cause in TRANSIENT or bool(cause and re.fullmatch(r"http_5\d\d", cause))
+
+
 # A request-validation error in a 5xx body (llama_cpp.server answers an unsupported response_format
 # with HTTP 500 "1 validation error ... Input should be 'text' or 'json_object'").
 _VALIDATION = re.compile(r"validation error|Input should be", re.I)
