@@ -162,7 +162,8 @@ class ExperimentConfig(BaseModel):
     concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")
     stop_after_errors: int = Field(20, ge=1, le=1_000_000, description="stop the run when this many calls in a row "
                                    "to one model fail with the same error that retrying cannot fix (a refused key, "
-                                   "401/403, stops it at once); cached answers stay, the same command resumes")
+                                   "401/403, or a spent quota: after 5); cached answers stay, the same command "
+                                   "resumes")
     cache: str | None = Field(None, description="SQLite cache path; default OUT/cache.sqlite")
     executor: Literal["local", "ray"] = Field(
         "local", description="local: cases run in this process; ray: cases run as Ray tasks (pip install louder[ray])")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterable, TypeVar
 
 from louder.errors import LouderError
@@ -42,8 +42,10 @@ class Stopped(Exception):
     """Raised in the threads of a run that is being stopped (Ctrl-C, or another item failed)."""
 
 
-# Causes that no further call can escape: every call stops at once.
+# Causes that no further call can escape (a key refused or revoked, the quota spent): a short streak
+# of them stops a run, whatever ``stop_after_errors`` says; one alone may be a proxy's hiccup.
 FATAL = {"http_401_unauthorized", "http_403_forbidden", "http_429_quota"}
+FATAL_STREAK = 5
 STREAK = 20  # calls in a row failing with one non-transient cause that stop a run (``stop_after_errors``)
 
 
@@ -59,7 +61,8 @@ class Circuit:
     """Watches the calls to one model and opens — every call from then on raises ``FailFastError`` at
     once — when going on would only burn calls:
 
-    - a cause no call escapes (``FATAL``: the key refused, 401/403, or the quota spent), at once;
+    - a cause no call escapes (``FATAL``: the key refused, 401/403, or the quota spent) ``FATAL_STREAK``
+      times in a row (or ``streak``, if fewer);
     - the first ``window`` calls all failing with the same non-transient cause (HTTP 400, 404, a
       validation error, …): the model cannot answer this run at all;
     - ``streak`` calls in a row failing with the same non-transient cause, at any point of the run
@@ -101,8 +104,6 @@ class Circuit:
                     cache.delete([key])
                 raise self.error
             cause = (reply.error_cause or "other") if reply.error is not None else None
-            if cause in FATAL:
-                self._open([key], cache, f"{self.label} answered", cause, reply.error)
             hard = cause is not None and not is_transient_cause(cause)
             if hard:
                 if cause != self._run_cause:
@@ -120,7 +121,7 @@ class Circuit:
                     if len(self._keys) >= self.window:
                         self._open(self._keys, cache, f"the first {len(self._keys)} calls to {self.label} all failed "
                                    "with", cause, self._first_error)
-            if len(self._run_keys) >= self.streak:
+            if len(self._run_keys) >= (min(self.streak, FATAL_STREAK) if self._run_cause in FATAL else self.streak):
                 self._open(self._run_keys, cache, f"{len(self._run_keys)} calls in a row to {self.label} failed "
                            "with", self._run_cause, self._run_error)
 
@@ -307,6 +308,10 @@ def run_all(tasks: list[Callable[[], R]], concurrency: int, n_items: int,
     pool = ThreadPoolExecutor(workers)
     try:
         futures = [pool.submit(t) for t in tasks]
+        wait(futures, return_when=FIRST_EXCEPTION)  # a failed task stops the others at once
+        failed = next((f for f in futures if f.done() and f.exception() is not None), None)
+        if failed is not None:
+            raise failed.exception()
         return [f.result() for f in futures]
     except BaseException:
         if stop is not None:
