@@ -125,7 +125,7 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
                     ctx.stop.set()
                     raise Interrupted(ctx.kept(), out) from None
         except CacheDamaged as e:
-            raise LouderError(runfolder_damage(e, out)) from None
+            raise LouderError(_damage_line(e, out)) from None
         if ctx.deferred:
             return None
         tables, fields = task.tables(ctx, results)
@@ -141,7 +141,7 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
     return TaskResult(ctx.out, tables, manifest, task.manifest_file)
 
 
-def runfolder_damage(e, out: Path) -> str:
+def _damage_line(e, out: Path) -> str:
     """A damaged cache in one line, with the way out."""
     return (f"{e}. Run `louder repair {out}`: it keeps every readable answer in a new cache, moves the damaged "
             "file aside and says how many calls remain; then run this command again")

@@ -252,3 +252,20 @@ def test_the_circuit_breaker_stops_a_run_whose_key_dies_and_the_rerun_completes(
                                       reference.decisions.drop(columns=["run_id", "latency_s", "attempts"]))
     finally:
         server.stop()
+
+
+def test_analyze_during_a_write_says_who_is_writing(tmp_path):
+    cfg = {"models": ["fake:seed=1"], "simulation": {"scenarios": ["emergency_response"],
+                                                   "groups": ["gender_identity"], "agents": 2}}
+    louder.run(cfg, out=tmp_path / "a", progress=False)
+    louder.run({**cfg, "models": ["fake:seed=2"]}, out=tmp_path / "b", progress=False)
+    assert runner.invoke(app, ["analyze", str(tmp_path / "a"), "-B", "200"]).exit_code == 0  # one write: fine
+    with runfolder.hold(tmp_path / "a", "louder run --out a"):  # a run has written its decisions, not its manifest
+        shutil.copy(tmp_path / "b" / "decisions.parquet", tmp_path / "a" / "decisions.parquet")
+        done = {}
+        t = threading.Thread(target=lambda: done.update(r=runner.invoke(app, ["analyze", str(tmp_path / "a")])))
+        t.start()
+        t.join(60)
+    err = done["r"].stderr.strip()
+    assert done["r"].exit_code == 2 and len(err.splitlines()) == 1, err
+    assert f"is being written by pid {os.getpid()}" in err and "louder run --out a" in err

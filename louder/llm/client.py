@@ -272,11 +272,13 @@ class Client:
                     self._local.cache_only = False
                 if on_done:
                     on_done()
-            if pool is not None:
-                for i, f in futures:
-                    if failed:
-                        break
+            for i, f in futures:
+                if failed:
+                    break
+                try:
                     results[i] = f.result()
+                except Exception:  # noqa: BLE001 - ``run`` put it in ``failed``: the first real one is raised
+                    break
             if failed:
                 raise next((e for e in failed if not isinstance(e, Stopped)), failed[0])
         except BaseException as e:
