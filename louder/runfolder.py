@@ -205,10 +205,13 @@ def file_fingerprints(out: Path, names) -> dict[str, str | None]:
 
 
 def check_generations(run_dir: str | Path) -> dict[str, str | None]:
-    """Every file a manifest of ``run_dir`` lists must be of that manifest's write; returns what was
-    seen (compare it after reading to catch a writer in between). One LouderError otherwise."""
+    """Every file a manifest of ``run_dir`` lists must be of that manifest's write, and no table may be
+    left from a write no manifest records (a table an earlier run wrote and the last one did not).
+    Returns what was seen (compare it after reading to catch a writer in between); one LouderError
+    otherwise."""
     run_dir = Path(run_dir)
     seen: dict[str, str | None] = {}
+    generations: set[str] = set()
     for m in sorted(run_dir.glob("*manifest.json")):
         try:
             manifest = json.loads(m.read_text("utf-8"))
@@ -217,6 +220,7 @@ def check_generations(run_dir: str | Path) -> dict[str, str | None]:
         files = manifest.get("files") if isinstance(manifest, dict) else None
         if not isinstance(files, dict):
             continue  # written before generations existed
+        generations.add(manifest.get("generation"))
         for name, expected in files.items():
             path = run_dir / name
             if not path.is_file():
@@ -224,16 +228,27 @@ def check_generations(run_dir: str | Path) -> dict[str, str | None]:
             got = fingerprint(path)
             seen[name] = got
             if got != expected:
-                busy = holder(run_dir)
-                if busy is not None:
-                    raise LouderError(f"run folder {run_dir} is being written by {describe(busy)}: {name} is "
-                                      f"already of its new write, {m.name} not yet; run this again when it has "
-                                      "finished")
-                cmd = manifest.get("command") or "the command that wrote it"
-                raise LouderError(f"run folder {run_dir}: {name} is not of the write {m.name} records (a run was "
-                                  f"stopped while writing its files, or the file comes from another run); run "
-                                  f"`{cmd}` again: it rebuilds every file from the cache")
+                _refuse(run_dir, name, f"is not of the write {m.name} records", manifest)
+    for path in sorted(run_dir.glob("*.parquet")):
+        if path.name not in seen and (got := fingerprint(path)) is not None:
+            seen[path.name] = got
+            if got not in generations:
+                _refuse(run_dir, path.name, "is left from an earlier write that no manifest records (the last run "
+                        "did not write it)", None)
     return seen
+
+
+def _refuse(run_dir: Path, name: str, why: str, manifest: dict | None) -> None:
+    busy = holder(run_dir)
+    if busy is not None:
+        raise LouderError(f"run folder {run_dir} is being written by {describe(busy)}: {name} is already of its "
+                          "new write, not all its files yet; run this again when it has finished")
+    if manifest is None:
+        raise LouderError(f"run folder {run_dir}: {name} {why}; move it aside (or delete it), or run the command "
+                          "that writes it again")
+    cmd = manifest.get("command") or "the command that wrote it"
+    raise LouderError(f"run folder {run_dir}: {name} {why} (a run was stopped while writing its files, or the file "
+                      f"comes from another run); run `{cmd}` again: it rebuilds every file from the cache")
 
 
 def check_unchanged(run_dir: str | Path, seen: dict[str, str | None]) -> None:

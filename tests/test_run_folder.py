@@ -189,6 +189,12 @@ def test_files_of_another_generation_are_refused_and_the_rerun_rebuilds_them(tmp
     pd.testing.assert_frame_equal(frame(a), good)
     assert not (a / ".decisions.parquet.abcd1234.tmp").exists() and (a / ".cases.csv.abcd1234.tmp").exists()
     assert runner.invoke(app, ["analyze", str(a), "-B", "200"]).exit_code == 0
+    # a table an earlier write left (the last run did not write it) is no part of this generation
+    from louder.io import write_parquet
+
+    write_parquet(frame(b, "personas"), a / "control.parquet", {runfolder.GENERATION_KEY: b"0123456789abcdef"})
+    r = runner.invoke(app, ["analyze", str(a), "-B", "200"])
+    assert r.exit_code == 2 and "control.parquet is left from an earlier write that no manifest records" in r.stderr
 
 
 def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
