@@ -7,7 +7,7 @@
     python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
     python benchmarks/run.py --check out.json   check results written before, without measuring
 
-Every result line starts with its key (P1 … P8, E1) and carries ``name=value`` pairs; most figures
+Every result line starts with its key (P1 … P9, E1) and carries ``name=value`` pairs; most figures
 are ratios measured within one run, so they compare like with like on whatever machine runs them.
 The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
@@ -41,6 +41,9 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
   ``louder plan`` gives for D = 0.1 at power 0.8 (equal power: both designs have power 0.8 at 0.1
   and ≈ 1 at 0.3); and the sequential design's type-I error (disparity at DPD 0). Simulated answers,
   the run's own test (benchmarks/sequential_study.py; 1,000 runs each, 200 with --quick).
+- P9 planning: a run of 1,000,002 agents (one case, 333,334 per attribute) up to its first model call,
+  in a fresh process: seconds from ``louder.run`` and peak memory, beyond those of a 3-agent run
+  (the imports and the fixed setup), which are printed beside (benchmarks/plan_stream.py).
 - E1 contention: two embedded-model processes at once ÷ one alone, mean wall time of the same
   decision-like calls (benchmarks/embedded_contention.py); ≫ 2 means llama.cpp threads spin.
 
@@ -103,6 +106,8 @@ GOALS: tuple[Goal, ...] = (
     Goal("P7", "ratio", "<=", 1.20, "≤ 1.20"),
     Goal("P8", "ratio", "<=", 0.5, "≤ 0.5"),
     Goal("P8", "type1", "<=", 0.05, "type-I ≤ α = 0.05"),
+    Goal("P9", "extra_s", "<=", 2.0, "≤ 2 s"),
+    Goal("P9", "extra_mb", "<=", 200, "≤ 200 MB"),
     Goal("E1", "ratio", "<=", 2.0, "≤ 2"),
 )
 
@@ -442,6 +447,18 @@ def p8_sequential(tmp: Path, quick: bool) -> list[Result]:
                                                budget=r["budget"], runs=r["runs"]),
                    "(mean agents per attribute to a verdict at DPD 0.3 ÷ louder plan's N for D = 0.1; "
                    "type1: disparity at DPD 0)")]
+
+
+@figure("P9", quick_s=25)
+def p9_planning(tmp: Path, quick: bool) -> list[Result]:
+    """A million agents up to the first model call, in fresh processes (benchmarks/plan_stream.py)."""
+    from plan_stream import measure
+
+    m = measure(repeats=1 if quick else 2)
+    return [Result("P9", "P9 planning", dict(extra_s=m["extra_s"], extra_mb=m["extra_mb"], seconds=m["seconds"],
+                                             peak_mb=m["peak_mb"], baseline_s=m["baseline_s"],
+                                             baseline_mb=m["baseline_mb"], agents=m["agents"]),
+                   "(a million agents up to the first call, beyond what one agent costs: imports and setup)")]
 
 
 @figure("E1", embedded_calls=(9, 18), quick_s=60)

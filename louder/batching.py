@@ -20,6 +20,7 @@ from louder.llm.batch import (ImportSummary, Recorder, batch_dir, export_stage, 
                                read_index, request_states)
 from louder.llm.cache import ResponseCache
 from louder.llm.spec import parse_spec
+from louder.runfolder import hold
 
 def _check_models(config: ExperimentConfig) -> None:
     for m in config.models:
@@ -116,12 +117,13 @@ def export(config: ExperimentConfig, out: Path, kinds: list[str], unanswered: bo
     those whose answer came back as an ``error`` (and any other cached error answer the run needs).
     A request whose file's results are still awaited is never written twice.
     """
-    recorder = record(config, out, kinds, retry_errors=retry_errors)
-    states = _states(config, out)
-    again = {"unanswered"} if unanswered else set()
-    if retry_errors:
-        again.add("error")
-    stage, files = export_stage(out, recorder.pending, {k for k, (s, _) in states.items() if s in again})
+    with hold(out):  # the recording run and the stage's files: one writer throughout
+        recorder = record(config, out, kinds, retry_errors=retry_errors)
+        states = _states(config, out)
+        again = {"unanswered"} if unanswered else set()
+        if retry_errors:
+            again.add("error")
+        stage, files = export_stage(out, recorder.pending, {k for k, (s, _) in states.items() if s in again})
     return stage, files, sum(len(f.read_text("utf-8").splitlines()) for f in files)
 
 
@@ -130,11 +132,12 @@ def import_file(path: Path, out: Path, config: ExperimentConfig) -> ImportSummar
         raise LouderError(f"batch result file {path} does not exist")
     if not read_index(out):
         raise LouderError(f"{out} has no exported batch (batch/index.jsonl); run `louder batch export` first")
-    cache = _cache(config, out)
-    try:
-        return import_results(path, out, cache)
-    finally:
-        cache.close()
+    with hold(out):  # answers go into the run's cache: no run may write it meanwhile
+        cache = _cache(config, out)
+        try:
+            return import_results(path, out, cache)
+        finally:
+            cache.close()
 
 
 # --- OpenAI Batch API: upload, create, poll, download (openai SDK) ---

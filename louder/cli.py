@@ -10,13 +10,14 @@ from typing import Annotated, Optional
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from louder.cli_tables import analysis_tables, cases_table, dry_run_table, power_note
 from louder.errors import LouderError
 from louder.progress import progress_bar
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                   help="louder: find implicit bias in LLMs by what persona agents do, beside what the model says.")
 # Wide enough for the tables when output goes to a file or CI log.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -32,7 +33,7 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="print calls, estimat
 
 
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -42,9 +43,12 @@ def _with_progress(label: str, work):
     ``(total, "total")`` or a status line with ``(0, text)``)."""
     on_progress, close = progress_bar(label, console=err_console, remaining=True)
     try:
-        return work(on_progress)
-    finally:
-        close()
+        result = work(on_progress)
+    except BaseException:
+        close(failed=True)
+        raise
+    close()
+    return result
 
 
 def _dry_run(config, kind) -> None:
@@ -70,11 +74,28 @@ def _execute(kind, config, out: Path, retry_errors: bool, **options):
     from louder.api import Run
     from louder.task import execute
 
+    from louder.runfolder import out_folder
+
     task = kind.build(config, **options)
-    result = _with_progress(kind.label, lambda on_progress: execute(task, config, out, retry_errors, on_progress))
+    out_folder(out)  # a file named like the folder: one line before any progress bar
+    try:
+        result = _with_progress(kind.label, lambda on_progress: execute(task, config, out, retry_errors, on_progress))
+    except KeyboardInterrupt as e:
+        _interrupted(getattr(e, "kept", None), config, out)
     for part in kind.show(result):
         console.print(part, highlight=False)
     return Run(out, result)
+
+
+def _interrupted(kept: int | None, config, out: Path) -> None:
+    """Ctrl-C in a run: one line, what is kept and the command that resumes; exit 130."""
+    from louder.runfolder import cache_path, command_line
+
+    held = f"{kept} answers are kept in {cache_path(out, config.cache)}" if kept is not None else \
+        "every finished answer is cached"
+    err_console.print(f"interrupted: {escape(held)}; resume with: {escape(command_line())}", highlight=False,
+                      soft_wrap=True)
+    raise typer.Exit(130)
 
 
 @app.command()
@@ -247,7 +268,7 @@ def plan(
         fail(str(e))
 
 
-probe_app = typer.Typer(add_completion=False, no_args_is_help=True,
+probe_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                         help="Prompt-based probes: explicit question answering (appendix D), beliefs "
                              "(docs/voices.md), the word association and relative decision tests.")
 app.add_typer(probe_app, name="probe")
@@ -314,8 +335,11 @@ def _probe(name: str, config, out: Optional[Path], overrides: dict, retry_errors
         return _dry_run(cfg, kind)
     if out is None:
         fail("--out is required (the run folder to write to)")
-    options = {"generated": _generate(cfg, config, overrides, out, generate, generator)} if generate else {}
-    _execute(kind, cfg, out, retry_errors, **options)
+    from louder.runfolder import hold
+
+    with hold(out):  # the new scenarios and the probe's run: one writer throughout
+        options = {"generated": _generate(cfg, config, overrides, out, generate, generator)} if generate else {}
+        _execute(kind, cfg, out, retry_errors, **options)
 
 
 def _generate(cfg, config, overrides: dict, out: Path, n: int, generator: Optional[str]) -> dict:
@@ -406,16 +430,17 @@ def probe_weat(
     from louder.io import write_json
     from louder.llm.embeddings import embedder
     from louder.probes.stimuli import get_stereotype, stereotypes
+    from louder.runfolder import hold
 
     try:
         sts = [get_stereotype(n) for n in stereotype] if stereotype else list(stereotypes().values())
         start = time.perf_counter()
         table = weat_table(sts, embedder(embeddings), permutations=permutations, seed=seed)
-        out.mkdir(parents=True, exist_ok=True)
-        table.assign(embeddings=embeddings).to_parquet(out / "weat.parquet", index=False)
-        write_json({"embeddings": embeddings, "permutations": permutations, "seed": seed,
-                    "stereotypes": [s.name for s in sts], "seconds": round(time.perf_counter() - start, 3)},
-                   out / "weat_manifest.json")
+        with hold(out):  # one writer per run folder
+            table.assign(embeddings=embeddings).to_parquet(out / "weat.parquet", index=False)
+            write_json({"embeddings": embeddings, "permutations": permutations, "seed": seed,
+                        "stereotypes": [s.name for s in sts], "seconds": round(time.perf_counter() - start, 3)},
+                       out / "weat_manifest.json")
     except LouderError as e:
         fail(str(e))
     t = Table(title=f"WEAT ({embeddings}): d > 0 = stigma tokens closer to stigma words")
@@ -488,7 +513,7 @@ def analyze(
     if note := power_note(a.tables["cases"]):
         console.print(f"[yellow]{note}[/]", highlight=False)
     for m in a.missing:
-        console.print(f"[yellow]missing:[/] {m}", highlight=False)
+        console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
     console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
 
 
@@ -513,8 +538,25 @@ def report(
     except LouderError as e:
         fail(str(e))
     for m in a.missing:
-        console.print(f"[yellow]missing:[/] {m}", highlight=False)
+        console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
     console.print(f"wrote {path}")
+
+
+@app.command()
+def repair(
+    run_dir: Path = typer.Argument(..., help="run folder whose cache is damaged"),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="the cache file (default: the one the run's config "
+                                         "names, else RUN_DIR/cache.sqlite)"),
+) -> None:
+    """Keep every readable answer of a damaged cache in a new cache, move the damaged file aside
+    (cache.sqlite.damaged-…) and say how many calls remain; then run the same command again."""
+    from louder.runfolder import repair as repair_cache
+
+    try:
+        r = repair_cache(run_dir, cache)
+    except LouderError as e:
+        fail(str(e))
+    console.print(r.line(), highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -620,11 +662,9 @@ def kinds_cmd() -> None:
 def main() -> None:
     # Deprecation notices (old flat config keys) as one line, not Python's two-line warning format.
     warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"
-    try:
-        app()
-    except KeyboardInterrupt:
-        err_console.print("interrupted: finished model calls are cached; run the same command again to resume")
-        sys.exit(130)
+    # Ctrl-C: typer turns KeyboardInterrupt into exit 130 before it could reach here, so a run says
+    # what it kept where it is stopped (``_execute``); elsewhere (reading a config) 130 says it all.
+    app()
 
 
 if __name__ == "__main__":

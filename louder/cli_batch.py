@@ -7,11 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from louder.errors import LouderError
 
-batch_app = typer.Typer(add_completion=False, no_args_is_help=True,
+batch_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                         help="Batch files for the OpenAI Batch API and vLLM run_batch: export, import, status, "
                              "submit, poll.")
 console = Console()
@@ -30,7 +31,7 @@ KindOpt = Annotated[Optional[list[str]], typer.Option(
 
 
 def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

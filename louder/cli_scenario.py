@@ -8,17 +8,18 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from louder.errors import LouderError
 
-scenario_app = typer.Typer(add_completion=False, no_args_is_help=True,
+scenario_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                            help="Scenario files: paraphrase a scenario into checked wordings (docs/robustness.md).")
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 
 def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

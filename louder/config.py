@@ -160,6 +160,10 @@ class ExperimentConfig(BaseModel):
     reask: int = Field(0, ge=0, le=10, description="re-ask an invalid or refused decision/probe answer up to "
                        "this many more times (fresh seed); every try counts in `attempts`, the last answer is kept")
     concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")
+    stop_after_errors: int = Field(20, ge=1, le=1_000_000, description="stop the run when this many calls in a row "
+                                   "to one model fail with the same error that retrying cannot fix (a refused key, "
+                                   "401/403, or a spent quota: after 5); cached answers stay, the same command "
+                                   "resumes")
     cache: str | None = Field(None, description="SQLite cache path; default OUT/cache.sqlite")
     executor: Literal["local", "ray"] = Field(
         "local", description="local: cases run in this process; ray: cases run as Ray tasks (pip install louder[ray])")
@@ -224,6 +228,21 @@ class ExperimentConfig(BaseModel):
     # --- sequential runs (docs/sequential.md) ---
     sequential: SequentialConfig | None = Field(None, description="run each case in waves until it is decided "
                                                 "(`louder run --until decided`); none: a fixed number of agents")
+    @model_validator(mode="before")
+    @classmethod
+    def _partial_sections(cls, data):
+        """A mapping given for a field whose default is a settings object (``persona``, ``control``, …)
+        changes only the keys it names: ``persona: {temperature: 0.5}`` keeps the default max_tokens."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for name, value in data.items():
+            field = cls.model_fields.get(name)
+            default = getattr(field, "default", None)
+            if isinstance(value, dict) and isinstance(default, BaseModel):
+                out[name] = {**default.model_dump(), **value}
+        return out
+
     @field_validator("models", mode="before")
     @classmethod
     def _strings_are_specs(cls, v):
@@ -438,11 +457,17 @@ def load_config(path: str | Path | dict | ExperimentConfig | None, overrides: di
     elif path is not None:
         p = Path(path)
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except OSError as e:
             raise LouderError(f"config file {p}: cannot be read ({e.strerror})") from None
+        except UnicodeDecodeError as e:
+            raise LouderError(f"config file {p}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at position {e.start}); "
+                              "save it as UTF-8") from None
         except yaml.YAMLError as e:
             raise LouderError(f"config file {p}: not valid YAML ({str(e).splitlines()[0]})") from None
+        if data is None:  # an empty file is a mistake, not "run the defaults" (on the embedded model)
+            raise LouderError(f"config file {p}: is empty; write the fields to set (e.g. `models: [fake]`), or give no "
+                              "config file to run the defaults")
         if not isinstance(data, dict):
             raise LouderError(f"config file {p}: must be a mapping of fields, got {type(data).__name__}")
     where = f"config {path}" if path else "config"

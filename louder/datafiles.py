@@ -19,6 +19,9 @@ def read_yaml(path: Any, what: str) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise LouderError(f"{what} file {path}: cannot be read ({e.strerror}); check the path") from None
+    except UnicodeDecodeError as e:
+        raise LouderError(f"{what} file {path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at position "
+                          f"{e.start}); save it as UTF-8") from None
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -34,8 +34,16 @@ def _atomic(path: Path, write) -> None:
         raise
 
 
-def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
-    _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
+def write_parquet(df: pd.DataFrame, path: str | Path, metadata: dict[bytes, bytes] | None = None) -> None:
+    """``df`` as Parquet; ``metadata`` is added to the file's schema metadata (e.g. the run's generation)."""
+    if not metadata:
+        return _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    _atomic(Path(path), lambda tmp: pq.write_table(table, tmp))
 
 
 def write_json(obj, path: str | Path) -> None:

@@ -14,8 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def progress_bar(label: str, console: Console | None = None,
-                 remaining: bool = False) -> tuple[Callable[[int, str], None], Callable[[], None]]:
-    """A started rich progress bar: ``(on_progress, close)``; ``remaining`` adds the time-left column."""
+                 remaining: bool = False) -> tuple[Callable[[int, str], None], Callable[..., None]]:
+    """A started rich progress bar: ``(on_progress, close)``; ``remaining`` adds the time-left column.
+    ``close(failed=True)`` takes the bar off the screen, so a failure's one line stands alone."""
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     bar = Progress(*columns, *([TimeRemainingColumn()] if remaining else []), console=console, transient=False)
     task = bar.add_task(label, total=None)
@@ -29,4 +30,9 @@ def progress_bar(label: str, console: Console | None = None,
         else:
             bar.advance(task)
 
-    return on_progress, bar.stop
+    def close(failed: bool = False) -> None:
+        if failed:
+            bar.live.transient = True
+        bar.stop()
+
+    return on_progress, close

@@ -20,24 +20,26 @@ from louder.llm.registry import backend_info
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
 from louder.manifest import call_counts, model_identities, package_versions
 from louder.prompts import Prompts
+from louder.runfolder import out_folder
 from louder.session import ModelSession
 
 
 def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Prompts, retry_errors: bool,
                   preflight_path: Path | None = None, planned_calls: int | None = None,
-                  recorder: Recorder | None = None) -> dict[str, ModelSession]:
-    """One session per model of the config, all sharing one cap on calls in flight."""
+                  recorder: Recorder | None = None, stop: threading.Event | None = None) -> dict[str, ModelSession]:
+    """One session per model of the config, all sharing one cap on calls in flight (and one ``stop``
+    event: set, no client starts another call)."""
     slots = threading.BoundedSemaphore(config.concurrency)
     sessions = {m.label: open_session(config, m, cache, prompts, retry_errors, slots, preflight_path, planned_calls,
-                                      recorder) for m in config.models}
+                                      recorder, stop) for m in config.models}
     if config.twin_rewriter:
-        add_rewriter(config, sessions, cache, retry_errors, slots, preflight_path, planned_calls, recorder)
+        add_rewriter(config, sessions, cache, retry_errors, slots, preflight_path, planned_calls, recorder, stop)
     return sessions
 
 
 def add_rewriter(config: ExperimentConfig, sessions: dict[str, ModelSession], cache: ResponseCache,
                  retry_errors: bool, slots: threading.Semaphore, preflight_path: Path | None,
-                 planned_calls: int | None, recorder: Recorder | None) -> None:
+                 planned_calls: int | None, recorder: Recorder | None, stop: threading.Event | None = None) -> None:
     """Give every session a client of ``config.twin_rewriter`` (preflighted like a model of the run): one
     backend, one client per session, so each shares its session's cache-only first pass and counts its
     own calls."""
@@ -54,12 +56,14 @@ def add_rewriter(config: ExperimentConfig, sessions: dict[str, ModelSession], ca
         if s.client is same:
             continue  # rewriter None: the model itself
         s.rewriter = Client(backend, cache, concurrency, retry_errors, slots=slots, local=s.client._local,
-                            circuit=Circuit(fail_fast_window(planned_calls), spec), recorder=recorder, label=spec)
+                            circuit=Circuit(fail_fast_window(planned_calls), spec, config.stop_after_errors),
+                            recorder=recorder, label=spec, stop=stop)
 
 
 def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCache, prompts: Prompts,
                  retry_errors: bool, slots: threading.Semaphore | None = None, preflight_path: Path | None = None,
-                 planned_calls: int | None = None, recorder: Recorder | None = None) -> ModelSession:
+                 planned_calls: int | None = None, recorder: Recorder | None = None,
+                 stop: threading.Event | None = None) -> ModelSession:
     """The clients (model and, on the completion path, extractor) of one model of the config.
 
     Remote models get a preflight first (cached in ``preflight_path``): ``json_mode: auto`` becomes the
@@ -85,16 +89,16 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     window = fail_fast_window(planned_calls)
     client = Client(backend, cache, concurrency, retry_errors, slots=slots,
-                    circuit=Circuit(window, mcfg.spec), recorder=recorder, label=mcfg.label,
-                    thinking_tags=tuple(mcfg.thinking_tags))
+                    circuit=Circuit(window, mcfg.spec, config.stop_after_errors), recorder=recorder, label=mcfg.label,
+                    stop=stop, thinking_tags=tuple(mcfg.thinking_tags))
     extractor = client
     if mcfg.extractor:
         ecfg, epf = negotiate(ModelConfig(spec=mcfg.extractor), preflight_path)
         if epf is not None:
             negotiated["extractor"] = epf.summary(ecfg.json_mode, "auto")
         extractor = Client(build_backend(mcfg.extractor, ecfg), cache, concurrency, retry_errors, slots=slots,
-                           local=client._local, circuit=Circuit(window, mcfg.extractor), recorder=recorder,
-                           label=mcfg.extractor)
+                           local=client._local, circuit=Circuit(window, mcfg.extractor, config.stop_after_errors),
+                           recorder=recorder, label=mcfg.extractor, stop=stop)
     return ModelSession(mcfg.label, api, client, extractor, prompts, config, extra={"preflight": negotiated})
 
 
@@ -118,10 +122,10 @@ class RunContext:
         self.start = time.perf_counter()
         self.started_at = datetime.now(timezone.utc).isoformat()
         self.config = config
-        self.out = Path(out_dir)
-        self.out.mkdir(parents=True, exist_ok=True)
+        self.out = out_folder(out_dir)
         self.run_id = config.run_id or self.out.resolve().name
         self.cache = ResponseCache(config.cache or self.out / "cache.sqlite")
+        self.stop = threading.Event()  # set when the run is being stopped: no client starts another call
         self.prompts = Prompts()
         self.retry_errors = retry_errors
         self.planned_calls = planned_calls  # model calls of a cold run, from the task's plan
@@ -130,7 +134,7 @@ class RunContext:
         self._remote_counts: dict[str, float] = {}  # calls made by workers of other processes (Ray)
         try:
             self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors,
-                                          self.out / "preflight.json", planned_calls, recorder)
+                                          self.out / "preflight.json", planned_calls, recorder, self.stop)
         except BaseException:
             self.cache.close()
             raise
@@ -148,6 +152,13 @@ class RunContext:
     @property
     def deferred(self) -> bool:
         return self.recorder is not None and len(self.recorder) > 0
+
+    def kept(self) -> int | None:
+        """Answers the cache holds now (None when it cannot say)."""
+        try:
+            return len(self.cache)
+        except LouderError:
+            return None
 
     def __enter__(self) -> RunContext:
         return self

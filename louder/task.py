@@ -15,10 +15,13 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from louder import runfolder
 from louder.config import ExperimentConfig
+from louder.errors import LouderError
 from louder.io import write_csv, write_json, write_parquet
 from louder.llm.batch import Recorder
-from louder.llm.client import run_all
+from louder.llm.cache import CacheDamaged
+from louder.llm.client import Stopped, run_all
 from louder.records import RunContext
 
 Progress = Callable[[int, str], None]
@@ -78,33 +81,68 @@ class TaskResult:
     manifest_file: str = "manifest.json"
 
 
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C: how many answers its cache keeps. Still a ``KeyboardInterrupt``."""
+
+    def __init__(self, kept: int | None, out: Path):
+        self.kept, self.out = kept, out
+        held = f"{kept} answers are kept in the cache" if kept is not None else "every finished answer is cached"
+        super().__init__(f"interrupted: {held} of {out}; run the same command again to resume")
+
+
 def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_errors: bool = False,
             on_progress: Progress | None = None, recorder: Recorder | None = None) -> TaskResult | None:
     """Run (or resume, through the cache) ``task`` and write its tables and manifest into ``out_dir``.
     ``on_progress(total, "start")`` is called once, then ``(0, "")`` after each answer; a task that
     runs its items itself may also call ``(new total, "total")`` and ``(0, status line)``.
 
+    The run holds the folder's lock throughout (``louder.runfolder``): a second writer fails at once.
+    Every file it writes carries one generation id, which the manifest (written last) records.
+
     With a ``recorder`` (batch export) no model is called: the requests that miss the cache are
     recorded, and while any is missing nothing is written and None is returned."""
-    total = sum(item.size for item in task.items)
-    if on_progress:
-        on_progress(total, "start")
-    tick = (lambda: on_progress(0, "")) if on_progress else None
-    keys = [item.key for item in task.items]
-    planned = task.planned_calls
-    with RunContext(config, out_dir, retry_errors, planned_calls=planned, recorder=recorder) as ctx:
-        ctx.progress = on_progress  # run_items may report more than ticks: a new total, a status line
-        if task.run_items is not None:
-            results = task.run_items(ctx, keys, tick)
-        else:
-            # Items run side by side so small ones never leave call slots idle; the global in-flight
-            # cap still holds, since every call passes the shared semaphore of the clients.
-            results = run_all([lambda k=k: task.run_item(ctx, k, tick) for k in keys], config.concurrency, total)
-    if ctx.deferred:
-        return None
-    tables, fields = task.tables(ctx, results)
-    for name, df in tables.items():
-        (write_csv if name.endswith(".csv") else write_parquet)(df, ctx.out / name)
-    manifest = ctx.manifest(task.kind, **fields)
-    write_json(manifest, ctx.out / task.manifest_file)
+    with runfolder.hold(out_dir) as out:
+        runfolder.clean_temp_files(out)
+        planned = task.planned_calls
+        if recorder is None:
+            runfolder.check_cache(out, runfolder.cache_path(out, config.cache), task.manifest_file, planned)
+        total = sum(item.size for item in task.items)
+        if on_progress:
+            on_progress(total, "start")
+        tick = (lambda: on_progress(0, "")) if on_progress else None
+        keys = [item.key for item in task.items]
+        try:
+            with RunContext(config, out, retry_errors, planned_calls=planned, recorder=recorder) as ctx:
+                ctx.progress = on_progress  # run_items may report more than ticks: a new total, a status line
+                try:
+                    if task.run_items is not None:
+                        results = task.run_items(ctx, keys, tick)
+                    else:
+                        # Items run side by side so small ones never leave call slots idle; the global
+                        # in-flight cap still holds, since every call passes the clients' shared semaphore.
+                        results = run_all([lambda k=k: task.run_item(ctx, k, tick) for k in keys], config.concurrency,
+                                          total, ctx.stop)
+                except (KeyboardInterrupt, Stopped):
+                    ctx.stop.set()
+                    raise Interrupted(ctx.kept(), out) from None
+        except CacheDamaged as e:
+            raise LouderError(_damage_line(e, out)) from None
+        if ctx.deferred:
+            return None
+        tables, fields = task.tables(ctx, results)
+        generation = runfolder.new_generation()
+        for name, df in tables.items():
+            if name.endswith(".csv"):
+                write_csv(df, ctx.out / name)
+            else:
+                write_parquet(df, ctx.out / name, {runfolder.GENERATION_KEY: generation.encode()})
+        manifest = ctx.manifest(task.kind, **fields, generation=generation, command=runfolder.command_line(),
+                                files=runfolder.file_fingerprints(ctx.out, tables))
+        write_json(manifest, ctx.out / task.manifest_file)
     return TaskResult(ctx.out, tables, manifest, task.manifest_file)
+
+
+def _damage_line(e, out: Path) -> str:
+    """A damaged cache in one line, with the way out."""
+    return (f"{e}. Run `louder repair {out}`: it keeps every readable answer in a new cache, moves the damaged "
+            "file aside and says how many calls remain; then run this command again")

@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 from louder.llm.base import Reply, Request
 from louder.llm.cache import ResponseCache, cache_key
 from louder.llm.client import Client
@@ -63,3 +65,42 @@ def test_client_counts_calls_and_hits(tmp_path):
     assert client.model_calls == 20 and client.cache_hits == 0
     client.map(client.call, [req(replicate=f"r{i}") for i in range(20)])
     assert backend.calls == 20 and client.cache_hits == 20
+
+
+def test_map_streams_the_first_call_comes_after_the_first_items(tmp_path):
+    """Issue 36.8: items are drawn from the iterable as the pool has room, so a long plan makes its
+    first call after a handful of items, not after all of them."""
+    drawn = []
+    first: dict = {}
+
+    class Recording(Counting):
+        def generate(self, request):
+            first.setdefault("drawn", len(drawn))
+            return super().generate(request)
+
+    client = Client(Recording(), ResponseCache(tmp_path / "c.sqlite"), concurrency=4)
+
+    def items():
+        for i in range(400):
+            drawn.append(i)
+            yield req(replicate=f"r{i}")
+
+    out = client.map(client.call, items())
+    assert first["drawn"] <= 2 * 4 + 1  # the first call: after at most the pool's room of items
+    assert [r.text for r in out] == [f"r{i}" for i in range(400)]  # results in input order
+
+
+def test_map_stops_at_the_first_failure_and_keeps_what_arrived(tmp_path):
+    from louder.llm.client import FailFastError
+
+    class Failing(Counting):
+        def generate(self, request):
+            if request.replicate == "r30":
+                raise FailFastError("stopped")
+            return super().generate(request)
+
+    client = Client(Failing(), ResponseCache(tmp_path / "c.sqlite"), concurrency=4)
+    with pytest.raises(FailFastError):
+        client.map(client.call, (req(replicate=f"r{i}") for i in range(10_000)))
+    assert client.model_calls < 100  # it did not go on through the rest of the plan
+    assert len(client.cache) == client.model_calls  # every answer that arrived is cached

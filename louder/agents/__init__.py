@@ -52,7 +52,7 @@ def decision_schema(labels: list[str], constrained: bool, rationale: bool = True
 class PersonaAgent(mesa.Agent):
     """One agent: its attribute, its persona (written by the model), and its decision."""
 
-    def __init__(self, model: mesa.Model, attribute: str, replicate: int):
+    def __init__(self, model: mesa.Model, attribute: str, replicate: int, agent_id: int | None = None):
         super().__init__(model)
         self.attribute = attribute
         self.replicate = replicate
@@ -61,7 +61,7 @@ class PersonaAgent(mesa.Agent):
         # the case list never changes (or cache-misses) an existing agent's answers.
         self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
                                 attribute, replicate)
-        self.agent_id = self.unique_id
+        self.agent_id = self.unique_id if agent_id is None else agent_id
         self._blank()
 
     def _blank(self) -> None:

@@ -22,6 +22,7 @@ from louder.analysis.compare import ablation, contrast, directions, load_predict
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
+from louder.runfolder import check_generations, check_unchanged
 from louder.scenarios import load_group
 
 TABLES = ("cases", "attributes", "choices", "contrast", "ablation", "directions", "rationales")
@@ -136,6 +137,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if bootstrap < 100:
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
     run = Path(run_dir)
+    # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
+    generations = check_generations(run)
     decisions, probes, personas, manifests, missing = load_run(run)
     sequential = ST.read(run, manifests.get("simulation"))
     score = (manifests.get("simulation") or {}).get("config", {}).get("decision_mode") == "score"
@@ -230,6 +233,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
+    check_unchanged(run, generations)  # no run rewrote a file while it was read
     result.seconds = time.perf_counter() - start
     written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
     if write:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from louder.llm.base import Reply, Request
 from louder.llm.cache import ResponseCache
+from louder.llm.errors import classify_failure
 from louder.llm.openai_wire import generation_reply, request_body, score_reply
 
 
@@ -202,21 +203,24 @@ class ImportSummary:
     examples: dict[str, list[str]] = field(default_factory=dict)  # a few line numbers per category
 
 
-def _error_text(obj: dict) -> str | None:
-    """The error of a result line, or None for a 2xx response."""
+def _error_text(obj: dict) -> tuple[str, str] | None:
+    """(the error, its cause) of a result line, or None for a 2xx response. The cause is the one a
+    live call would get (``louder.llm.errors``): ``http_STATUS`` for an HTTP error, ``batch_error`` for
+    an error object without a status."""
     err = obj.get("error")
     if err:
         msg = err.get("message") if isinstance(err, dict) else str(err)
         code = err.get("code") if isinstance(err, dict) else None
-        return f"batch error{f' {code}' if code else ''}: {msg}"[:2000]
+        return f"batch error{f' {code}' if code else ''}: {msg}"[:2000], "batch_error"
     resp = obj.get("response")
     if not isinstance(resp, dict):
-        return "batch error: line has neither response nor error"
+        return "batch error: line has neither response nor error", "bad_response"
     status = resp.get("status_code", 200)
     if not isinstance(status, int) or status >= 300:
         body = resp.get("body")
         msg = body.get("error", body) if isinstance(body, dict) else body
-        return f"batch error: HTTP {status}: {str(msg)[:1500]}"
+        cause = classify_failure(status, json.dumps(body)).cause if isinstance(status, int) else "bad_response"
+        return f"batch error: HTTP {status}: {str(msg)[:1500]}", cause
     return None
 
 
@@ -224,10 +228,11 @@ def reply_of(obj: dict, entry: dict) -> Reply:
     """The Reply a result line stands for, read as its index entry says."""
     err = _error_text(obj)
     if err:
-        return Reply(error=err)
+        return Reply(error=err[0], error_cause=err[1])
     body = obj["response"].get("body")
     if not isinstance(body, dict):
-        return Reply(error=f"batch error: response body is not a JSON object: {str(body)[:300]}")
+        return Reply(error=f"bad_response: batch error: response body is not a JSON object: {str(body)[:300]}",
+                     error_cause="bad_response")
     if entry["kind"] == "score":
         return score_reply(body, entry["prefix"], entry["choices"])
     return generation_reply(body, entry["kind"] == "chat")
@@ -274,7 +279,7 @@ def import_results(path: str | Path, run_dir: str | Path, cache: ResponseCache) 
             count("already_cached", lineno)
             continue
         reply = reply_of(obj, index[cid])
-        cache.put(cid, reply)
+        cache.put(cid, reply, replace_error=True)  # a cached error (not an answer: checked above) is replaced
         count("stored", lineno)
         if reply.error:
             counts["errors"] += 1

@@ -157,7 +157,8 @@ class EmbeddedModel:
                 processor = self._processor(llm, request)
                 out, text = self._complete(llm, request, processor)
             except ValueError as e:  # prompt longer than the context window; schema llguidance cannot compile
-                return Reply(error=f"llama.cpp: {e}", latency_s=time.perf_counter() - start)
+                return Reply(error=f"local_model: llama.cpp: {e}", error_cause="local_model",
+                             latency_s=time.perf_counter() - start)
             usage = out.get("usage", {})
             finish = out["choices"][0].get("finish_reason")
             reply = Reply(
@@ -216,8 +217,8 @@ class EmbeddedModel:
             # Tokens may merge across the prompt/choice boundary: start every choice where all agree.
             m = min(_common_prefix(base, f) for f in fulls)
             if m < 1 or max(len(f) for f in fulls) > self.n_ctx:
-                return Reply(error=f"llama.cpp: prompt of {len(base)} tokens does not fit n_ctx={self.n_ctx}",
-                             latency_s=time.perf_counter() - start)
+                return Reply(error=f"context_overflow: llama.cpp: prompt of {len(base)} tokens does not fit "
+                             f"n_ctx={self.n_ctx}", error_cause="context_overflow", latency_s=time.perf_counter() - start)
             split = min(self._split(llm, request, base), m - 1)
             if split and self._score_prefix == base[:split]:
                 llm.n_tokens = split  # rewind to the kept prefix; eval overwrites positions ≥ split only

@@ -7,6 +7,7 @@ request body rejects it again, so retrying only burns time (and, on a hosted API
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -39,7 +40,19 @@ class Failure:
 NAMED = {400: "http_400_invalid_request", 401: "http_401_unauthorized", 403: "http_403_forbidden",
          404: "http_404_not_found", 408: "http_408_timeout", 409: "http_409_conflict", 413: "http_413_too_large",
          422: "http_422_validation", 429: "http_429_rate_limited"}
+# What a client raises reading a response that is not of the API's shape: an empty `choices` list,
+# a body that is not JSON or not an object. Both clients label it `bad_response` (LangChain raises
+# these from the openai SDK; the lean client's parser returns the label itself).
+BAD_RESPONSE = (IndexError, KeyError, TypeError, json.JSONDecodeError, openai.APIResponseValidationError)
 TRANSIENT = {"timeout", "connection", "http_408_timeout", "http_409_conflict", "http_429_rate_limited", "http_5xx"}
+
+
+def is_transient_cause(cause: str | None) -> bool:
+    """Whether a failure of this cause may pass when tried again: the ``TRANSIENT`` causes, and any
+    other server error by its status (``http_503``, as some backends name it)."""
+    return cause in TRANSIENT or bool(cause and re.fullmatch(r"http_5\d\d", cause))
+
+
 # A request-validation error in a 5xx body (llama_cpp.server answers an unsupported response_format
 # with HTTP 500 "1 validation error ... Input should be 'text' or 'json_object'").
 _VALIDATION = re.compile(r"validation error|Input should be", re.I)
@@ -56,6 +69,8 @@ def classify_failure(status: int | None, body: str = "", exc: BaseException | No
             return Failure("timeout", True)
         if isinstance(exc, (ConnectionError, httpx.TransportError, openai.APIConnectionError)):
             return Failure("connection", True)
+        if isinstance(exc, BAD_RESPONSE) or (isinstance(exc, ValueError) and "response" in str(exc).lower()):
+            return Failure("bad_response", False)  # an answer came, but not of the API's shape (empty choices, …)
         return Failure("other", False)
     if status == 429 and "insufficient_quota" in body:
         return Failure("http_429_quota", False)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from louder.llm.retry import failed_reply_fields
 from louder.llm.base import Reply, Request
 from louder.llm.errors import TRANSIENT
 
@@ -87,7 +88,7 @@ class EndpointPool:
             try:
                 reply = call(r.backend)
             except Exception as e:  # noqa: BLE001 - a backend bug must still become an accounted row
-                reply = Reply(error=f"request failed: {type(e).__name__}: {e}"[:2000])
+                reply = Reply(**failed_reply_fields(e))
             self._release(r, reply)
             attempts += reply.attempts
             latency += reply.latency_s

@@ -59,6 +59,11 @@ class ModelConfig(BaseModel):
         None, description="how a reasoning level (`simulation.reasoning`) is sent: reasoning_effort (OpenAI, "
         "gpt-oss), enable_thinking (chat_template_kwargs, Qwen3-style templates), think (Ollama), budget "
         "(a thinking budget: Anthropic, Gemini); default: the backend's own")
+    @field_validator("json_mode", mode="before")
+    @classmethod
+    def _off_is_off(cls, v):
+        # YAML 1.1 reads an unquoted `off` as false: json_mode: off means "off"
+        return "off" if v is False else v
 
     @field_validator("spec")
     @classmethod

@@ -55,21 +55,40 @@ class Case:
 class BiasModel(mesa.Model):
     """``agents`` agents per attribute of the case's group; one ``step`` = every agent decides.
     ``replicates``: only these replicates of each attribute (a wave of a sequential run); an agent's
-    identity — seeds and cache keys — is (case, attribute, replicate) whatever the range."""
+    identity — seeds and cache keys — is (case, attribute, replicate) whatever the range.
+
+    Agents are made as the step reaches them (a million-agent case makes its first call after its
+    first agent, not after building a million agents); ``populate`` makes them all up front. Either
+    way an agent's ``agent_id`` is its place in attribute-major order, from 1."""
 
     def __init__(self, case: Case, session: ModelSession, agents: int, seed: int, replicates: range | None = None):
         super().__init__(seed=seed)
         self.case = case
         self.session = session
-        for attribute in case.group.attributes:
-            for replicate in (range(agents) if replicates is None else replicates):
-                PersonaAgent(self, attribute, replicate)
-        self.datacollector = mesa.DataCollector(agent_reporters=AGENT_REPORTERS)
+        self.replicates = range(agents) if replicates is None else replicates
+        self.size = len(case.group.attributes) * len(self.replicates)
+        self._made: dict[int, PersonaAgent] = {}
+        self.datacollector = mesa.DataCollector(agent_reporters={**AGENT_REPORTERS, "agent_id": "agent_id"})
+
+    def agent(self, k: int) -> PersonaAgent:
+        """The ``k``-th agent in attribute-major order (agent_id k + 1), made on first use. Call it
+        from one thread at a time: Mesa's agent registry is not thread-safe."""
+        a = self._made.get(k)
+        if a is None:
+            n = len(self.replicates)
+            a = self._made[k] = PersonaAgent(self, self.case.group.attributes[k // n], self.replicates[k % n],
+                                             agent_id=k + 1)
+        return a
+
+    def populate(self) -> list[PersonaAgent]:
+        """Every agent, in agent_id order."""
+        return [self.agent(k) for k in range(self.size)]
 
     def step(self, on_done: Callable[[], None] | None = None) -> None:
         """Every agent writes its persona (step 1 of the technique) and then decides (step 2), in an
         order drawn from the model's rng; agents run concurrently through the session's client,
-        each going on to its decision as soon as its own persona is written."""
-        self.agents.shuffle(inplace=True)
-        self.session.client.map(lambda a: a.step(), list(self.agents), on_done)
+        each going on to its decision as soon as its own persona is written. The client takes the
+        agents as it has room for them, and they are made in this (the calling) thread."""
+        order = self.rng.permutation(self.size)
+        self.session.client.map(lambda a: a.step(), (self.agent(int(k)) for k in order), on_done)
         self.datacollector.collect(self)

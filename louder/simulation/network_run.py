@@ -147,7 +147,7 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
 
     def one(variant: str, scenario: Scenario) -> CaseFrames:
         abm = case_model(config, session, case_key, scenario)
-        ordered = sorted(abm.agents, key=lambda a: a.agent_id)  # node i = the i-th agent by agent_id
+        ordered = abm.populate()  # node i = the i-th agent by agent_id
         session.client.map(lambda a: a.write_persona() if a.persona is None else None, ordered)
         # Round 0 — exactly the seed simulation's calls (same agents, seeds and cache keys) — and beside
         # it the no-influence arm, which needs only the personas: one pass, so a batch export records

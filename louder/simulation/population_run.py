@@ -191,12 +191,14 @@ class PopulationModel(mesa.Model):
         super().__init__(seed=seed)
         self.case, self.session, self.twins = case, session, twins
         self.twin_groups = [g for g in case.population.groups if twin_groups is None or g.id in twin_groups]
-        gids = case.population.group_ids
         # a wave of a sequential run carries the replicates its agents have in the whole draw
         replicate = agents["replicate"] if "replicate" in agents else agents.groupby("cell_id").cumcount()
-        for row, r in zip(agents.itertuples(index=False), replicate):
-            PopulationAgent(self, int(row.agent_id), {g: getattr(row, g) for g in gids}, int(row.cell_id),
-                            float(row.weight), int(r))
+        # The drawn agents column by column: each is made when the step reaches it (a million agents
+        # cost their columns, not a million Mesa agents, before the first call).
+        self._ids, self._cells = agents["agent_id"].to_numpy(), agents["cell_id"].to_numpy()
+        self._weights, self._replicates = agents["weight"].to_numpy(), replicate.to_numpy()
+        self._groups = {g: agents[g].to_numpy(object) for g in case.population.group_ids}
+        self.size = len(agents)
         self.datacollector = mesa.DataCollector(agenttype_reporters={
             PopulationAgent: {**AGENT_REPORTERS, "agent_id": "agent_id", "cell_id": "cell_id", "weight": "weight",
                               "attributes": "attributes"},
@@ -205,10 +207,15 @@ class PopulationModel(mesa.Model):
                         "twin_similarity": "twin_similarity", "source": lambda t: t.source.agent_id,
                         "source_attribute": lambda t: t.source.attributes[t.group_id]}})
 
+    def person(self, i: int) -> PopulationAgent:
+        """The ``i``-th drawn agent, made now (in the calling thread: Mesa's registry is not thread-safe)."""
+        return PopulationAgent(self, int(self._ids[i]), {g: col[i] for g, col in self._groups.items()},
+                               int(self._cells[i]), float(self._weights[i]), int(self._replicates[i]))
+
     def step(self, on_done: Callable[[], None] | None = None) -> None:
+        order = self.rng.permutation(self.size)  # the agents decide in a seeded random order
+        self.session.client.map(lambda a: a.step(), (self.person(int(i)) for i in order), on_done)
         people = self.agents_by_type[PopulationAgent]
-        people.shuffle(inplace=True)
-        self.session.client.map(lambda a: a.step(), list(people), on_done)
         if self.twins:
             # made here (not in the worker threads): Mesa's agent registry is not thread-safe
             made = [TwinAgent(self, a, g.id, b) for a in sorted(people, key=lambda a: a.agent_id)

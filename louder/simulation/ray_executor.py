@@ -44,14 +44,16 @@ class ShardCache(ResponseCache):
 
 
 def merge_shard(cache: ResponseCache, shard: Path) -> int:
-    """Copy every answer of ``shard`` into ``cache`` and delete the shard; returns how many."""
+    """Copy every answer of ``shard`` into ``cache`` and delete the shard; returns how many. A worker
+    asks only for what the run's cache lacks or holds as an ``error`` (``--retry-errors``), so a shard's
+    answer replaces a cached error; any other cached answer is kept (the first answer wins)."""
     db = sqlite3.connect(shard)
     try:
         rows = db.execute("SELECT key, reply FROM replies").fetchall()
     finally:
         db.close()
     for key, reply in rows:
-        cache.put(key, Reply.from_json(reply))
+        cache.put(key, Reply.from_json(reply), replace_error=True)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{shard}{suffix}").unlink(missing_ok=True)
     return len(rows)
