@@ -149,7 +149,8 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     def signalled(signal: str) -> CaseFrames:
         def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN) -> CaseFrames:
             abm = case_model(config, session, case_key, scenario, wording, signal, replicates)
-            abm.step(tick)
+            abm.on_done = tick
+            abm.step()
             df = abm.datacollector.get_agent_vars_dataframe().reset_index()
             df = df.rename(columns={"AgentID": "agent_id"}).drop(columns=["Step"]).assign(**keys)
             extra = {"signal": signal} if labelled_signals(config) else {}
