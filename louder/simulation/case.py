@@ -158,7 +158,8 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     def signalled(signal: str) -> CaseFrames:
         def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN, level: str = "default") -> CaseFrames:
             abm = case_model(config, session, case_key, scenario, wording, signal, replicates, level)
-            abm.step(tick)
+            abm.on_done = tick
+            abm.step()
             df = abm.datacollector.get_agent_vars_dataframe().reset_index(drop=True).assign(**keys)
             extra = {"signal": signal} if labelled_signals(config) else {}
             return CaseFrames(df, [{**keys, **a.persona_row(), **extra} for a in abm.agents])

@@ -59,12 +59,15 @@ class BiasModel(mesa.Model):
 
     Agents are made as the step reaches them (a million-agent case makes its first call after its
     first agent, not after building a million agents); ``populate`` makes them all up front. Either
-    way an agent's ``agent_id`` is its place in attribute-major order, from 1."""
+    way an agent's ``agent_id`` is its place in attribute-major order, from 1.
+    ``on_done``: called as each agent finishes (the progress tick); set it before ``step``, which
+    takes no arguments (Mesa ≥ 3.4 wraps it so)."""
 
     def __init__(self, case: Case, session: ModelSession, agents: int, seed: int, replicates: range | None = None):
-        super().__init__(seed=seed)
+        super().__init__(rng=int(seed))  # an int rng seeds model.random and model.rng as seed= did
         self.case = case
         self.session = session
+        self.on_done: Callable[[], None] | None = None
         self.replicates = range(agents) if replicates is None else replicates
         self.size = len(case.group.attributes) * len(self.replicates)
         self._made: dict[int, PersonaAgent] = {}
@@ -84,11 +87,11 @@ class BiasModel(mesa.Model):
         """Every agent, in agent_id order."""
         return [self.agent(k) for k in range(self.size)]
 
-    def step(self, on_done: Callable[[], None] | None = None) -> None:
+    def step(self) -> None:
         """Every agent writes its persona (step 1 of the technique) and then decides (step 2), in an
         order drawn from the model's rng; agents run concurrently through the session's client,
         each going on to its decision as soon as its own persona is written. The client takes the
         agents as it has room for them, and they are made in this (the calling) thread."""
         order = self.rng.permutation(self.size)
-        self.session.client.map(lambda a: a.step(), (self.agent(int(k)) for k in order), on_done)
+        self.session.client.map(lambda a: a.step(), (self.agent(int(k)) for k in order), self.on_done)
         self.datacollector.collect(self)

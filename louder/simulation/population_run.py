@@ -188,8 +188,9 @@ class PopulationModel(mesa.Model):
 
     def __init__(self, case: PopulationCase, session: ModelSession, agents: pd.DataFrame, seed: int,
                  twins: bool = False, twin_groups: list[str] | None = None):
-        super().__init__(seed=seed)
+        super().__init__(rng=int(seed))  # an int rng seeds model.random and model.rng as seed= did
         self.case, self.session, self.twins = case, session, twins
+        self.on_done: Callable[[], None] | None = None  # called as each agent finishes; set before step
         self.twin_groups = [g for g in case.population.groups if twin_groups is None or g.id in twin_groups]
         # a wave of a sequential run carries the replicates its agents have in the whole draw
         replicate = agents["replicate"] if "replicate" in agents else agents.groupby("cell_id").cumcount()
@@ -212,15 +213,15 @@ class PopulationModel(mesa.Model):
         return PopulationAgent(self, int(self._ids[i]), {g: col[i] for g, col in self._groups.items()},
                                int(self._cells[i]), float(self._weights[i]), int(self._replicates[i]))
 
-    def step(self, on_done: Callable[[], None] | None = None) -> None:
+    def step(self) -> None:
         order = self.rng.permutation(self.size)  # the agents decide in a seeded random order
-        self.session.client.map(lambda a: a.step(), (self.person(int(i)) for i in order), on_done)
+        self.session.client.map(lambda a: a.step(), (self.person(int(i)) for i in order), self.on_done)
         people = self.agents_by_type[PopulationAgent]
         if self.twins:
             # made here (not in the worker threads): Mesa's agent registry is not thread-safe
             made = [TwinAgent(self, a, g.id, b) for a in sorted(people, key=lambda a: a.agent_id)
                     for g in self.twin_groups for b in g.attributes if b != a.attributes[g.id]]
-            self.session.client.map(lambda t: t.step(), made, on_done)
+            self.session.client.map(lambda t: t.step(), made, self.on_done)
         self.datacollector.collect(self)
 
 
@@ -275,7 +276,8 @@ def run_population_case(config: ExperimentConfig, session: ModelSession, run_id:
         pm = PopulationModel(case, session, agents, stable_seed(config.seed, model_label, condition, scenario_id,
                                                                  "population", population.id), config.twins,
                              config.twin_groups)
-        pm.step(tick)
+        pm.on_done = tick
+        pm.step()
         return _case_frames(pm, keys)
 
     # population runs always carry the variant column: their analysis keys on it
