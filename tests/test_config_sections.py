@@ -50,8 +50,8 @@ def test_nested_sections_and_flat_keys_give_the_same_config(tmp_path):
         flat = load_config(tmp_path / "flat.yaml")
     assert len(w) == 1
     assert nested == flat
-    assert (nested.agents, nested.probe_trials, nested.explicit.max_tokens, nested.association_trials,
-            nested.decision_variant) == (7, 12, 90, 5, "absolute")
+    assert (nested.simulation.agents, nested.explicit.trials, nested.explicit.params.max_tokens,
+            nested.association.trials, nested.decision_test.variant) == (7, 12, 90, 5, "absolute")
 
 
 def test_unknown_key_in_a_section_names_it(tmp_path):
@@ -68,6 +68,6 @@ def test_a_component_reads_its_own_part():
                         "seed": 11})
     a = part(cfg, "association")
     assert (a.trials, a.variations, a.seed) == (7, ["synonym"], 11)
-    assert a.params.max_tokens == cfg.association.max_tokens
+    assert a.params.max_tokens == cfg.association.params.max_tokens
     assert not hasattr(a, "decision_trials") and not hasattr(a, "agents")  # nothing of other sections
     assert part(cfg, "decision_test").trials == 3

@@ -20,6 +20,7 @@ from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
 from louder.analysis.compare import ablation, contrast, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
+from louder.config import recorded
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged
@@ -77,7 +78,7 @@ def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) ->
     """group id → attributes: from the group files the run used, else from the data itself."""
     out: dict[str, list[str]] = {}
     for m in manifests.values():
-        for ref in m.get("config", {}).get("groups", []):
+        for ref in recorded(m.get("config"), "simulation.groups", []):  # manifests of any version
             try:
                 g = load_group(ref)
             except LouderError:
@@ -141,7 +142,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     generations = check_generations(run)
     decisions, probes, personas, manifests, missing = load_run(run)
     sequential = ST.read(run, manifests.get("simulation"))
-    score = (manifests.get("simulation") or {}).get("config", {}).get("decision_mode") == "score"
+    score = recorded((manifests.get("simulation") or {}).get("config"), "simulation.decision_mode") == "score"
     decisions = _variants_as_scenarios(decisions)
     beliefs = _read_parquet(run / "beliefs.parquet")  # issue 21: `louder probe beliefs`
     if m := _read_json(run / "beliefs_manifest.json"):
