@@ -183,13 +183,19 @@ def _did_you_mean(key, choices, prefix: str = "") -> str:
     return f"; did you mean {prefix}{hits[0]}?" if hits else ""
 
 
-def nest(data: dict, where: str = "config") -> tuple[dict, list[str]]:
+def nest(data: dict, where: str = "config", unknown: list[str] | None = None) -> tuple[dict, list[str]]:
     """``data`` (a config in the nested shape, the flat shape of earlier versions, or a mix) in the
     nested shape, and the flat keys it used. A flat key and its section's key for the same field is an
-    error, as is a key no section knows (with a "did you mean")."""
+    error, as is a key no section knows (with a "did you mean"); with an ``unknown`` list such keys are
+    left out and their one-line messages added to it, so they can be reported with the other problems."""
     out: dict = {}
     old: list[str] = []
     placed: dict[str, str] = {}  # "simulation.agents" → how it was given
+
+    def refuse(message: str) -> None:
+        if unknown is None:
+            raise LouderError(message)
+        unknown.append(message)
 
     def put(section: str, key: str, value, given: str) -> None:
         path = f"{section}.{key}"
@@ -216,9 +222,9 @@ def nest(data: dict, where: str = "config") -> tuple[dict, list[str]]:
                 out[key] = {}
             for sub, v in value.items():
                 if sub not in model.model_fields:
-                    raise LouderError(f"{where}: {key}.{_name(sub)} is not a field of {key}"
-                                      f"{_did_you_mean(sub, model.model_fields, key + '.')} (fields: "
-                                      f"{', '.join(model.model_fields)})")
+                    refuse(f"{where}: {key}.{_name(sub)} is not a field of {key}"
+                           f"{_did_you_mean(sub, model.model_fields, key + '.')} (fields: {', '.join(model.model_fields)})")
+                    continue
                 put(key, sub, v, f"{key}.{sub}")
         elif key in _FLAT:
             section, sub = _FLAT[key]
@@ -236,7 +242,7 @@ def nest(data: dict, where: str = "config") -> tuple[dict, list[str]]:
             hits = difflib.get_close_matches(str(key), [*TOP, *SECTION_MODELS, *flat], n=1, cutoff=0.6)
             hint = f"; did you mean {flat.get(hits[0], hits[0])}?" if hits else (
                 f" (top-level keys: {', '.join([*TOP, *SECTION_MODELS])})")
-            raise LouderError(f"{where}: {_name(key)}: unknown field{hint}")
+            refuse(f"{where}: {_name(key)}: unknown field{hint}")
     pop = out.get("population")
     if isinstance(pop, dict) and "file" not in pop:
         _no_population(pop, where)
@@ -305,16 +311,21 @@ def recorded(config: dict | None, path: str, default=None):
     return default
 
 
-def build_config(data: dict, where: str = "config") -> ExperimentConfig:
-    """Validate ``data`` (nested sections or the old flat fields); any problem becomes one LouderError
-    naming the field (its nested path) and the fix."""
-    data, _ = nest(data, where)
+def build_config(data: dict, where: str = "config", unknown: list[str] | None = None) -> ExperimentConfig:
+    """Validate ``data`` (nested sections or the old flat fields); every problem becomes one line of a
+    LouderError naming the field (its nested path) and the fix. ``unknown``: lines of keys already left
+    out of ``data`` (``nest``), reported with the rest."""
+    unknown = list(unknown or [])
+    data, _ = nest(data, where, unknown)
     try:
-        return ExperimentConfig.model_validate(data)
+        config = ExperimentConfig.model_validate(data)
     except ValidationError as e:
-        raise LouderError(describe_validation_error(e, where, _suggest)) from None
+        raise LouderError("\n".join([*unknown, describe_validation_error(e, where, _suggest)])) from None
     except LouderError as e:  # a scenario/group reference that does not resolve
-        raise LouderError(f"{where}: {e}") from None
+        raise LouderError("\n".join([*unknown, f"{where}: {e}"])) from None
+    if unknown:
+        raise LouderError("\n".join(unknown))
+    return config
 
 
 def _merge(base: dict, top: dict) -> dict:
@@ -356,8 +367,9 @@ def load_config(path: str | Path | dict | ExperimentConfig | None, overrides: di
         if not isinstance(data, dict):
             raise LouderError(f"config file {p}: must be a mapping of fields, got {type(data).__name__}")
     where = f"config {path}" if path else "config"
-    data, old = nest(data, where)
+    unknown: list[str] = []
+    data, old = nest(data, where, unknown)
     if old:
         warnings.warn(f"{where}: flat keys are deprecated and will stop working in the next release; move "
                       + ", ".join(f"{k} → {MOVED[k]}" for k in old), FutureWarning, stacklevel=2)
-    return build_config(_merge(data, nest(overrides, "flags")[0]), where=where)
+    return build_config(_merge(data, nest(overrides, "flags")[0]), where=where, unknown=unknown)

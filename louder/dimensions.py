@@ -76,10 +76,11 @@ class Dimension:
     persona: Callable[[str, Any], str | None] | None = None  # (level, agent) → the name a persona is written for
     ask: Callable[[Ask, str], Ask] | None = None  # (call, level) → the call under this level
     check: Callable[[Any], None] | None = None  # (config) → ValueError naming the field
+    value: Callable[[Any], Any] | None = None  # (config) → its setting; default: ``simulation.<field>``
 
     def given(self, config) -> list:
         """The config's value for this dimension, as a list."""
-        value = getattr(config.simulation, self.field)
+        value = self.value(config) if self.value is not None else getattr(config.simulation, self.field)
         return list(value) if isinstance(value, (list, tuple)) else [value]
 
     def varies(self, config) -> bool:

@@ -138,8 +138,8 @@ def check_names(names: NameLists, group_id: str, attributes: Sequence[str], ref:
     """One LouderError when a group has an attribute without a name list."""
     missing = names.missing(attributes)
     if missing:
-        raise LouderError(f"signal: names: group {group_id} has no name list for {', '.join(missing)} in names file "
-                          f"{ref or DEFAULT_NAMES}; give `simulation.names: FILE` (a YAML names file with first and "
+        raise LouderError(f"simulation.signal: names: group {group_id} has no name list for {', '.join(missing)} in "
+                          f"names file {ref or DEFAULT_NAMES}; give `simulation.names: FILE` (a YAML names file with first and "
                           f"last names for every attribute of {group_id}, format in docs/robustness.md) or use "
                           "signal: stated")
 

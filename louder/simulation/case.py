@@ -73,6 +73,12 @@ def run_arms(config: ExperimentConfig, scenario: Scenario, one: Callable[[str, S
     return CaseFrames(stack([(v, f.decisions) for v, f in parts]), personas, extra)
 
 
+def arms(config: ExperimentConfig, scenario_id: str) -> int:
+    """How many arms a case of ``scenario_id`` runs (``louder.dimensions.arms``): variants × the levels of
+    every crossed and own-agents dimension — how often each agent, or its double of another signal, decides."""
+    return len(list(dimensions.arms(config, load_scenario(scenario_id), config.simulation.variants)))
+
+
 # --- the plan: the calls of a case -------------------------------------------------------------
 
 def _per(config: ExperimentConfig, model: str) -> int:

@@ -42,8 +42,8 @@ from louder.networks.rounds import NeighbourCounts, Outcome, control_rule, influ
 from louder.networks.space import InfluenceModel, NetworkAgent
 from louder.prompts import Prompts
 from louder.scenarios import Scenario, load_group, load_scenario
-from louder.simulation.case import CaseFrames, case_columns, case_model, labelled, run_arms, seed_case_calls
-from louder.simulation.runner import arms, plan_cases
+from louder.simulation.case import CaseFrames, arms, case_columns, case_model, labelled, run_arms, seed_case_calls
+from louder.simulation.runner import plan_cases
 from louder.status import status_block
 from louder.task import Item, Task
 from louder.types import CASE_KEYS, DECISION_COLUMNS, NETWORK_COLUMNS, PERSONA_COLUMNS, typed

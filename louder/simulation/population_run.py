@@ -44,8 +44,7 @@ from louder.scenarios import Scenario, load_scenario
 from louder.prompts import Prompts
 from louder.session import ModelSession
 from louder.cost import stand_in_persona
-from louder.simulation.case import CaseFrames, decision_calls, persona_calls, run_arms
-from louder.simulation.runner import arms
+from louder.simulation.case import CaseFrames, arms, decision_calls, persona_calls, run_arms
 from louder.simulation.model import reporters
 from louder.status import status_block
 from louder.task import Calls, Item, Task

@@ -91,7 +91,7 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
         raise LouderError("executor: ray needs Ray: pip install 'louder[ray]' (or set executor: local)") from None
     from louder.llm.base import stable_hash
     from louder.scenarios import load_group
-    from louder.simulation.runner import arms
+    from louder.simulation.case import arms
 
     shards = ctx.out / "cache-shards"
     shards.mkdir(exist_ok=True)

@@ -17,8 +17,8 @@ from louder import dimensions, kinds
 from louder.config import ExperimentConfig
 from louder.dimensions import CROSSED, OWN
 from louder.prompts import Prompts
-from louder.scenarios import load_group, load_scenario
-from louder.simulation.case import labelled, seed_case_calls, simulate_case
+from louder.scenarios import load_group
+from louder.simulation.case import arms, labelled, seed_case_calls, simulate_case
 from louder.status import status_block
 from louder.task import Item, Task, execute
 from louder.types import CASE_KEYS, DECISION_COLUMNS, PERSONA_COLUMNS, typed
@@ -37,12 +37,6 @@ def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
     sim = config.simulation
     return [(m.label, c, s, g) for m in config.models for c in sim.conditions for s in sim.scenarios
             for g in sim.groups]
-
-
-def arms(config: ExperimentConfig, scenario_id: str) -> int:
-    """How many times each agent of a case decides, or has a double that does (``louder.dimensions.arms``):
-    variants × the levels of every crossed and own-agents dimension."""
-    return len(list(dimensions.arms(config, load_scenario(scenario_id), config.simulation.variants)))
 
 
 def count_calls(config: ExperimentConfig) -> int:
