@@ -238,9 +238,9 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None) ->
         elif key in TOP:
             out[key] = value
         else:
-            flat = MOVED
-            hits = difflib.get_close_matches(str(key), [*TOP, *SECTION_MODELS, *flat], n=1, cutoff=0.6)
-            hint = f"; did you mean {flat.get(hits[0], hits[0])}?" if hits else (
+            # a misspelt flat key is suggested at its new place
+            hits = difflib.get_close_matches(str(key), [*TOP, *SECTION_MODELS, *MOVED], n=1, cutoff=0.6)
+            hint = f"; did you mean {MOVED.get(hits[0], hits[0])}?" if hits else (
                 f" (top-level keys: {', '.join([*TOP, *SECTION_MODELS])})")
             refuse(f"{where}: {_name(key)}: unknown field{hint}")
     pop = out.get("population")

@@ -97,7 +97,11 @@ def test_a_population_run_takes_every_dimension(tmp_path):
         assert race not in p["prompt"] and sex not in p["prompt"] and "a person named" in p["prompt"]
     stated = personas[personas["signal"] == "stated"]
     assert all(p["attr_race_black_white"] in p["prompt"] for _, p in stated.iterrows())
-    check_robustness(analyze(out))
+    t = analyze(out)
+    check_robustness(t)
+    # each group of the population in turn (its marginal view), not the joint labels
+    for name in ("robustness", "reasoning"):
+        assert set(t[name]["group"]) == {"race_black_white", "gender_female_male"}, name
 
 
 def test_a_network_run_plays_each_level_as_its_own_arm(tmp_path):

@@ -222,10 +222,11 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if rounds is not None:
         tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed, arm=arm))
     if R.varies(presented):
-        tables["robustness"] = R.robustness_table(presented, attrs, B=bootstrap, seed=seed)
+        tables["robustness"] = R.robustness_table(_by_population_group(presented), attrs, B=bootstrap, seed=seed)
         tables["position_bias"] = R.position_bias_table(presented)
     if RS.varies(levels):
-        tables["reasoning"] = RS.reasoning_table(RS.wording_view(levels), attrs, B=bootstrap, seed=seed)
+        tables["reasoning"] = RS.reasoning_table(_by_population_group(RS.wording_view(levels)), attrs, B=bootstrap,
+                                                 seed=seed)
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control, no_influence=arm, sequential=sequential)
     result.presented = presented
@@ -292,6 +293,17 @@ ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning")  # issue 25; re
 POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",
                      "population_overall", "variant_rates", "variant_effects", "variant_dpd", "twin_flips", "twin_dpd",
                      "twin_accounting")
+
+
+def _by_population_group(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Population runs (issue 31.3): the rows once per group of the population, ``group`` the group and
+    ``attribute`` the agent's attribute in it — the marginal view population_groups.csv takes, where a
+    case of joint labels would spread the agents over every intersection. Other runs: as they are."""
+    cols = [c for c in (decisions.columns if decisions is not None else []) if c.startswith("attr_")]
+    if not cols:
+        return decisions
+    return pd.concat([decisions.assign(group=c.removeprefix("attr_"), attribute=decisions[c]) for c in cols],
+                     ignore_index=True)
 
 
 def _variants_as_scenarios(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
