@@ -161,7 +161,8 @@ def _sections() -> dict[str, type[Section]]:
 SECTION_MODELS = _sections()
 SECTIONS: dict[str, tuple[str, ...]] = {name: tuple(m.model_fields) for name, m in SECTION_MODELS.items()}
 # flat key → where it lives now ("agents" → ("simulation", "agents")); derived from the sections' FLAT
-_FLAT: dict[str, tuple[str, str]] = {flat: (name, f) for name, m in SECTION_MODELS.items() for flat, f in m.FLAT.items()}
+_FLAT: dict[str, tuple[str, str]] = {flat: (name, f) for name, m in SECTION_MODELS.items()
+                                     for flat, f in m.FLAT.items()}
 # (``population: FILE`` is the section's own short form, not a deprecated key)
 MOVED: dict[str, str] = {flat: f"{s}.{f}" for flat, (s, f) in _FLAT.items() if SECTION_MODELS[s].SHORT != f}
 TOP = tuple(n for n in ExperimentConfig.model_fields if n not in SECTION_MODELS)
@@ -222,8 +223,9 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None) ->
                 out[key] = {}
             for sub, v in value.items():
                 if sub not in model.model_fields:
+                    fields = model.model_fields
                     refuse(f"{where}: {key}.{_name(sub)} is not a field of {key}"
-                           f"{_did_you_mean(sub, model.model_fields, key + '.')} (fields: {', '.join(model.model_fields)})")
+                           f"{_did_you_mean(sub, fields, key + '.')} (fields: {', '.join(fields)})")
                     continue
                 put(key, sub, v, f"{key}.{sub}")
         elif key in _FLAT:

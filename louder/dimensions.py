@@ -63,16 +63,20 @@ class Ask:
 
 @dataclass(frozen=True)
 class Dimension:
-    id: str
-    field: str
-    design: str
-    default: str
-    levels: Callable[[Any, Scenario], list[str]]
-    noun: str = ""  # how the dry run names a level ("wording")
+    """One experiment dimension (the module's docstring says what each field does). Hooks take plain
+    values and return new ones; a hook left None means the dimension does not touch that part."""
+
+    id: str  # the decisions column, and ``agent.level(id)``
+    field: str  # its key under ``simulation:``
+    design: str  # CROSSED | SPLIT | OWN
+    default: str  # the level that changes nothing
+    levels: Callable[[Any, Scenario], list[str]]  # (config, scenario) → the levels a case runs
+    noun: str = ""  # how the dry run names a level ("wording"; default: the id)
     reference: Callable[[Sequence[str]], str] = lambda levels: levels[0]
     text: Callable[[Scenario, str, str], Scenario] | None = None  # (scenario, variant, level) → the case's text
     show: Callable[[Scenario, str], Scenario] | None = None  # (scenario, level) → what one agent sees
-    assign: Callable[[Any, Scenario, int, int], str] | None = None  # split: (config, scenario, replicate, seed) → level
+    # split: (config, scenario, replicate, seed) → the agent's level
+    assign: Callable[[Any, Scenario, int, int], str] | None = None
     persona: Callable[[str, Any], str | None] | None = None  # (level, agent) → the name a persona is written for
     ask: Callable[[Ask, str], Ask] | None = None  # (call, level) → the call under this level
     check: Callable[[Any], None] | None = None  # (config) → ValueError naming the field
@@ -180,13 +184,14 @@ def plan_line(config) -> str | None:
     parts = []
     for d in varied:
         if d.design == SPLIT:
-            parts.append(f"{d.noun} {'/'.join(map(str, d.given(config)))}")
+            parts.append(f"{d.noun or d.id} {'/'.join(map(str, d.given(config)))}")
             continue
         n = "/".join(map(str, sorted({len(d.levels(config, load_scenario(s))) for s in config.simulation.scenarios})))
-        parts.append(f"{n} {d.noun}(s)" + (f" ({', '.join(map(str, d.given(config)))})" if d.design == OWN else ""))
+        parts.append(f"{n} {d.noun or d.id}(s)" + (f" ({', '.join(map(str, d.given(config)))})" if d.design == OWN
+                                                  else ""))
     says = {CROSSED: "every agent decides once per {}", OWN: "each {} has its own agents",
             SPLIT: "a {} changes no count"}
-    tail = "; ".join(says[design].format(", ".join(d.noun for d in varied if d.design == design))
+    tail = "; ".join(says[design].format(", ".join(d.noun or d.id for d in varied if d.design == design))
                      for design in (CROSSED, OWN, SPLIT) if any(d.design == design for d in varied))
     return f"dimensions: {' × '.join(parts)} — {tail}"
 

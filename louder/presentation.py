@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from louder.datafiles import load_yaml_model
 from louder.errors import LouderError
 from louder.llm.base import stable_seed
-from louder.scenarios import AS_WRITTEN, Scenario
+from louder.scenarios import Scenario
 
 ORDERS = ("as_written", "reversed", "balanced", "shuffled")
 SIGNALS = ("stated", "names")
@@ -138,10 +138,10 @@ def check_names(names: NameLists, group_id: str, attributes: Sequence[str], ref:
     """One LouderError when a group has an attribute without a name list."""
     missing = names.missing(attributes)
     if missing:
-        raise LouderError(f"simulation.signal: names: group {group_id} has no name list for {', '.join(missing)} in "
-                          f"names file {ref or DEFAULT_NAMES}; give `simulation.names: FILE` (a YAML names file with first and "
-                          f"last names for every attribute of {group_id}, format in docs/robustness.md) or use "
-                          "signal: stated")
+        raise LouderError(f"simulation.signal: names: group {group_id} has no name list for {', '.join(missing)} "
+                          f"in names file {ref or DEFAULT_NAMES}; give `simulation.names: FILE` (a YAML names file "
+                          f"with first and last names for every attribute of {group_id}, format in "
+                          "docs/robustness.md) or use signal: stated")
 
 
 def covered_groups(names: NameLists, groups: Sequence[Any]) -> list[Any]:

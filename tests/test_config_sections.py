@@ -107,7 +107,8 @@ def test_a_misspelt_key_or_section_gets_a_suggestion():
     for doc, hint in (({"agnets": 3}, "did you mean simulation.agents?"),
                       ({"simulaton": {"agents": 3}}, "did you mean simulation?"),
                       ({"simulation": {"wording": ["all"]}}, "did you mean simulation.wordings?"),
-                      ({"simulation": {"persona": {"temprature": 0.5}}}, "did you mean simulation.persona.temperature?"),
+                      ({"simulation": {"persona": {"temprature": 0.5}}},
+                       "did you mean simulation.persona.temperature?"),
                       ({"influence": {"round": 2}}, "did you mean influence.rounds?"),
                       ({"models": [{"spec": "fake", "n_thread": 2}]}, "did you mean models.0.n_threads?")):
         with pytest.raises(LouderError, match=re.escape(hint)) as e:

@@ -93,7 +93,8 @@ def generate_named_persona(session: ModelSession, scenario: Scenario, condition:
 def rewrite_persona(session: ModelSession, prompt: str, name: str | None, seed: int, replicate: str) -> Persona:
     """A twin's persona rewritten by ``session.twin_rewriter`` (one chat call, the extraction's
     temperature and length: an edit, not a creation), checked like a written persona; ``name`` is kept."""
-    out = session.ask_chat(session.twin_rewriter, prompt, RewriteOut, session.config.simulation.extraction, seed, replicate)
+    out = session.ask_chat(session.twin_rewriter, prompt, RewriteOut, session.config.simulation.extraction, seed,
+                           replicate)
     p = _persona(out, prompt, session.prompts, None, name_field=False)
     return Persona(name, p.persona, p.status, p.outcome, p.prompt, p.reason) if p.status == "valid" else p
 

@@ -90,11 +90,11 @@ def make_decision_trial(st: Stereotype, trial: int, seed: int, variant: str, ega
 def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant: str, extraction: str,
               seed: int) -> dict:
     """Ask, read the assignment, score. Returns one row (without run-level columns)."""
-    cfg, t = session.config, templates()["decision"]
+    own, t = session.config.decision_test, templates()["decision"]
     markers = session.prompts.refusal_markers
     key = f"decision|{variant}|{st.name}|{dt.trial}" + ("" if dt.template_id == "seed" else f"|{dt.template_id}")
-    first = session.client.call(Request(messages=dt.messages, temperature=cfg.decision_test.profiles.temperature,
-                                        max_tokens=cfg.decision_test.profiles.max_tokens, seed=seed, replicate=key))
+    first = session.client.call(Request(messages=dt.messages, temperature=own.profiles.temperature,
+                                        max_tokens=own.profiles.max_tokens, seed=seed, replicate=key))
     row = dict(stereotype=st.name, category=st.category, variant=variant, template_id=dt.template_id, trial=dt.trial,
                stigma_token=dt.stigma_token, default_token=dt.default_token, stigma_option=dt.stigma_option,
                default_option=dt.default_option, asked_option=dt.asked_option, prompt=dt.messages[-1][1],
@@ -108,8 +108,8 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
     if variant == "absolute":
         follow = t["absolute_follow_up"]
         second = session.client.call(Request(messages=dt.messages + (("assistant", first.text), ("user", follow)),
-                                             schema=yes_no_schema(), temperature=cfg.decision_test.followup.temperature,
-                                             max_tokens=cfg.decision_test.followup.max_tokens, seed=seed, replicate=key + "|yn"))
+                                             schema=yes_no_schema(), temperature=own.followup.temperature,
+                                             max_tokens=own.followup.max_tokens, seed=seed, replicate=key + "|yn"))
         answer = (parse_json_object(second.text or "") or {}).get("answer")
         row.update(attempts=row["attempts"] + second.attempts, latency_s=row["latency_s"] + second.latency_s,
                    answer=answer if isinstance(answer, str) else None)
@@ -129,7 +129,7 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
         ask = render(t["follow_up"], option=dt.asked_option, people=people)
         messages = dt.messages + (("assistant", first.text), ("user", ask))
     second = session.client.call(Request(messages=messages, schema=person_schema(labels),
-                                         temperature=cfg.decision_test.followup.temperature, max_tokens=cfg.decision_test.followup.max_tokens,
+                                         temperature=own.followup.temperature, max_tokens=own.followup.max_tokens,
                                          seed=seed, replicate=key + "|who"))
     row.update(attempts=row["attempts"] + second.attempts, latency_s=row["latency_s"] + second.latency_s)
     if dt.association is not None:

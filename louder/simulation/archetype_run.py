@@ -81,7 +81,8 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
             raise LouderError(f"{field}: not available in mode: archetype — {why}")
     rounds = config.influence.rounds
     if rounds and config.network is None:
-        raise LouderError(f"influence.rounds: {rounds} needs a `network:` (who influences whom); drop rounds or add one")
+        raise LouderError(f"influence.rounds: {rounds} needs a `network:` (who influences whom); drop rounds or "
+                          "add one")
     try:
         buckets = share_buckets(pop_cfg.buckets)
     except ValueError as e:
@@ -122,7 +123,8 @@ class Plan:
     @property
     def call_buckets(self) -> list[int]:
         """Bucket indices called: ROUND0, then every bucket when there are rounds of influence."""
-        return [ROUND0] + (list(range(len(self.buckets))) if self.config.influence.rounds and self.config.network else [])
+        networked = self.config.influence.rounds and self.config.network
+        return [ROUND0] + (list(range(len(self.buckets))) if networked else [])
 
     def calls_per_case(self) -> int:
         return len(self.cells) * len(self.call_buckets) * self.config.population.replicates
@@ -379,7 +381,8 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
                  "params": dict(config.network.params) if config.network else None,
                  "seed": config.network.seed if config.network else None,
                  "nodes": g.number_of_nodes() if g is not None else len(plan.agents),
-                 "edges": g.number_of_edges() if g is not None else 0, "rounds": config.influence.rounds if g is not None else 0,
+                 "edges": g.number_of_edges() if g is not None else 0,
+                 "rounds": config.influence.rounds if g is not None else 0,
                  "control": config.influence.control.model_dump(), "mode": "archetype",
                  "replicates": config.population.replicates,
                  "buckets": plan.buckets.tolist()},
