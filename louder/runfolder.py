@@ -22,6 +22,7 @@ import shlex
 import socket
 import sys
 import threading
+import time
 import uuid
 import warnings
 from contextlib import contextmanager
@@ -77,6 +78,16 @@ def _holder(fd: int) -> dict:
         return {}
 
 
+def _holder_of_locked(fd: int) -> dict:
+    """The details of a holder that has just taken the lock: it writes them right after taking it,
+    so a second run that starts at the same moment gives it a little time (a second at most)."""
+    for _ in range(50):
+        if found := _holder(fd):
+            return found
+        time.sleep(0.02)
+    return {}
+
+
 def describe(holder: dict) -> str:
     if not holder:
         return "a process that left no details"
@@ -119,7 +130,7 @@ def hold(out: str | Path, command: str | None = None):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                raise LouderError(f"run folder {out} is in use by another louder run: {describe(_holder(fd))}; "
+                raise LouderError(f"run folder {out} is in use by another louder run: {describe(_holder_of_locked(fd))}; "
                                   "wait for it to finish (or stop it), then run this command again") from None
         before = _holder(fd)
         if before and before.get("pid") != os.getpid():  # its process died holding it (the kernel let go)
@@ -128,9 +139,10 @@ def hold(out: str | Path, command: str | None = None):
                           RuntimeWarning, stacklevel=3)
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command or command_line(),
                 "started": datetime.now().astimezone().isoformat(timespec="seconds")}
-        os.ftruncate(fd, 0)
+        data = json.dumps(info).encode()
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, json.dumps(info).encode())
+        os.write(fd, data)  # over the old details, then cut: a reader never sees an empty file midway
+        os.ftruncate(fd, len(data))
         os.fsync(fd)
     except BaseException:
         os.close(fd)
