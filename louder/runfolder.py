@@ -130,7 +130,8 @@ def hold(out: str | Path, command: str | None = None):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                raise LouderError(f"run folder {out} is in use by another louder run: {describe(_holder_of_locked(fd))}; "
+                who = describe(_holder_of_locked(fd))
+                raise LouderError(f"run folder {out} is in use by another louder run: {who}; "
                                   "wait for it to finish (or stop it), then run this command again") from None
         before = _holder(fd)
         if before and before.get("pid") != os.getpid():  # its process died holding it (the kernel let go)
