@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from louder.errors import LouderError, describe_validation_error
 from louder.llm.spec import ModelConfig
 from louder.networks.graphs import NetworkConfig
-from louder.scenarios import builtin_groups, builtin_scenarios, load_group, load_scenario
+from louder.scenarios import builtin_groups, builtin_scenarios, check_distinct, load_group, load_scenario
 
 CONDITIONS = ("contextualized", "non_contextualized", "no_persona")
 Condition = Literal["contextualized", "non_contextualized", "no_persona"]
@@ -269,8 +269,10 @@ class ExperimentConfig(BaseModel):
                 load_scenario(ref)
             except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
                 raise ValueError(str(e)) from None
-        if len(set(v)) != len(v):
-            raise ValueError("scenarios are listed more than once")
+        try:  # one id per scenario: cases are keyed by id, whether named by id or by path
+            check_distinct("scenarios", v)
+        except LouderError as e:
+            raise ValueError(str(e)) from None
         return v
 
     @field_validator("groups")
@@ -281,8 +283,10 @@ class ExperimentConfig(BaseModel):
                 load_group(ref)
             except LouderError as e:
                 raise ValueError(str(e)) from None
-        if len(set(v)) != len(v):
-            raise ValueError("groups are listed more than once")
+        try:  # one id per group: cases are keyed by id, whether named by id or by path
+            check_distinct("groups", v)
+        except LouderError as e:
+            raise ValueError(str(e)) from None
         return v
 
     @field_validator("stereotypes")

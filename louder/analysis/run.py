@@ -18,14 +18,14 @@ from louder.analysis.choices import choice_rates, independence_table
 from louder.analysis.network_tables import NETWORK_TABLES, network_tables
 from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
-from louder.analysis.compare import ablation, contrast, directions, load_predictions
+from louder.analysis.compare import ablation, contrast, contrast_cases, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged
 from louder.scenarios import load_group
 
-TABLES = ("cases", "attributes", "choices", "contrast", "ablation", "directions", "rationales")
+TABLES = ("cases", "attributes", "choices", "contrast", "contrast_cases", "ablation", "directions", "rationales")
 SIBLING_TABLES = ("association_stats", "decision_stats", "association_decision_link", "weat",
                   "weat_association_correlation")
 
@@ -181,6 +181,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     voice_tables = _voices(run, attributes, cases, beliefs, attrs, predictions, observed, missing, bootstrap, seed)
     tables = {"cases": cases, "attributes": attributes,
               "contrast": contrast(cases, beliefs=voice_tables.get("voices")),
+              "contrast_cases": contrast_cases(cases, attributes, B=bootstrap, seed=seed),  # issue 32
               "choices": rates if decisions is not None else choice_rates(None), **voice_tables}
     imp_attr = attributes[attributes["kind"] == "implicit"]
     tables["ablation"] = ablation(cases, imp_attr, B=bootstrap, seed=seed)

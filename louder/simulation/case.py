@@ -111,9 +111,9 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     the no-influence ``arm``, round 0's prompt again in every round r ≥ 1). A choice order changes
     no count: each agent sees one order."""
     model, condition, scenario_id, group_id = case_key
-    s = load_scenario(scenario_id)
+    s = load_scenario(scenario_id, config.scenarios)
     out = []
-    for signal, a in ((x, a) for x in config.signal for a in load_group(group_id).attributes):
+    for signal, a in ((x, a) for x in config.signal for a in load_group(group_id, config.groups).attributes):
         out.append(persona_calls(config, model, condition, s, a, config.agents, prompts, signal))
         for v, w in ((v, w) for v in config.variants for w in wordings_for(config, s)):
             for level in config.reasoning:  # every agent decides once per reasoning level
@@ -137,7 +137,8 @@ def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str,
     in ``wording``), its agents' attribute reaching their personas by ``signal``, deciding at reasoning
     level ``reasoning``; ``replicates``: only those of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, wording, signal, reasoning)
+    case = Case(model_label, condition, scenario, load_group(group_id, config.groups), config.seed, wording, signal,
+                reasoning)
     return BiasModel(case, session, config.agents, seed=stable_seed(config.seed, model_label, condition, scenario_id,
                                                                      group_id), replicates=replicates)
 
@@ -152,7 +153,7 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
     persona rows. With the default variants ["base"] the rows are exactly the single-attribute
     pipeline's (no variant column). ``replicates``: only those agents of each attribute (a wave)."""
     keys = case_columns(run_id, case_key)
-    scenario = load_scenario(case_key[2])
+    scenario = load_scenario(case_key[2], config.scenarios)
     wordings = wordings_for(config, scenario)
 
     def signalled(signal: str) -> CaseFrames:

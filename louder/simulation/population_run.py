@@ -37,7 +37,7 @@ from louder.populations.schema import Population
 from louder.populations.twins import (TwinCheck, group_lexicon, mentions, name_problem, re_express, rewrite_check,
                                       rewrite_cues, twin_calls_per_agent, twin_check)
 from louder.populations.persona import persona_phrases
-from louder.scenarios import Scenario, load_scenario
+from louder.scenarios import Scenario, load_scenario, scenario_ids
 from louder.prompts import Prompts
 from louder.session import ModelSession
 from louder.cost import stand_in_persona
@@ -281,7 +281,7 @@ def run_population_case(config: ExperimentConfig, session: ModelSession, run_id:
         return _case_frames(pm, keys)
 
     # population runs always carry the variant column: their analysis keys on it
-    return run_variants(config.variants, load_scenario(scenario_id), one, label=True)
+    return run_variants(config.variants, load_scenario(scenario_id, config.scenarios), one, label=True)
 
 
 def population_calls(config: ExperimentConfig, population: Population, agents: pd.DataFrame, model: str,
@@ -292,7 +292,7 @@ def population_calls(config: ExperimentConfig, population: Population, agents: p
     word list, a chat call whatever the model's API; ``twins.twin_calls_per_agent``) and a decision
     per variant. Counts assume every persona is valid and names its attributes (a failed one skips
     its calls, an unnamed attribute its rewrite)."""
-    s = load_scenario(scenario_id)
+    s = load_scenario(scenario_id, config.scenarios)
     calls = twin_calls(population, config.twin_groups, condition) if config.twins else {}
     out = []
     for combo, n in agents.groupby(population.group_ids).size().items():
@@ -326,7 +326,7 @@ def population_task(config: ExperimentConfig) -> Task:
     prompts = Prompts()
     items = [Item((m.label, c, s), config.agents * len(config.variants) * per_agent,
                   population_calls(config, population, agents, m.label, c, s, prompts))
-             for m in config.models for c in config.conditions for s in config.scenarios]
+             for m in config.models for c in config.conditions for s in scenario_ids(config.scenarios)]
 
     def run_item(ctx, item, tick):
         return run_population_case(config, ctx.sessions[item[0]], ctx.run_id, population, agents, item, tick)

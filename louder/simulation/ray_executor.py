@@ -118,7 +118,7 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
             merge_shard(ctx.cache, shard)
             ctx.add_counts(counts)
             results[i] = frames
-            for _ in range(config.agents * len(load_group(cases[i][3]).attributes) * len(config.variants)
+            for _ in range(config.agents * len(load_group(cases[i][3], config.groups).attributes) * len(config.variants)
                            if tick else 0):
                 tick()
         return results

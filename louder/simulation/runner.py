@@ -16,9 +16,8 @@ import pandas as pd
 from louder import kinds
 from louder.config import ExperimentConfig
 from louder.prompts import Prompts
-from louder.scenarios import load_group
 from louder.presentation import wordings_for
-from louder.scenarios import AS_WRITTEN, load_scenario
+from louder.scenarios import AS_WRITTEN, group_ids, load_group, load_scenario, scenario_ids
 from louder.simulation.case import labelled, labelled_signals, seed_case_calls, simulate_case
 from louder.status import status_block
 from louder.task import Item, Task, execute
@@ -34,9 +33,11 @@ class RunResult:
 
 
 def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
-    """(model, condition, scenario, group) for every case, in run order."""
+    """(model, condition, scenario id, group id) for every case, in run order: a scenario or group
+    named by path is keyed by its id, as the probes key it (``load_scenario(id, config.scenarios)``
+    finds its file again)."""
     return [(m.label, c, s, g) for m in config.models for c in config.conditions
-            for s in config.scenarios for g in config.groups]
+            for s in scenario_ids(config.scenarios) for g in group_ids(config.groups)]
 
 
 def count_calls(config: ExperimentConfig) -> int:
@@ -49,8 +50,9 @@ def simulation_task(config: ExperimentConfig) -> Task:
     """The simulation as a ``Task``: one item per (model, condition, scenario, group) case, every case
     at its full N (a sequential run's task in waves is ``louder.simulation.sequential.simulation``)."""
     prompts = Prompts()
-    items = [Item(c, config.agents * len(load_group(c[3]).attributes) * len(config.variants) * len(config.signal)
-                  * len(wordings_for(config, load_scenario(c[2]))), seed_case_calls(config, c, prompts))
+    items = [Item(c, config.agents * len(load_group(c[3], config.groups).attributes) * len(config.variants)
+                  * len(config.signal) * len(wordings_for(config, load_scenario(c[2], config.scenarios))),
+                  seed_case_calls(config, c, prompts))
              for c in plan_cases(config)]
 
     def run_case(ctx, case_key: tuple[str, str, str, str], tick):

@@ -251,14 +251,14 @@ def simulation(config: ExperimentConfig) -> Task:
         return simulate_case(full, ctx.sessions[key[0]], ctx.run_id, key, tick, range(w * W, min((w + 1) * W, B)))
 
     def units(key):
-        attrs = list(load_group(key[3]).attributes)
+        attrs = list(load_group(key[3], config.groups).attributes)
         return [Unit(dict(zip(("model", "condition", "scenario", "group"), key), **({"variant": v} if label else {})),
                      "attribute", attrs, v if label else None) for v in config.variants]
 
     def finish(key, frames: CaseFrames, waves: int) -> CaseFrames:
         """agent_id as a fixed run of the case's total N writes it: 1 + i·N + replicate."""
         n = min(waves * W, B)
-        index = {a: i for i, a in enumerate(load_group(key[3]).attributes)}
+        index = {a: i for i, a in enumerate(load_group(key[3], config.groups).attributes)}
 
         def renumber(df: pd.DataFrame) -> pd.DataFrame:
             return df.assign(agent_id=1 + df["attribute"].map(index).astype("int64") * n + df["replicate"])
