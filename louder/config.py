@@ -10,7 +10,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from louder.errors import LouderError, describe_validation_error
+from louder.errors import LouderError, describe_validation_error, did_you_mean
 from louder.llm.spec import ModelConfig
 from louder.networks.graphs import NetworkConfig
 from louder.scenarios import builtin_groups, builtin_scenarios, check_distinct, load_group, load_scenario
@@ -364,7 +364,8 @@ class ExperimentConfig(BaseModel):
             s = load_scenario(ref)
             for v in self.variants:
                 if v not in s.variant_ids:
-                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}; its variants are "
+                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}{did_you_mean(v, s.variant_ids)}; "
+                                     "its variants are "
                                      f"{', '.join(s.variant_ids)} (add it under `variants:` in the scenario file "
                                      f"or drop it from the run)")
         if self.twin_groups is not None and self.population is not None:
@@ -374,7 +375,8 @@ class ExperimentConfig(BaseModel):
             unknown = [g for g in self.twin_groups if g not in ids]
             if unknown or not self.twin_groups:
                 raise ValueError(f"twin_groups: {', '.join(unknown) or '(empty)'} not a group of population "
-                                 f"{self.population}; its groups are {', '.join(ids)}")
+                                 f"{self.population}{did_you_mean(unknown[0], ids) if unknown else ''}; its groups are "
+                                 f"{', '.join(ids)}")
         if self.twins and self.population is None:
             raise ValueError("twins: counterfactual twins need a population run; give `population:` (or "
                              "--population FILE) — a population of one group works")
@@ -408,7 +410,8 @@ class ExperimentConfig(BaseModel):
             s = load_scenario(ref)
             for w in self.wordings:
                 if w != ALL and w not in s.wording_ids:
-                    raise ValueError(f"wordings: scenario {s.id} has no wording {w!r}; its wordings are "
+                    raise ValueError(f"wordings: scenario {s.id} has no wording {w!r}{did_you_mean(w, s.wording_ids)}; "
+                                     "its wordings are "
                                      f"{', '.join(s.wording_ids)} (add it under `wordings:` in the scenario file, "
                                      "write some with `louder scenario paraphrase`, or use wordings: [all])")
             for v in self.variants:

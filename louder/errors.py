@@ -35,6 +35,8 @@ def describe_validation_error(err: ValidationError, where: str) -> str:
         loc = ".".join(_part(p) for p in e["loc"]) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
         if e.get("type") == "extra_forbidden":
-            msg = "unknown field (check the spelling; see the README for the allowed fields)"
+            msg = "unknown field (check the spelling; docs/reference/config.md lists every field with its default)"
+        elif e.get("type") == "literal_error":  # a misspelt choice: name the one meant
+            msg += did_you_mean(e.get("input"), re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", ""))))
         lines.append(f"{where}: {loc}: {msg}")
     return "\n".join(lines)

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from louder.errors import LouderError
-from louder.llm.registry import backend_info, spec_forms
+from louder.errors import LouderError, did_you_mean
+from louder.llm.registry import backend_info, prefixes, spec_forms
 
 
 
@@ -113,7 +113,13 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
     backend, _, tail = rest.partition(":")
     info = backend_info(backend)
     if info is None or not (tail or info.model_optional):
-        raise ValueError(f"model spec {spec!r} is not one of: {spec_forms()} (optionally prefixed completion:)")
+        hint = ""
+        if info is None:  # a misspelt backend prefix: the spec with the closest known one
+            hint = did_you_mean(backend, prefixes())
+            if hint:
+                close = hint.split("'")[1]
+                hint = f" (did you mean {spec.replace(backend, close, 1)!r}?)"
+        raise ValueError(f"model spec {spec!r}{hint} is not one of: {spec_forms()} (optionally prefixed completion:)")
     if not info.takes_url:
         return api, backend, tail, None
     model, _, url = tail.partition("@")

@@ -15,7 +15,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from louder.datafiles import load_yaml_model
-from louder.errors import LouderError, describe_validation_error
+from louder.errors import LouderError, describe_validation_error, did_you_mean
 from louder.scenarios import Group, load_group
 
 DATA = resources.files("louder") / "data" / "populations"
@@ -218,7 +218,8 @@ def load_population(ref: str) -> Population:
         path = DATA / f"{ref}.yaml"
         base = Path(str(DATA))
     else:
-        raise LouderError(f"unknown population {ref!r}; built-in populations: {', '.join(builtin_populations())} "
+        raise LouderError(f"unknown population {ref!r}{did_you_mean(ref, builtin_populations())}; built-in "
+                          f"populations: {', '.join(builtin_populations())} "
                           f"(or give the path of a .yaml file)")
     doc = load_yaml_model(PopulationFile, path, "population")
     where = f"population file {path}"

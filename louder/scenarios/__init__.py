@@ -152,7 +152,8 @@ class Scenario(_Strict):
         for w in self.wordings:
             if w.id == wording_id:
                 return _apply(self, w).model_copy(update={"variants": self.variants})
-        raise LouderError(f"scenario {self.id}: no wording {wording_id!r}; its wordings are "
+        raise LouderError(f"scenario {self.id}: no wording {wording_id!r}{did_you_mean(wording_id, self.wording_ids)}; "
+                          "its wordings are "
                           f"{', '.join(self.wording_ids)} (add it under `wordings:` in the scenario file, or write "
                           f"some with `louder scenario paraphrase`)")
 
@@ -189,7 +190,8 @@ class Scenario(_Strict):
         for v in self.variants:
             if v.id == variant_id:
                 return _apply(self, v)
-        raise LouderError(f"scenario {self.id}: no variant {variant_id!r}; its variants are "
+        raise LouderError(f"scenario {self.id}: no variant {variant_id!r}{did_you_mean(variant_id, self.variant_ids)}; "
+                          "its variants are "
                           f"{', '.join(self.variant_ids)} (add it under `variants:` in the scenario file)")
 
     @property
