@@ -188,8 +188,8 @@ def _group(where: str, groups: tuple[Group, ...], gid: str, field: str) -> Group
     for g in groups:
         if g.id == gid:
             return g
-    raise LouderError(f"{where}: {field} names group {gid!r}, which is not in `groups` "
-                      f"({', '.join(g.id for g in groups)}); add it there or fix the spelling")
+    raise LouderError(f"{where}: {field} names group {gid!r}{did_you_mean(gid, [g.id for g in groups])}, which is "
+                      f"not in `groups` ({', '.join(g.id for g in groups)}); add it there or fix the spelling")
 
 
 def _check_totals(where: str, totals: dict[str, float], tol: float) -> None:
