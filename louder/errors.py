@@ -12,14 +12,21 @@ class LouderError(Exception):
     """Bad input (config, CLI flag, data file) or an unusable environment; the message says the fix."""
 
 
-def did_you_mean(word, candidates) -> str:
-    """`` (did you mean 'x'?)`` when one of ``candidates`` is close to ``word`` (difflib's ratio ≥ 0.6;
-    case is ignored), else ``""`` — for the one-line error about an unknown id, key or flag."""
+def closest(word, candidates) -> str | None:
+    """The one of ``candidates`` closest to ``word`` (difflib's ratio ≥ 0.6, case ignored), or None —
+    also when that is ``word`` itself."""
     import difflib
 
     names = {str(c).lower(): str(c) for c in candidates}
     close = difflib.get_close_matches(str(word).lower(), list(names), n=1, cutoff=0.6)
-    return f" (did you mean {names[close[0]]!r}?)" if close and names[close[0]] != str(word) else ""
+    return names[close[0]] if close and names[close[0]] != str(word) else None
+
+
+def did_you_mean(word, candidates) -> str:
+    """`` (did you mean 'x'?)`` with the ``closest`` candidate, else ``""`` — for the one-line error
+    about an unknown id, value or flag."""
+    close = closest(word, candidates)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _part(p) -> str:

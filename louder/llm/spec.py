@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from louder.errors import LouderError, did_you_mean
+from louder.errors import LouderError, closest
 from louder.llm.registry import backend_info, prefixes, spec_forms
 
 
@@ -113,12 +113,8 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
     backend, _, tail = rest.partition(":")
     info = backend_info(backend)
     if info is None or not (tail or info.model_optional):
-        hint = ""
-        if info is None:  # a misspelt backend prefix: the spec with the closest known one
-            hint = did_you_mean(backend, prefixes())
-            if hint:
-                close = hint.split("'")[1]
-                hint = f" (did you mean {spec.replace(backend, close, 1)!r}?)"
+        close = closest(backend, prefixes()) if info is None else None  # a misspelt prefix: the spec with it
+        hint = f" (did you mean {spec.replace(backend, close, 1)!r}?)" if close else ""
         raise ValueError(f"model spec {spec!r}{hint} is not one of: {spec_forms()} (optionally prefixed completion:)")
     if not info.takes_url:
         return api, backend, tail, None
