@@ -30,8 +30,14 @@ AMP_COLUMNS = ["round", "dpd_round0", "dpd_llm", "dpd_no_influence", "baseline",
 
 
 def case_keys(decisions: pd.DataFrame) -> list[str]:
-    """The columns that identify a case (``variant`` only in population runs)."""
-    return [k for k in CASE if k in decisions.columns]
+    """The columns that identify a case (``variant`` only in population runs), and the levels of a
+    network arm where the run varies them: each level of a crossed or own-agents dimension (wording,
+    reasoning level, signal; ``louder.dimensions``) plays its own rounds, control and no-influence arm."""
+    from louder.dimensions import SPLIT, registered
+
+    arms = [d.id for d in registered() if d.design != SPLIT]
+    return [k for k in CASE if k in decisions.columns] + [
+        c for c in arms if c in decisions.columns and decisions[c].nunique(dropna=False) > 1]
 
 
 def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:

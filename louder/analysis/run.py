@@ -20,6 +20,7 @@ from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
 from louder.analysis.compare import ablation, contrast, contrast_cases, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
+from louder.config import recorded
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged
@@ -78,7 +79,7 @@ def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) ->
     """group id → attributes: from the group files the run used, else from the data itself."""
     out: dict[str, list[str]] = {}
     for m in manifests.values():
-        for ref in m.get("config", {}).get("groups", []):
+        for ref in recorded(m.get("config"), "simulation.groups", []):  # manifests of any version
             try:
                 g = load_group(ref)
             except LouderError:
@@ -146,7 +147,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     generations = check_generations(run)
     decisions, probes, personas, manifests, missing = load_run(run)
     sequential = ST.read(run, manifests.get("simulation"))
-    score = (manifests.get("simulation") or {}).get("config", {}).get("decision_mode") == "score"
+    score = recorded((manifests.get("simulation") or {}).get("config"), "simulation.decision_mode") == "score"
     decisions = _variants_as_scenarios(decisions)
     beliefs = _read_parquet(run / "beliefs.parquet")  # issue 21: `louder probe beliefs`
     if m := _read_json(run / "beliefs_manifest.json"):
@@ -228,10 +229,11 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if rounds is not None:
         tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed, arm=arm))
     if R.varies(presented):
-        tables["robustness"] = R.robustness_table(presented, attrs, B=bootstrap, seed=seed)
+        tables["robustness"] = R.robustness_table(_by_population_group(presented), attrs, B=bootstrap, seed=seed)
         tables["position_bias"] = R.position_bias_table(presented)
     if RS.varies(levels):
-        tables["reasoning"] = RS.reasoning_table(RS.wording_view(levels), attrs, B=bootstrap, seed=seed)
+        tables["reasoning"] = RS.reasoning_table(_by_population_group(RS.wording_view(levels)), attrs, B=bootstrap,
+                                                 seed=seed)
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control, no_influence=arm, sequential=sequential)
     result.presented = presented
@@ -298,6 +300,17 @@ ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning")  # issue 25; re
 POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",
                      "population_overall", "variant_rates", "variant_effects", "variant_dpd", "twin_flips", "twin_dpd",
                      "twin_accounting")
+
+
+def _by_population_group(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Population runs (issue 31.3): the rows once per group of the population, ``group`` the group and
+    ``attribute`` the agent's attribute in it — the marginal view population_groups.csv takes, where a
+    case of joint labels would spread the agents over every intersection. Other runs: as they are."""
+    cols = [c for c in (decisions.columns if decisions is not None else []) if c.startswith("attr_")]
+    if not cols:
+        return decisions
+    return pd.concat([decisions.assign(group=c.removeprefix("attr_"), attribute=decisions[c]) for c in cols],
+                     ignore_index=True)
 
 
 def _variants_as_scenarios(decisions: pd.DataFrame | None) -> pd.DataFrame | None:

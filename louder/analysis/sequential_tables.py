@@ -39,7 +39,8 @@ def read(run_dir: Path, manifest: dict | None) -> tuple[pd.DataFrame, pd.DataFra
 
 
 def case_keys(df: pd.DataFrame) -> list[str]:
-    return [c for c in ("model", "condition", "scenario", "variant", "group") if c in df.columns]
+    """A tested case's columns (``signal``: a run with several signals tests each as a case of its own)."""
+    return [c for c in ("model", "condition", "scenario", "variant", "group", "signal") if c in df.columns]
 
 
 def last_waves(final: pd.DataFrame, waves: pd.DataFrame) -> pd.DataFrame:
@@ -51,11 +52,22 @@ def last_waves(final: pd.DataFrame, waves: pd.DataFrame) -> pd.DataFrame:
 
 
 def _as_case_scenario(df: pd.DataFrame) -> pd.DataFrame:
-    """A policy variant other than base reads as its own scenario "scenario [variant]", as the case tables do."""
+    """A policy variant other than base reads as its own scenario "scenario [variant]", as the case tables do
+    (and a signal other than stated as its own condition, ``_as_case_condition``)."""
+    df = _as_case_condition(df)
     if "variant" not in df:
         return df
     v = df["variant"].astype(str)
     return df.assign(scenario=df["scenario"].where(v == "base", df["scenario"] + " [" + v + "]"))
+
+
+def _as_case_condition(df: pd.DataFrame) -> pd.DataFrame:
+    """A signal other than stated reads as its own condition "contextualized [names]", as the case tables
+    do (``robustness.case_view``)."""
+    if "signal" not in df:
+        return df
+    sig = df["signal"].fillna("stated").astype(str)
+    return df.assign(condition=df["condition"].where(sig == "stated", df["condition"] + " [" + sig + "]"))
 
 
 def with_sequential(cases: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] | None, score: bool) -> pd.DataFrame:
@@ -95,7 +107,7 @@ def with_sequential_groups(groups: pd.DataFrame, seq: tuple[pd.DataFrame, pd.Dat
     ``significant`` the run's rule on it (``stats.significant``)."""
     if seq is None or groups.empty:
         return groups
-    last = last_waves(*seq)
+    last = _as_case_condition(last_waves(*seq))
     key = [c for c in ("model", "condition", "scenario", "variant", "group") if c in last.columns]
     m = groups[key].merge(last, how="left", on=key)
     out = groups.copy()

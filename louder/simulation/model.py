@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import mesa
 
+from louder import dimensions
 from louder.agents import PersonaAgent
 from louder.session import ModelSession
-from louder.scenarios import AS_WRITTEN, Group, Scenario
+from louder.scenarios import Group, Scenario
 
 # What the DataCollector records of every agent: the row schema of decisions.parquet.
 AGENT_REPORTERS = {
@@ -38,6 +39,12 @@ AGENT_REPORTERS = {
 }
 
 
+def reporters() -> dict:
+    """``AGENT_REPORTERS`` and the level of every other registered dimension (louder.dimensions)."""
+    extra = {d.id: (lambda a, i=d.id: a.level(i)) for d in dimensions.registered() if d.id not in AGENT_REPORTERS}
+    return {**AGENT_REPORTERS, **extra}
+
+
 @dataclass(frozen=True)
 class Case:
     """model × condition × scenario × group."""
@@ -47,9 +54,9 @@ class Case:
     scenario: Scenario
     group: Group
     root_seed: int
-    wording: str = AS_WRITTEN  # the wording ``scenario`` is said in
-    signal: str = "stated"  # how the attribute reaches the persona: stated | names
-    reasoning: str = "default"  # the reasoning level of the decisions (simulation.reasoning)
+    # the arm of the case: a level of each crossed and own-agents dimension (louder.dimensions; absent: its
+    # default); ``scenario`` is said as its levels say it (a wording's text)
+    levels: dict[str, str] = field(default_factory=dict)
 
 
 class BiasModel(mesa.Model):
@@ -71,7 +78,7 @@ class BiasModel(mesa.Model):
         self.replicates = range(agents) if replicates is None else replicates
         self.size = len(case.group.attributes) * len(self.replicates)
         self._made: dict[int, PersonaAgent] = {}
-        self.datacollector = mesa.DataCollector(agent_reporters={**AGENT_REPORTERS, "agent_id": "agent_id"})
+        self.datacollector = mesa.DataCollector(agent_reporters={**reporters(), "agent_id": "agent_id"})
 
     def agent(self, k: int) -> PersonaAgent:
         """The ``k``-th agent in attribute-major order (agent_id k + 1), made on first use. Call it

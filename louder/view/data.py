@@ -26,8 +26,18 @@ class ViewData:
     decisions: pd.DataFrame
     edges: pd.DataFrame
     control: pd.DataFrame | None
-    cases: tuple[str, ...]  # "model | condition | scenario | group" labels, in file order
+    cases: tuple[str, ...]  # "model | condition | scenario | group" labels (and the arm's levels), in file order
     archetype: bool = False  # agents of one archetype call share its randomness: intervals resample clusters
+    keys: tuple[str, ...] = tuple(CASE_KEYS)  # the columns of a label's parts
+
+
+def view_keys(decisions: pd.DataFrame) -> list[str]:
+    """The case columns and, where the run varies them, the policy variant and the levels of a network
+    arm (``louder.dimensions``: each wording, reasoning level or signal plays its own rounds)."""
+    from louder.dimensions import SPLIT, registered
+
+    arms = ["variant"] + [d.id for d in registered() if d.design != SPLIT]
+    return CASE_KEYS + [c for c in arms if c in decisions.columns and decisions[c].nunique(dropna=False) > 1]
 
 
 def case_label(key) -> str:
@@ -53,8 +63,9 @@ def _load(run: str, stamp: tuple) -> ViewData:
     edges = pd.read_parquet(Path(run) / "network.parquet")
     control_path = Path(run) / "control.parquet"
     control = pd.read_parquet(control_path) if control_path.exists() else None
-    cases = tuple(dict.fromkeys(case_label(k) for k in d[CASE_KEYS].itertuples(index=False)))
-    return ViewData(d, edges, control, cases, is_archetype(d, _manifest(Path(run) / "manifest.json")))
+    keys = view_keys(d)
+    cases = tuple(dict.fromkeys(case_label(k) for k in d[keys].itertuples(index=False)))
+    return ViewData(d, edges, control, cases, is_archetype(d, _manifest(Path(run) / "manifest.json")), tuple(keys))
 
 
 def _manifest(path: Path) -> dict | None:
@@ -65,15 +76,16 @@ def _manifest(path: Path) -> dict | None:
 
 
 def case_frames(data: ViewData, label: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """(decisions, edges, control) of one case."""
+    """(decisions, edges, control) of one case (of one arm: the graph's edges are the case's)."""
     key = label.split(" | ")
 
     def pick(df):
         if df is None:
             return None
         mask = np.ones(len(df), dtype=bool)
-        for col, value in zip(CASE_KEYS, key):
-            mask &= df[col].astype(str).to_numpy() == value
+        for col, value in zip(data.keys, key):
+            if col in df.columns:
+                mask &= df[col].astype(str).to_numpy() == value
         return df[mask]
 
     return pick(data.decisions), pick(data.edges), pick(data.control)
