@@ -12,6 +12,12 @@ class LouderError(Exception):
     """Bad input (config, CLI flag, data file) or an unusable environment; the message says the fix."""
 
 
+class LouderWarning(UserWarning):
+    """Something a run folder lacks for a measure (e.g. no explicit probes to contrast), or a setting
+    that was not used: the analysis goes on without it, and the message says how to add it. The
+    Python API raises these with ``warnings.warn``; the command line prints them as ``missing:``."""
+
+
 def _part(p) -> str:
     """A location part as printed: plain names as they are, anything odd quoted with escapes."""
     s = str(p)
