@@ -406,8 +406,10 @@ def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, vari
         fail(f"--rescore {path}: cannot be read as CSV or Parquet ({e})")
     if text_column not in df.columns:
         fail(f"--text-column {text_column!r} is not a column of {path}; columns: {', '.join(map(str, df.columns))}")
+    from louder.analysis.keys import is_valid
+
     r = score_table(df, st, text_column, (variation or ["replication"])[0])
-    valid = r["status"] == "valid"
+    valid = is_valid(r)
     console.print(f"{st.name}: mean score {r['score_authors'].mean():.4f} (authors' convention, n={len(r)}), "
                   f"{r.loc[valid, 'score'].mean():.4f} (strict, n={int(valid.sum())}); "
                   f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}, "

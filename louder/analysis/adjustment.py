@@ -75,11 +75,11 @@ import pandas as pd
 from scipy.special import expit, logit
 
 from louder.analysis import intervals as I
-from louder.analysis.keys import is_valid
+from louder.analysis.keys import CASE_KEYS, is_valid
 from louder.analysis.stats import dpd
 from louder.errors import LouderError
 
-KEYS = ["model", "condition", "scenario", "group"]
+KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 INTERVENTION_COLUMNS = [*KEYS, "intervention", "n_agents", "dpd_none", "dpd", "dpd_change", "ci_low", "ci_high",
                         "p_value", "rate_shift", "rate_shift_ci_low", "rate_shift_ci_high", "changed", "verdict"]
 OFFSET_COLUMNS = ["group", "attribute", "source", "to", "n", "rate", "target", "offset", "se", "rate_adjusted"]

@@ -7,8 +7,12 @@ import base64
 import html
 import io
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def png(fig: Figure | None) -> str:

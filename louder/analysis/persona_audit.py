@@ -49,11 +49,11 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import intervals as I
-from louder.analysis.keys import is_valid
+from louder.analysis.keys import CASE_KEYS, is_valid
 from louder.analysis.rationales import TOKEN, Pattern, distinctive_words, load_patterns
 from louder.analysis.stats import holm, significant
 
-KEYS = ["model", "condition", "scenario", "group"]
+KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 MEASURES = ["length", "sentiment", "stereotype", "restates", "diversity"]
 MEANS = MEASURES[:4]
 AUDIT_COLUMNS = [*KEYS, "attribute", "measure", "value", "ci_low", "ci_high"]

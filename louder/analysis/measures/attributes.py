@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pandas as pd
 
-from louder.analysis import figures
 from louder.analysis.choices import choice_rates
 from louder.analysis.html import note, png, section, table
 from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, valid
@@ -101,6 +100,8 @@ def _rates_table(attributes: pd.DataFrame) -> pd.DataFrame:
 
 
 def report_section(a) -> str:
+    from louder.analysis import figures
+
     t = a.tables
     out = section("Target-decision rate per attribute (cf. Fig. 4)",
                   png(figures.rates_figure(t["attributes"])), table(_rates_table(t["attributes"]), scroll=True))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis import figures
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.html import note, png, section, table
 from louder.analysis.registry import Column, Measure, Table, register
@@ -37,6 +36,8 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 def report_section(a) -> str:
     """The LLM Word Association and Relative Decision Tests, when the folder holds them."""
+    from louder.analysis import figures
+
     t, parts = a.tables, []
     if "association_stats" in t:
         s = t["association_stats"]

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from louder.analysis import figures, power, stats
+from louder.analysis import power, stats
 from louder.analysis.choices import independence_table
 from louder.analysis.html import note, png, section, table
 from louder.analysis.keys import CASE_KEYS, COUNT_COLUMNS, STATUSES
@@ -175,6 +175,8 @@ def _true(v) -> bool:
 
 
 def report_section(a) -> str:
+    from louder.analysis import figures
+
     t = a.tables
     population = population_run(t)
     return section(

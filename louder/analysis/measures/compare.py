@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from louder.analysis import figures, stats
+from louder.analysis import stats
 from louder.analysis.html import note, png, section, table
 from louder.analysis.registry import Column, Measure, Table, register
 from louder.datafiles import load_yaml_model
@@ -219,6 +219,8 @@ def contrast_section(a) -> str:
 
 
 def ablation_section(a) -> str:
+    from louder.analysis import figures
+
     return section("Persona-condition ablation (cf. Fig. 5)",
                    note("DPD per case under each persona condition; diff_vs_contextualized = DPD(contextualized) − "
                         "DPD(condition) with a 95 % bootstrap interval."),
@@ -226,6 +228,8 @@ def ablation_section(a) -> str:
 
 
 def directions_section(a) -> str:
+    from louder.analysis import figures
+
     d = a.tables["directions"]
     return section("Literature directions (Table 3)",
                    note("aligned: the predicted direction with a 95 % interval excluding 0; opposite: the reverse "

@@ -21,7 +21,6 @@ import html
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from louder.analysis.html import note, png, section, table
 from louder.analysis.keys import VARIANT_CASE, present
@@ -124,6 +123,8 @@ def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figu
     """Target rate per attribute over rounds, one line per attribute: solid for the LLM run, dotted for
     the no-influence arm, dashed for the control rule. ``rates`` maps a run name (LLM, no influence,
     control) to ``rates_by_round`` output."""
+    from matplotlib.figure import Figure
+
     rates = {k: v for k, v in rates.items() if v is not None and not v.empty}
     if not rates:
         return None
@@ -149,6 +150,8 @@ def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figu
 
 def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
     """DPD_r(LLM) − DPD_r(no influence) per round with its interval; 0 dashed."""
+    from matplotlib.figure import Figure
+
     if amp is None or amp.empty:
         return None
     fig = Figure(figsize=(5, 3), layout="constrained")

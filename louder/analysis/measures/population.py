@@ -17,11 +17,10 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from louder.analysis import figures
 from louder.analysis import population as P
 from louder.analysis import stats as S
 from louder.analysis.html import note, png, section, table
-from louder.analysis.keys import CASE_KEYS, POPULATION_CASE, STATUSES, base_scenarios
+from louder.analysis.keys import CASE_KEYS, POPULATION_CASE, base_scenarios
 from louder.analysis.measures.sequential import with_sequential_groups
 from louder.analysis.rates import rates as rate_table
 from louder.analysis.registry import Column, Measure, Show, Table, View, register
@@ -218,6 +217,8 @@ MAX_HEATMAPS = 12  # intersection heat maps drawn (the table has every cell of e
 
 
 def _population(a) -> str:
+    from louder.analysis import figures
+
     from louder.populations.fit import fit_errors
 
     t = a.tables
@@ -258,6 +259,8 @@ def _population(a) -> str:
 
 
 def _intersections(a) -> str:
+    from louder.analysis import figures
+
     t = a.tables.get("population_intersections")
     if t is None or t.empty:
         return ""

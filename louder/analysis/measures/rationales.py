@@ -45,7 +45,7 @@ def report_section(a) -> str:
     if len(words):
         parts.append(note("Most distinctive words per attribute: log-odds ratio with an informative Dirichlet prior "
                           "(Monroe, Colaresi &amp; Quinn 2008) against the rest of the group; z-score in brackets."))
-        w = words.sort_values("z", ascending=False).groupby(ATTRIBUTE_KEYS)
+        w = words.sort_values("z", ascending=False, kind="stable").groupby(ATTRIBUTE_KEYS)
         rows = [dict(zip(ATTRIBUTE_KEYS, k), words=", ".join(f"{x} ({z:.1f})" for x, z in zip(g["word"], g["z"])))
                 for k, g in w]
         parts.append(table(pd.DataFrame(rows), scroll=True))

@@ -11,10 +11,10 @@ import textwrap
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from louder.analysis import reasoning as RS
 from louder.analysis.html import note, png, section, table
+from louder.analysis.keys import CASE_KEYS
 from louder.analysis.reasoning import SMALLEST, sentence
 from louder.analysis.registry import Column, Measure, Show, Table, View, register
 
@@ -32,6 +32,8 @@ VERDICT_COLORS = {"raises": "#c0392b", "lowers": "#2980b9", "no change": "#2c3e5
 def levels_figure(case: pd.DataFrame) -> Figure | None:
     """One case: left, the DPD at each level with its 95 % interval; right, the change from the
     reference level with its interval (dashed lines at 0 and ±0.3)."""
+    from matplotlib.figure import Figure
+
     case = case.reset_index(drop=True)
     if case["dpd"].isna().all():
         return None
@@ -76,7 +78,7 @@ def report_section(a) -> str:
         "likelihood-ratio test that the attribute effect is the same at both levels. <b>thinking_share</b>: valid "
         "decisions that came with thinking; <b>n_thinking_truncated</b>: answers invalid because the thinking "
         "never closed before max_tokens. The other tables of this report read the reference level only.")]
-    for _, case in rs.groupby(["model", "condition", "scenario", "group", "signal"], sort=True):
+    for _, case in rs.groupby([*CASE_KEYS, "signal"], sort=True):
         r0 = case.iloc[0]
         parts.append(f"<h3>{html.escape(str(r0['scenario']))} × {html.escape(str(r0['group']))} — "
                      f"{html.escape(str(r0['condition']))}, {html.escape(str(r0['model']))}</h3>")
@@ -101,7 +103,7 @@ def _change(r) -> str:
 VIEW = View(
     "reasoning", "Reasoning levels: does thinking change the bias? DPD [95 % CI] per level, change from the reference "
                  "level [95 % CI] — docs/how-to/reasoning-models.md", (
-        *(Show(k, k, priority=1, identity=True) for k in ("model", "condition", "scenario", "group")),
+        *(Show(k, k, priority=1, identity=True) for k in CASE_KEYS),
         Show("level", "level", priority=1),
         Show("DPD [95 % CI]", lambda r: f"{_f(r['dpd'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]", number=True,
              priority=1, name="dpd"),

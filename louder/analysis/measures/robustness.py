@@ -13,7 +13,6 @@ import textwrap
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from louder.analysis import robustness as R
 from louder.analysis.html import note, png, section, table
@@ -34,6 +33,8 @@ VERDICT_COLORS = {"robust": "#c0392b", "wording-dependent": "#e67e22", "underpow
 def forest_figure(row: pd.Series) -> Figure | None:
     """One case: a row per wording (or order) with its DPD and 95 % interval, the pooled DPD with the
     two-way interval below (a diamond), a dashed line at 0."""
+    from matplotlib.figure import Figure
+
     by = json.loads(row["dpd_by_wording"]) if row["unit"] == "wording" else json.loads(row["dpd_by_order"])
     ci = json.loads(row["ci_by_wording"]) if row["unit"] == "wording" else {}
     names = [k for k, v in by.items() if v is not None]

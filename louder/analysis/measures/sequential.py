@@ -18,7 +18,6 @@ import textwrap
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from louder.analysis import stats
 from louder.analysis.html import note, png, section, table
@@ -106,6 +105,8 @@ STOP_COLORS = {"disparity": "#c0392b", "undecided": "#7f8c8d"}  # parity within 
 def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) -> Figure | None:
     """One panel per tested case: the DPD confidence sequence (band) and the DPD (line) after each
     wave against agents per attribute, with 0 and the precision D, and the stop marked."""
+    from matplotlib.figure import Figure
+
     if waves.empty:
         return None
     keys = case_keys(final)

@@ -10,7 +10,6 @@ import textwrap
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from louder.analysis import voices as V
 from louder.analysis.html import note, png, section, table
@@ -59,6 +58,8 @@ def _label(r: pd.Series) -> str:
 def readings_figure(voices: pd.DataFrame, what: str = "gap") -> Figure | None:
     """One small panel per case: each reading's gap (``what="gap"``: higher − lower observed attribute)
     or DPD (``what="dpd"``) as a point with its 95 % interval, on one axis."""
+    from matplotlib.figure import Figure
+
     names = [n for n in READINGS if what == "gap" or n != "observed"]
     cols = {n: (f"{n}_gap", f"{n}_gap_ci_low", f"{n}_gap_ci_high") if n != "observed" else
             ("observed_gap", "observed_ci_low", "observed_ci_high") for n in names}
@@ -148,6 +149,9 @@ def report_section(a) -> str:
                        "observed gap's interval contains 0. 1 = the agents reproduce the observed gap; above 1 they "
                        "amplify it; between 0 and 1 they shrink it; below 0 they reverse it."),
                   png(readings_figure(v, "gap")), table(v[v["observed_gap"].notna()][GAP_COLUMNS], scroll=True)]
+    if "observed_year" in rates:  # a year read back from its CSV is a number: show it as written
+        rates = rates.assign(observed_year=[v if isinstance(v, str) or pd.isna(v) else f"{v:g}"
+                                            for v in rates["observed_year"]])
     parts += [note("Per attribute: every reading's rate (actions with a Wilson interval, beliefs with the bootstrap-t "
                    "interval over trials, words as the share of answers naming the attribute, observed rates with "
                    "their source)."), table(rates, scroll=True)]
