@@ -369,7 +369,7 @@ VIEWS = (
     View("population_regression", "Population: logistic regression of the target decision on every group (odds "
                                   "ratio against the group's most frequent attribute, other groups held fixed)", (
         *(_key(k) for k in POP_CASE),
-        Show("status", "status", priority=1),
+        Show("status", "status"),
         Show("group", lambda r: str(r["group"]) if _ok(r) else "", priority=1),
         Show("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "",
              priority=1, name="attribute"),
