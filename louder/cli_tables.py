@@ -21,7 +21,7 @@ from rich.text import Text
 
 from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, valid
 from louder.analysis.rates import rates
-from louder.analysis.registry import Show, View
+from louder.analysis.registry import Show, View, key, number
 from louder.errors import LouderError
 from louder.status import status_table
 from louder.types import STATUSES
@@ -146,14 +146,6 @@ def next_steps(a) -> list[str]:
 
 # --- the tables of a run ----------------------------------------------------------------------------
 
-def _f(v, d: int = 3) -> str:
-    return "–" if pd.isna(v) else f"{v:.{d}f}"
-
-
-def _key(name: str) -> Show:
-    return Show(name, name, priority=1, identity=True)
-
-
 def _counts(*statuses: str) -> tuple[Show, ...]:
     return tuple(Show(s, lambda r, s=s: str(int(r[f"n_{s}"])), number=True, priority=1, name=f"n_{s}")
                  for s in statuses)
@@ -168,7 +160,7 @@ def rates_table(decisions: pd.DataFrame, title: str = "Target-decision rate per 
     t = rates(decisions, ATTRIBUTE_KEYS)
     order = decisions[ATTRIBUTE_KEYS].dropna().drop_duplicates()  # the run's own order
     t = order.merge(t, on=ATTRIBUTE_KEYS, how="left")
-    return frame_table(t, title, (*map(_key, CASE_KEYS), Show("attribute", "attribute", priority=1), RATE,
+    return frame_table(t, title, (*map(key, CASE_KEYS), Show("attribute", "attribute", priority=1), RATE,
                                   *_counts(*STATUSES)), width, hint=None)
 
 
@@ -193,8 +185,8 @@ def test_table(df: pd.DataFrame, test: str, width: int | None = None) -> Table:
     means = valid(df).groupby(keys)["score"].apply(lambda s: s.astype(float).mean())
     t = t.merge(means.rename("mean").reset_index(), on=keys, how="left")
     return frame_table(t, f"{test} test: mean score over valid answers, and every status", (
-        _key("model"), Show("stereotype", "stereotype", priority=1),
-        Show("mean", lambda r: _f(r["mean"]), number=True, priority=1), *_counts(*STATUSES)), width, hint=None)
+        key("model"), Show("stereotype", "stereotype", priority=1),
+        Show("mean", lambda r: number(r["mean"]), number=True, priority=1), *_counts(*STATUSES)), width, hint=None)
 
 
 def explicit_table(probes: pd.DataFrame, width: int | None = None) -> Table:
@@ -206,7 +198,7 @@ def explicit_table(probes: pd.DataFrame, width: int | None = None) -> Table:
     t["answers"] = [answers.get(tuple(r), "–") for r in t[keys].itertuples(index=False)]
     order = probes[keys].dropna().drop_duplicates()
     return frame_table(order.merge(t, on=keys, how="left"), "Explicit answers per case", (
-        *map(_key, keys), Show("answers (valid)", "answers", priority=1), *_counts(*STATUSES)), width, hint=None)
+        *map(key, keys), Show("answers (valid)", "answers", priority=1), *_counts(*STATUSES)), width, hint=None)
 
 
 def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None, width: int | None = None) -> Table:
@@ -229,12 +221,12 @@ def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None, w
         t = t.merge(summary(control).rename(columns={"dpd": "dpd_ctl", "rates": "rates_ctl"}), on=by, how="left")
     t = decisions[by].dropna().drop_duplicates().merge(t, on=by, how="left")
     return frame_table(t, "Rounds of influence: target rate per attribute (LLM | control)", (
-        *map(_key, CASE_KEYS), Show("round", lambda r: str(r["round"]), number=True, priority=1),
+        *map(key, CASE_KEYS), Show("round", lambda r: str(r["round"]), number=True, priority=1),
         Show("LLM rates", lambda r: r["rates"] if isinstance(r["rates"], str) else "–", priority=1),
-        Show("DPD", lambda r: _f(r["dpd"], 2), number=True, priority=1),
+        Show("DPD", lambda r: number(r["dpd"], 2), number=True, priority=1),
         Show("control rates", lambda r: r.get("rates_ctl") if isinstance(r.get("rates_ctl"), str) else "–",
              priority=1),
-        Show("DPD ctl", lambda r: _f(r.get("dpd_ctl"), 2), number=True, priority=1),
+        Show("DPD ctl", lambda r: number(r.get("dpd_ctl"), 2), number=True, priority=1),
         *_counts(*STATUSES)), width, hint=None)
 
 
@@ -248,7 +240,7 @@ def population_rates_table(decisions: pd.DataFrame, title: str = "Target-decisio
         order = decisions[[*keys, col]].dropna().drop_duplicates().rename(columns={col: "attribute"})
         frames.append(order.merge(t, on=[*keys, "attribute"], how="left").assign(group=col.removeprefix("attr_")))
     t = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keys, "group", "attribute"])
-    return frame_table(t, title, (*map(_key, keys), Show("group", "group", priority=1),
+    return frame_table(t, title, (*map(key, keys), Show("group", "group", priority=1),
                                   Show("attribute", "attribute", priority=1), RATE, *_counts(*STATUSES)),
                        width, hint=None)
 
@@ -315,8 +307,8 @@ def beliefs_table(beliefs: pd.DataFrame, width: int | None = None) -> Table:
     t = beliefs[keys].dropna().drop_duplicates().merge(t.merge(means.rename("belief").reset_index(), on=keys, how="left"),
                                               on=keys, how="left")
     return frame_table(t, "Beliefs: out of 100 such people, how many would choose the target (mean of valid answers)", (
-        *map(_key, keys[:3]), Show("attribute", "attribute", priority=1),
-        Show("belief rate", lambda r: _f(r["belief"]), number=True, priority=1), *_counts(*STATUSES)), width,
+        *map(key, keys[:3]), Show("attribute", "attribute", priority=1),
+        Show("belief rate", lambda r: number(r["belief"]), number=True, priority=1), *_counts(*STATUSES)), width,
         hint=None)
 
 

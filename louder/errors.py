@@ -34,3 +34,13 @@ def describe_validation_error(err: ValidationError, where: str) -> str:
             msg = "unknown field (check the spelling; see the README for the allowed fields)"
         lines.append(f"{where}: {loc}: {msg}")
     return "\n".join(lines)
+
+
+def load_entry_point(ep, what: str):
+    """What an entry point of another package names (its module imported: its import may register
+    it), for the registries of backends and measures; a package that fails to import is one line."""
+    try:
+        return ep.load()
+    except Exception as e:  # noqa: BLE001 - any import failure of someone else's package
+        raise LouderError(f"{what} {ep.name!r} (entry point {ep.value} of package "
+                          f"{ep.dist.name if ep.dist else '?'}) cannot be loaded: {type(e).__name__}: {e}") from None

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Callable
 
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
 
+if TYPE_CHECKING:
     from louder.analysis.inputs import Analysis
 
 # What a measure can read from the run folder (``Analysis`` attributes of the same name).
@@ -91,6 +91,23 @@ class Show:
     @property
     def key(self) -> str:
         return self.name or (self.value if isinstance(self.value, str) else self.header)
+
+
+def key(name: str) -> Show:
+    """A key column of a console table (the case's model, condition, scenario, …): always shown,
+    and said once under the table when every row shares its value."""
+    return Show(name, name, priority=1, identity=True)
+
+
+def number(v, digits: int = 3) -> str:
+    """A number as the console prints it: ``digits`` decimals, "–" for none."""
+    return "–" if v is None or pd.isna(v) else f"{v:.{digits}f}"
+
+
+def with_interval(est: str, low: str, high: str, digits: int = 3) -> Callable[[Any], str]:
+    """A cell "estimate [low, high]" of the row's columns ``est``, ``low``, ``high`` ("–" without one)."""
+    return lambda r: "–" if pd.isna(r[est]) else (f"{number(r[est], digits)} [{number(r[low], digits)}, "
+                                                  f"{number(r[high], digits)}]")
 
 
 @dataclass(frozen=True)
@@ -171,13 +188,9 @@ def _loaded() -> None:
 
 
 def _load(ep: importlib.metadata.EntryPoint) -> None:
-    from louder.errors import LouderError
+    from louder.errors import load_entry_point
 
-    try:
-        obj = ep.load()
-    except Exception as e:  # noqa: BLE001 - any import failure of someone else's package
-        raise LouderError(f"measure {ep.name!r} (entry point {ep.value} of package "
-                          f"{ep.dist.name if ep.dist else '?'}) cannot be loaded: {type(e).__name__}: {e}") from None
+    obj = load_entry_point(ep, "measure")
     if isinstance(obj, Measure):  # an entry point may name the Measure itself
         register(obj)
 

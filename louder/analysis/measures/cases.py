@@ -19,7 +19,7 @@ from louder.analysis.html import note, png, section, table
 from louder.analysis.keys import CASE_KEYS, COUNT_COLUMNS, STATUSES
 from louder.analysis.measures.sequential import SEQUENTIAL, with_sequential
 from louder.analysis.prob_dpd import prob_dpd_table
-from louder.analysis.registry import Column, Measure, Show, Table, View, register
+from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
 
 CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "significant", "ci_low", "ci_high",
                 *COUNT_COLUMNS, "rates",
@@ -200,16 +200,13 @@ def report_section(a) -> str:
         png(figures.dpd_figure(t["cases"])), table(_table_for_report(t["cases"]), scroll=True))
 
 
-def _f(v, d: int = 3) -> str:
-    return "–" if pd.isna(v) else f"{v:.{d}f}"
-
 
 def _mdd(r) -> str:
     if r.get("interval_method", "bootstrap") != "bootstrap":
         return "–"  # a sequential run's case: no fixed-N power
     if r["kind"] == "explicit":
         return ""
-    return ">1" if pd.isna(r["mdd"]) else _f(r["mdd"], 2)
+    return ">1" if pd.isna(r["mdd"]) else number(r["mdd"], 2)
 
 
 def power_note(a) -> list[str]:
@@ -229,19 +226,16 @@ def power_note(a) -> list[str]:
 VIEW = View(
     "cases", lambda a: CONSOLE_JOINT_TITLE if population_run(a.tables) else CONSOLE_TITLE, (
         Show("kind", "kind", priority=3, identity=True),
-        Show("model", "model", priority=1, identity=True),
-        Show("condition", "condition", priority=1, identity=True),
-        Show("scenario", "scenario", priority=1, identity=True),
-        Show("group", "group", priority=1, identity=True),
-        Show("dpd", lambda r: _f(r["dpd"]), number=True, priority=1),
-        Show("threshold", lambda r: _f(r["threshold"]), number=True, priority=3),
-        Show("p", lambda r: _f(r["p_value"], 4), number=True, name="p_value"),
-        Show("p_holm", lambda r: _f(r["p_holm"], 4), number=True, priority=1),
+        *map(key, CASE_KEYS),
+        Show("dpd", lambda r: number(r["dpd"]), number=True, priority=1),
+        Show("threshold", lambda r: number(r["threshold"]), number=True, priority=3),
+        Show("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
+        Show("p_holm", lambda r: number(r["p_holm"], 4), number=True, priority=1),
         Show("sig", lambda r: "yes" if _true(r["significant"]) else "no", priority=1,
              style=lambda r: "bold red" if _true(r["significant"]) else None, name="significant"),
         Show("dpd_p [95 % CI]", lambda r: "–" if pd.isna(r["dpd_p"]) else
              f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]", name="dpd_p"),
-        Show("p_p", lambda r: _f(r["p_value_p"], 4), number=True, priority=3, name="p_value_p"),
+        Show("p_p", lambda r: number(r["p_value_p"], 4), number=True, priority=3, name="p_value_p"),
         Show("mdd", _mdd, number=True, priority=3),
         Show("power", _power, priority=1, style=lambda r: "yellow" if _power(r) == "underpowered" else None),
         Show("valid", lambda r: str(int(r["n_valid"])), number=True, priority=1, name="n_valid"),

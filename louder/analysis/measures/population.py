@@ -23,7 +23,7 @@ from louder.analysis.html import note, png, section, table
 from louder.analysis.keys import CASE_KEYS, POPULATION_CASE, base_scenarios
 from louder.analysis.measures.sequential import with_sequential_groups
 from louder.analysis.rates import rates as rate_table
-from louder.analysis.registry import Column, Measure, Show, Table, View, register
+from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
 from louder.status import status_table
 
 POP_CASE = POPULATION_CASE
@@ -335,12 +335,6 @@ def population_sections(a) -> str:
 
 # --- the console -----------------------------------------------------------------------------------------
 
-def _f(v, d: int = 3) -> str:
-    return "–" if pd.isna(v) else f"{v:.{d}f}"
-
-
-def _key(name: str) -> Show:
-    return Show(name, name, priority=1, identity=True)
 
 
 def _sig(r) -> str | None:
@@ -356,26 +350,26 @@ def _ok(r) -> bool:
 VIEWS = (
     View("population_groups", "Population: DPD per group (each rate population-weighted over the other groups; "
                               "significant = p_holm < 0.05, Holm across the table's rows)", (
-        *(_key(k) for k in POP_CASE),
+        *(key(k) for k in POP_CASE),
         Show("group", "group", priority=1),
         Show("valid", lambda r: str(int(r["n_valid"])), number=True, priority=1, name="n_valid"),
-        Show("dpd [95 % CI]", lambda r: f"{_f(r['dpd'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]", number=True,
+        Show("dpd [95 % CI]", lambda r: f"{number(r['dpd'])} [{number(r['ci_low'])}, {number(r['ci_high'])}]", number=True,
              priority=1, name="dpd"),
-        Show("threshold", lambda r: _f(r["threshold"]), number=True, priority=3),
-        Show("p", lambda r: _f(r["p_value"], 4), number=True, name="p_value"),
-        Show("p_holm", lambda r: _f(r.get("p_holm"), 4), number=True, priority=1),
+        Show("threshold", lambda r: number(r["threshold"]), number=True, priority=3),
+        Show("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
+        Show("p_holm", lambda r: number(r.get("p_holm"), 4), number=True, priority=1),
         Show("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant")),
         position=10),
     View("population_regression", "Population: logistic regression of the target decision on every group (odds "
                                   "ratio against the group's most frequent attribute, other groups held fixed)", (
-        *(_key(k) for k in POP_CASE),
+        *(key(k) for k in POP_CASE),
         Show("status", "status"),
         Show("group", lambda r: str(r["group"]) if _ok(r) else "", priority=1),
         Show("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "",
              priority=1, name="attribute"),
-        Show("odds ratio [95 % CI]", lambda r: f"{_f(r['odds_ratio'], 2)} [{_f(r['lo'], 2)}, {_f(r['hi'], 2)}]"
+        Show("odds ratio [95 % CI]", lambda r: f"{number(r['odds_ratio'], 2)} [{number(r['lo'], 2)}, {number(r['hi'], 2)}]"
              if _ok(r) else "", number=True, priority=1, name="odds_ratio"),
-        Show("p", lambda r: _f(r["p_value"], 4) if _ok(r) else "", number=True, priority=1, name="p_value"),
+        Show("p", lambda r: number(r["p_value"], 4) if _ok(r) else "", number=True, priority=1, name="p_value"),
         Show("left out", lambda r: "" if pd.isna(r["dropped"]) else str(r["dropped"] or ""), name="dropped")),
         position=11))
 

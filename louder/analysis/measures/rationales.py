@@ -9,7 +9,7 @@ import pandas as pd
 
 from louder.analysis import robustness as R
 from louder.analysis.html import note, section, table
-from louder.analysis.keys import ATTRIBUTE_KEYS
+from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 from louder.analysis.registry import Column, Measure, Table, register
 
@@ -23,9 +23,13 @@ def build(a) -> dict[str, pd.DataFrame]:
                                     ignore_index=True)}
 
 
-def _matches(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows.assign(matches=rows["n_match"].astype(int).astype(str) + "/" + rows["n_rationales"].astype(int)
-                       .astype(str))
+def _matches(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """One row per ``index`` and a column per pattern: "matches/rationales" ("–" where none)."""
+    rows = rows.assign(matches=rows["n_match"].astype(int).astype(str) + "/"
+                       + rows["n_rationales"].astype(int).astype(str))
+    wide = rows.pivot_table(index=index, columns="pattern", values="matches", aggfunc="first").reset_index()
+    wide.columns.name = None
+    return wide.fillna("–")
 
 
 def report_section(a) -> str:
@@ -38,10 +42,7 @@ def report_section(a) -> str:
     parts = [note("Phrase patterns the paper counted (sections 5.2, 5.5): rationales of valid decisions that match, "
                   "out of all rationales of valid decisions of that attribute.")]
     if len(pats):
-        wide = _matches(pats).pivot_table(index=ATTRIBUTE_KEYS, columns="pattern", values="matches",
-                                          aggfunc="first").reset_index()
-        wide.columns.name = None
-        parts.append(table(wide.fillna("–"), scroll=True))
+        parts.append(table(_matches(pats, ATTRIBUTE_KEYS), scroll=True))
     if len(words):
         parts.append(note("Most distinctive words per attribute: log-odds ratio with an informative Dirichlet prior "
                           "(Monroe, Colaresi &amp; Quinn 2008) against the rest of the group; z-score in brackets."))
@@ -54,11 +55,7 @@ def report_section(a) -> str:
                           "of valid decisions name the persona's own attribute (the attribute and its words in "
                           "louder/data/twins.yaml) and how many use its stereotype words (Bai et al.'s stimuli, "
                           "louder/data/analysis/stereotype_words.yaml), out of all that came with thinking."))
-        keys = [*ATTRIBUTE_KEYS[:4], "reasoning", "attribute"]
-        wide = _matches(thinking).pivot_table(index=keys, columns="pattern", values="matches",
-                                              aggfunc="first").reset_index()
-        wide.columns.name = None
-        parts.append(table(wide.fillna("–"), scroll=True))
+        parts.append(table(_matches(thinking, [*CASE_KEYS, "reasoning", "attribute"]), scroll=True))
     return section("Rationales", *parts)
 
 

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import reasoning as RS
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import case_heading, note, png, section, table
 from louder.analysis.keys import CASE_KEYS
 from louder.analysis.reasoning import SMALLEST, sentence
-from louder.analysis.registry import Column, Measure, Show, Table, View, register
+from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -79,9 +79,7 @@ def report_section(a) -> str:
         "decisions that came with thinking; <b>n_thinking_truncated</b>: answers invalid because the thinking "
         "never closed before max_tokens. The other tables of this report read the reference level only.")]
     for _, case in rs.groupby([*CASE_KEYS, "signal"], sort=True):
-        r0 = case.iloc[0]
-        parts.append(f"<h3>{html.escape(str(r0['scenario']))} × {html.escape(str(r0['group']))} — "
-                     f"{html.escape(str(r0['condition']))}, {html.escape(str(r0['model']))}</h3>")
+        parts.append(case_heading(case.iloc[0]))
         parts += [note(html.escape(sentence(r))) for _, r in case.iterrows() if r["verdict"] != "reference"]
         parts.append(png(levels_figure(case)))
     parts += ["<h3>Per case and level</h3>", table(rs, scroll=True)]
@@ -89,9 +87,6 @@ def report_section(a) -> str:
 
 
 # --- the console ---------------------------------------------------------------------------------------
-
-def _f(v, d: int = 2) -> str:
-    return "–" if pd.isna(v) else f"{v:.{d}f}"
 
 
 def _change(r) -> str:
@@ -103,9 +98,9 @@ def _change(r) -> str:
 VIEW = View(
     "reasoning", "Reasoning levels: does thinking change the bias? DPD [95 % CI] per level, change from the reference "
                  "level [95 % CI] — docs/how-to/reasoning-models.md", (
-        *(Show(k, k, priority=1, identity=True) for k in CASE_KEYS),
+        *map(key, CASE_KEYS),
         Show("level", "level", priority=1),
-        Show("DPD [95 % CI]", lambda r: f"{_f(r['dpd'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]", number=True,
+        Show("DPD [95 % CI]", lambda r: f"{number(r['dpd'], 2)} [{number(r['ci_low'], 2)}, {number(r['ci_high'], 2)}]", number=True,
              priority=1, name="dpd"),
         Show("change [95 % CI]", _change, number=True, priority=1, name="change"),
         Show("verdict", "verdict", priority=1),

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import robustness as R
-from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Measure, Show, Table, View, register
+from louder.analysis.html import case_heading, note, png, section, table
+from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
 from louder.analysis.robustness import sentence
 
 
@@ -87,9 +87,7 @@ def report_section(a) -> str:
         "the attribute's list; in the per-case tables above the names signal reads as the condition "
         "\"… [names]\"). The per-case tables above read one wording (the file's own text when run), every order.")]
     for _, row in rob.iterrows():
-        parts.append(f"<h3>{html.escape(str(row['scenario']))} × {html.escape(str(row['group']))} — "
-                     f"{html.escape(str(row['condition']))}, {html.escape(str(row['model']))}, signal "
-                     f"{html.escape(str(row['signal']))}</h3>")
+        parts.append(case_heading(row, signal=True))
         parts.append(note(html.escape(sentence(row))))
         parts.append(png(forest_figure(row)))
     show = rob.drop(columns=["ci_by_wording"])
@@ -120,42 +118,36 @@ def report_section(a) -> str:
 
 # --- the console ---------------------------------------------------------------------------------------
 
-def _f(v, d: int = 3) -> str:
-    return "–" if pd.isna(v) else f"{v:.{d}f}"
-
 
 def _by_wording(r) -> str:
-    return ", ".join(f"{k} {_f(v, 2)}" for k, v in json.loads(r["dpd_by_wording"]).items())
+    return ", ".join(f"{k} {number(v, 2)}" for k, v in json.loads(r["dpd_by_wording"]).items())
 
-
-def _key(name: str, priority: int = 1) -> Show:
-    return Show(name, name, priority=priority, identity=True)
 
 
 VIEWS = (
     View("robustness", "Robustness: DPD pooled over wordings (two-way interval); p and p_het Holm-adjusted across the "
                        "run's cases — docs/robustness.md", (
-        _key("model"), _key("condition"), _key("scenario"), _key("group"), _key("signal"),
+        key("model"), key("condition"), key("scenario"), key("group"), key("signal"),
         Show("wordings × orders", lambda r: f"{r['n_wordings']} × {r['n_orders']}", number=True, name="n_wordings"),
         Show("DPD per wording", _by_wording, priority=3, name="dpd_by_wording"),
-        Show("pooled DPD [95 % CI]", lambda r: f"{_f(r['pooled_dpd'])} [{_f(r['pooled_ci_low'])}, "
-                                               f"{_f(r['pooled_ci_high'])}]", number=True, priority=1,
+        Show("pooled DPD [95 % CI]", lambda r: f"{number(r['pooled_dpd'])} [{number(r['pooled_ci_low'])}, "
+                                               f"{number(r['pooled_ci_high'])}]", number=True, priority=1,
              name="pooled_dpd"),
-        Show("p", lambda r: _f(r["p_disparity_holm"], 4), number=True, priority=1, name="p_disparity_holm"),
-        Show("p_het", lambda r: _f(r["p_heterogeneity_holm"], 4), number=True, name="p_heterogeneity_holm"),
-        Show("stability", lambda r: _f(r["sign_stability"], 2), number=True, name="sign_stability"),
+        Show("p", lambda r: number(r["p_disparity_holm"], 4), number=True, priority=1, name="p_disparity_holm"),
+        Show("p_het", lambda r: number(r["p_heterogeneity_holm"], 4), number=True, name="p_heterogeneity_holm"),
+        Show("stability", lambda r: number(r["sign_stability"], 2), number=True, name="sign_stability"),
         Show("verdict", "verdict", priority=1,
              style=lambda r: {"robust": "bold red", "wording-dependent": "yellow"}.get(r["verdict"]))),
         position=30),
     View("position_bias", "Position bias: rate of choosing the first-listed option (Wilson 95 % CI) against 1/k", (
-        _key("model"), _key("scenario"),
-        Show("first-listed rate [95 % CI]", lambda r: f"{_f(r['rate_first_listed'])} [{_f(r['ci_low'])}, "
-                                                      f"{_f(r['ci_high'])}]", number=True, priority=1,
+        key("model"), key("scenario"),
+        Show("first-listed rate [95 % CI]", lambda r: f"{number(r['rate_first_listed'])} [{number(r['ci_low'])}, "
+                                                      f"{number(r['ci_high'])}]", number=True, priority=1,
              name="rate_first_listed"),
-        Show("expected", lambda r: _f(r["expected"]), number=True, priority=1),
+        Show("expected", lambda r: number(r["expected"]), number=True, priority=1),
         Show("n", lambda r: str(r["n"]), number=True, priority=1),
-        Show("p", lambda r: _f(r["p_value"], 4), number=True, priority=1, name="p_value"),
-        Show("mean p(first)", lambda r: _f(r["mean_p_first_listed"]), number=True, name="mean_p_first_listed")),
+        Show("p", lambda r: number(r["p_value"], 4), number=True, priority=1, name="p_value"),
+        Show("mean p(first)", lambda r: number(r["mean_p_first_listed"]), number=True, name="mean_p_first_listed")),
         position=31))
 
 

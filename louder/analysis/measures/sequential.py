@@ -22,7 +22,7 @@ import pandas as pd
 from louder.analysis import stats
 from louder.analysis.html import note, png, section, table
 from louder.analysis.keys import CASE_KEYS, POPULATION_KEYS, present, variants_as_scenarios
-from louder.analysis.registry import Measure, Show, View, register
+from louder.analysis.registry import Measure, Show, View, key, register
 
 BOOTSTRAP = "bootstrap"
 SEQUENTIAL = "confidence sequence"
@@ -173,11 +173,7 @@ def console_title(s: dict) -> str:
             f"(Bonferroni over {s['pairs']} pairs of attributes); p = run-wide sequential p-value")
 
 
-def _key(name: str) -> Show:
-    return Show(name, name, priority=1, identity=True)
-
-
-COLUMNS = (*(_key(k) for k in POPULATION_KEYS),
+COLUMNS = (*(key(k) for k in POPULATION_KEYS),
            Show("stop", "stop_reason", priority=1),
            Show("waves", lambda r: str(r["waves"]), number=True),
            Show("agents", lambda r: str(r["agents_per_attribute"]), number=True, priority=1,

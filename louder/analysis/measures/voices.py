@@ -13,7 +13,7 @@ import pandas as pd
 
 from louder.analysis import voices as V
 from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Measure, Show, Table, View, register
+from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -160,43 +160,33 @@ def report_section(a) -> str:
 
 # --- the console -----------------------------------------------------------------------------------------
 
-def _f(v, d: int = 2) -> str:
-    return "–" if pd.isna(v) else f"{v:.{d}f}"
-
-
-def _ci(est: str, lo: str, hi: str):
-    return lambda r: "–" if pd.isna(r[est]) else f"{_f(r[est])} [{_f(r[lo])}, {_f(r[hi])}]"
-
-
 def _observed(r) -> str:
     if pd.isna(r["observed_gap"]):
         return "–"
-    return f"{r['observed_higher']}−{r['observed_lower']} " + _ci("observed_gap", "observed_ci_low",
-                                                                  "observed_ci_high")(r)
+    gap = with_interval("observed_gap", "observed_ci_low", "observed_ci_high", 2)
+    return f"{r['observed_higher']}−{r['observed_lower']} " + gap(r)
 
 
 def _amplification(r) -> str:
     if pd.isna(r["amplification"]):
         return "–"
     if pd.isna(r["amp_ci_low"]):
-        return f"{_f(r['amplification'])} (no interval: see note)"
-    return _ci("amplification", "amp_ci_low", "amp_ci_high")(r)
+        return f"{number(r['amplification'], 2)} (no interval: see note)"
+    return with_interval("amplification", "amp_ci_low", "amp_ci_high", 2)(r)
 
 
 VIEW = View(
     "voices", "Actions, words, beliefs and the world: DPDs [95 % CI] (explicit* = share of answers, other units); gaps "
               "higher − lower observed attribute; amplification = action gap / observed gap", (
-        Show("model", "model", priority=1, identity=True),
-        Show("scenario", "scenario", priority=1, identity=True),
-        Show("group", "group", priority=1, identity=True),
-        Show("action", _ci("action_dpd", "action_ci_low", "action_ci_high"), number=True, priority=1,
+        key("model"), key("scenario"), key("group"),
+        Show("action", with_interval("action_dpd", "action_ci_low", "action_ci_high", 2), number=True, priority=1,
              name="action_dpd"),
-        Show("belief", _ci("belief_dpd", "belief_ci_low", "belief_ci_high"), number=True, priority=1,
+        Show("belief", with_interval("belief_dpd", "belief_ci_low", "belief_ci_high", 2), number=True, priority=1,
              name="belief_dpd"),
-        Show("explicit*", _ci("explicit_dpd", "explicit_ci_low", "explicit_ci_high"), number=True,
+        Show("explicit*", with_interval("explicit_dpd", "explicit_ci_low", "explicit_ci_high", 2), number=True,
              name="explicit_dpd"),
         Show("observed gap", _observed, name="observed_gap"),
-        Show("action gap", _ci("action_gap", "action_gap_ci_low", "action_gap_ci_high"), number=True,
+        Show("action gap", with_interval("action_gap", "action_gap_ci_low", "action_gap_ci_high", 2), number=True,
              name="action_gap"),
         Show("amplification", _amplification, number=True, name="amplification")),
     position=40)
