@@ -677,6 +677,24 @@ def kinds_cmd() -> None:
     console.print(table)
 
 
+@app.command("measures")
+def measures_cmd() -> None:
+    """The measures `louder analyze` runs (the registry, louder/analysis/registry.py): what each needs and
+    writes; an installed package adds its own (entry points `louder.measures`)."""
+    from louder.analysis import registry
+
+    try:
+        table = Table(title="Measures of the analysis (in the order they run)")
+        for col in ("measure", "needs", "after", "writes", "what it measures"):
+            table.add_column(col)
+        for m in registry.measures():
+            table.add_row(m.name, ", ".join(m.needs) or "–", ", ".join(m.after) or "–",
+                          ", ".join(f"{t.name}.csv" for t in m.tables) or "(report only)", m.summary)
+    except LouderError as e:
+        fail(str(e))
+    console.print(table, width=_width())
+
+
 def main() -> None:
     # Deprecation notices (old flat config keys) as one line, not Python's two-line warning format.
     warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"

@@ -96,6 +96,25 @@ def test_the_registry_refuses_what_it_cannot_run(toy_measure):
         registry.unregister("loop_b")
 
 
+def test_a_measure_of_another_package_registers_through_its_entry_point(tmp_path, monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    (tmp_path / "louder_counts.py").write_text(
+        "from louder.analysis import Column, Measure, Table, register\n"
+        "register(Measure('counts', 'rows per case', (Table('counts', 'rows', (Column('n', 'rows'),)),),\n"
+        "                 build=lambda a: {'counts': __import__('pandas').DataFrame({'n': [len(a.decisions)]})},\n"
+        "                 needs=('decisions',)))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        registry._load(EntryPoint("counts", "louder_counts", registry.GROUP))
+        assert "counts" in [m.name for m in registry.measures()]
+        assert "counts" in runner.invoke(app, ["measures"], env={"COLUMNS": "200"}).output
+    finally:
+        registry.unregister("counts")
+    with pytest.raises(LouderError, match="measure 'broken' .* cannot be loaded: ModuleNotFoundError"):
+        registry._load(EntryPoint("broken", "no_such_module_here", registry.GROUP))
+
+
 def test_measures_run_after_the_measures_they_read():
     order = [m.name for m in registry.measures()]
     for m in registry.measures():
