@@ -1,17 +1,23 @@
 # louder: `make demo` sets up and runs the demo; `make test` sets up and runs the tests (and builds the docs
 # strictly); `make docs` builds the documentation site into site/.
+# PYTHON is the interpreter the venv is made with (default: python3 on your PATH) and VENV where it goes, e.g.
+#   make test PYTHON=python3.13 VENV=.venv-3.13
+# The venv gets the versions the suite last passed with (constraints.txt); CONSTRAINTS= resolves afresh.
+PYTHON ?= python3
 VENV ?= .venv
+CONSTRAINTS ?= constraints.txt
 PY := $(VENV)/bin/python
+PIN := $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS))
 # llama-cpp-python builds from source; the default native build crashes on CPUs with AMX,
 # so build for a portable AVX2 target.
 export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: setup demo test test-fast bench docs docs-serve clean
+.PHONY: setup demo test test-fast bench docs docs-serve constraints clean
 
-$(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade $(PIN) pip
+	$(PY) -m pip install --quiet $(PIN) -e ".[test]"
 	touch $@
 
 setup: $(VENV)/.installed
@@ -34,6 +40,12 @@ docs: setup
 
 docs-serve: setup
 	$(VENV)/bin/mkdocs serve
+
+# constraints.txt from the venvs the suite passed in (one per Python; docs/getting-started/index.md), e.g.
+#   make constraints VENVS=".venv-3.11 .venv-3.13"
+VENVS ?= $(VENV)
+constraints:
+	python3 tools/constraints.py $(VENVS) > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) louder-demo .pytest_cache site

@@ -132,7 +132,7 @@ class Run:
         from louder.analysis import analyze, run as analysis_run
 
         if not settings:
-            done = analysis_run.recorded(self.path)
+            done = analysis_run.recorded_settings(self.path)
             settings = asdict(done) if done is not None else {}
         wanted = analysis_run.Settings.of(**settings)
         a = self._analysis

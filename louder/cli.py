@@ -58,12 +58,13 @@ def _dry_run(config, kind) -> None:
     from louder.cost import price
 
     console.print(dry_run_table(price(kind.build(config).calls, config)))
-    from louder.presentation import presentation_line
+    from louder.dimensions import plan_line
 
-    if line := presentation_line(config):  # issue 25: what the wordings, orders and signals multiply
+    if line := plan_line(config):  # issue 31.3: what the experiment dimensions multiply
         console.print(line, highlight=False)
-    if list(getattr(config, "reasoning", ["default"])) != ["default"]:  # issue 30
-        console.print(f"reasoning: {len(config.reasoning)} level(s) ({', '.join(config.reasoning)}) — every agent "
+    levels = config.simulation.reasoning
+    if list(levels) != ["default"]:  # issue 30
+        console.print(f"reasoning: {len(levels)} level(s) ({', '.join(levels)}) — every agent "
                       "decides once per level; thinking tokens are billed as output and must fit in max_tokens",
                       highlight=False)
     console.print("[dim]Cached answers are not counted: a resumed run costs less. Tokens are estimated at 4 characters "
@@ -201,9 +202,9 @@ def demo(
                   "6 explicit probes per case.\n"
                   "[dim]A 135M model proves the pipeline runs for real; its answers prove nothing about bias.[/]")
     try:
-        cfg = build_config(dict(models=["embedded"], scenarios=["emergency_response", "career_path_selection"],
-                                groups=["gender_identity"], agents=agents,
-                                probe_trials=6), where="demo")
+        cfg = build_config(dict(models=["embedded"], explicit=dict(trials=6), simulation=dict(
+            scenarios=["emergency_response", "career_path_selection"], groups=["gender_identity"], agents=agents)),
+            where="demo")
         _execute(kinds.get("simulation"), cfg, out, retry_errors=False)
         _execute(kinds.get("explicit"), cfg, out, retry_errors=False)
         a = run_analysis(out)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, valid
+from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, arm_keys, valid
 from louder.analysis.rates import rates
 from louder.analysis.registry import Show, View, key, number
 from louder.errors import LouderError
@@ -206,7 +206,8 @@ def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None, w
     the no-LLM control, and every status of the round's answers."""
     from louder.analysis.rates import difference
 
-    by = [*CASE_KEYS, "round"]
+    case = [*CASE_KEYS, *arm_keys(decisions)]  # each arm of a network run plays its own rounds
+    by = [*case, "round"]
 
     def summary(rows: pd.DataFrame) -> pd.DataFrame:
         r = rates(rows, [*by, "attribute"])
@@ -221,7 +222,7 @@ def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None, w
         t = t.merge(summary(control).rename(columns={"dpd": "dpd_ctl", "rates": "rates_ctl"}), on=by, how="left")
     t = decisions[by].dropna().drop_duplicates().merge(t, on=by, how="left")
     return frame_table(t, "Rounds of influence: target rate per attribute (LLM | control)", (
-        *map(key, CASE_KEYS), Show("round", lambda r: str(r["round"]), number=True, priority=1),
+        *map(key, case), Show("round", lambda r: str(r["round"]), number=True, priority=1),
         Show("LLM rates", lambda r: r["rates"] if isinstance(r["rates"], str) else "–", priority=1),
         Show("DPD", lambda r: number(r["dpd"], 2), number=True, priority=1),
         Show("control rates", lambda r: r.get("rates_ctl") if isinstance(r.get("rates_ctl"), str) else "–",

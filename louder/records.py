@@ -32,7 +32,7 @@ def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Promp
     slots = threading.BoundedSemaphore(config.concurrency)
     sessions = {m.label: open_session(config, m, cache, prompts, retry_errors, slots, preflight_path, planned_calls,
                                       recorder, stop) for m in config.models}
-    if config.twin_rewriter:
+    if config.population is not None and config.population.twin_rewriter:
         add_rewriter(config, sessions, cache, retry_errors, slots, preflight_path, planned_calls, recorder, stop)
     return sessions
 
@@ -40,10 +40,10 @@ def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Promp
 def add_rewriter(config: ExperimentConfig, sessions: dict[str, ModelSession], cache: ResponseCache,
                  retry_errors: bool, slots: threading.Semaphore, preflight_path: Path | None,
                  planned_calls: int | None, recorder: Recorder | None, stop: threading.Event | None = None) -> None:
-    """Give every session a client of ``config.twin_rewriter`` (preflighted like a model of the run): one
+    """Give every session a client of ``population.twin_rewriter`` (preflighted like a model of the run): one
     backend, one client per session, so each shares its session's cache-only first pass and counts its
     own calls."""
-    spec = config.twin_rewriter
+    spec = config.population.twin_rewriter
     same = next((s.client for s in sessions.values() if s.label == spec and s.api == "chat"), None)
     if same is not None:  # a model of the run: its backend, not a second copy (an embedded model is large)
         backend = same.backend
@@ -72,7 +72,7 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     record the requests they miss instead of calling the model."""
     api, backend_name, _, _ = parse_spec(mcfg.spec)
     info = backend_info(backend_name)
-    score = config.decision_mode == "score"
+    score = config.simulation.decision_mode == "score"
     if score and (api == "completion" or not info.can_score):
         raise LouderError(f"decision_mode: score needs the embedded model or an OpenAI-compatible chat model "
                           f"(log-probs); {mcfg.spec} cannot score — use decision_mode: sample for it")
@@ -84,7 +84,7 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
                                                               else "auto")}
     backend = rate_limited(build_backend(mcfg.spec.removeprefix("completion:"), used),
                            mcfg.requests_per_minute, mcfg.tokens_per_minute)
-    check_levels(mcfg.spec, getattr(backend, "reasoning_control", None), getattr(config, "reasoning", ["default"]))
+    check_levels(mcfg.spec, getattr(backend, "reasoning_control", None), config.simulation.reasoning)
     # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     window = fail_fast_window(planned_calls)

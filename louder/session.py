@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from louder.config import ExperimentConfig, GenerationParams
+from louder.config import ExperimentConfig
+from louder.sections import GenerationParams
 from louder.llm.answers import Classified, classify
 from louder.llm.base import Reply, Request, stable_seed
 from louder.llm.client import Client
@@ -54,9 +55,11 @@ class ModelSession:
         return self.rewriter or self.extractor
 
     def ask_chat(self, client: Client, prompt: str, schema, params: GenerationParams, seed: int,
-                 replicate: str, reasoning: str | None = None) -> Outcome:
-        """One JSON call to ``client`` (a chat model); ``reasoning``: the level asked for (None: default)."""
-        r = client.call(Request(messages=(("user", prompt),), schema=schema, temperature=params.temperature,
+                 replicate: str, reasoning: str | None = None, system: str | None = None) -> Outcome:
+        """One JSON call to ``client`` (a chat model); ``reasoning``: the level asked for (None: default);
+        ``system``: a system message before the prompt (None: the prompt alone, as the paper asks)."""
+        messages = ((("system", system),) if system else ()) + (("user", prompt),)
+        r = client.call(Request(messages=messages, schema=schema, temperature=params.temperature,
                                 max_tokens=params.max_tokens, seed=seed, replicate=replicate, reasoning=reasoning))
         raw = r.text or r.error or ""
         if r.thinking_truncated:  # no answer at all: the thinking ran into max_tokens
@@ -68,15 +71,18 @@ class ModelSession:
 
     def ask(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
             completion_prompt: str | None = None, completion_params: GenerationParams | None = None,
-            extraction_prompt=None, reasoning: str | None = None) -> Outcome:
+            extraction_prompt=None, reasoning: str | None = None, system: str | None = None) -> Outcome:
         """Chat: one JSON call. Completion: a plain completion, then a chat model extracts the JSON
         from the completion's final answer (its thinking stays in ``Outcome.thinking``).
 
-        ``extraction_prompt`` maps the completion text to the extraction prompt.
+        ``extraction_prompt`` maps the completion text to the extraction prompt; ``system`` (a system
+        message) goes before the chat prompt, and before the completion prompt as a paragraph of its own.
         """
         if self.api == "chat" or completion_prompt is None:
-            return self.ask_chat(self.client, prompt, schema, params, seed, replicate, reasoning)
+            return self.ask_chat(self.client, prompt, schema, params, seed, replicate, reasoning, system)
         cp = completion_params or params
+        if system:
+            completion_prompt = f"{system}\n\n{completion_prompt}"
         first = self.client.call(Request(prompt=completion_prompt, temperature=cp.temperature,
                                          max_tokens=cp.max_tokens, seed=seed, replicate=replicate,
                                          reasoning=reasoning))
@@ -84,7 +90,7 @@ class ModelSession:
             return Outcome("", first, first.attempts, first.latency_s, first.input_tokens, first.output_tokens,
                            raw=first.error or TRUNCATED_MARK, thinking=first.thinking,
                            reasoning_tokens=first.reasoning_tokens)
-        ep = self.config.extraction
+        ep = self.config.simulation.extraction
         second = self.extractor.call(Request(messages=(("user", extraction_prompt(first.text)),), schema=schema,
                                              temperature=ep.temperature, max_tokens=ep.max_tokens, seed=seed,
                                              replicate=replicate))
@@ -96,10 +102,10 @@ class ModelSession:
     def ask_choice(self, prompt: str, schema, params: GenerationParams, seed: int, replicate: str,
                    labels: list[str], field: str, **completion) -> tuple[Outcome, Classified]:
         """``ask`` and classify the answer's ``field`` against ``labels``. An ``invalid`` or
-        ``refused`` answer is re-asked (fresh seed) up to ``config.reask`` more times; ``attempts``
+        ``refused`` answer is re-asked (fresh seed) up to ``simulation.reask`` more times; ``attempts``
         and ``latency_s`` add up over every try, and the last answer is the one recorded."""
         attempts, latency = 0, 0.0
-        for k in range(self.config.reask + 1):
+        for k in range(self.config.simulation.reask + 1):
             out = self.ask(prompt, schema, params, seed if k == 0 else stable_seed(seed, "reask", k),
                            replicate if k == 0 else f"{replicate}|reask{k}", **completion)
             verdict = classify(out.reply, labels, field, self.prompts.refusal_markers)

@@ -2,14 +2,16 @@
 HTTP server (deterministic answers), including a run without probes."""
 
 import json
+import platform
 import re
 
+import mesa
 import pandas as pd
 import pytest
 
 from louder.analysis import analyze
 from louder.analysis.measures.cases import CASE_COLUMNS
-from louder.analysis.report import write_report
+from louder.analysis.report import environment_table, write_report
 from louder.config import build_config
 from louder.errors import LouderError
 from louder.probes.explicit import count_probe_calls, run_explicit
@@ -117,6 +119,23 @@ def test_report_is_self_contained(full_run):
         assert heading in html
     assert len(re.findall(r'src="data:image/png;base64,', html)) >= 4
     assert not re.search(r'src="(?!data:)', html) and "<link" not in html  # nothing fetched from elsewhere
+    # the Environment: the versions the run and the probes recorded, Python first
+    env = environment_table(analyze(full_run, bootstrap=200, write=False).manifests)
+    assert env["package"].iloc[0] == "python" and list(env.columns) == ["package", "simulation", "explicit_probes"]
+    row = env.set_index("package").loc["mesa"]
+    assert (row == mesa.__version__).all() and (env.iloc[0, 1:] == platform.python_version()).all()
+    assert "<h2>Environment</h2>" in html and f"<td>{mesa.__version__}</td>" in html
+    assert "different versions" not in html
+
+
+def test_environment_names_packages_that_differ_between_parts():
+    m = {"simulation": {"package_versions": {"python": "3.11.7", "mesa": "3.3.1", "ray": None}},
+         "explicit_probes": {"package_versions": {"python": "3.13.0", "mesa": "3.3.1"}}, "other": {}}
+    env = environment_table(m)
+    assert env.to_dict("records") == [
+        {"package": "python", "simulation": "3.11.7", "explicit_probes": "3.13.0"},
+        {"package": "mesa", "simulation": "3.3.1", "explicit_probes": "3.3.1"},
+        {"package": "ray", "simulation": "not installed", "explicit_probes": "not installed"}]
 
 
 def test_report_without_probes_says_what_is_missing(fake_server, tmp_path):

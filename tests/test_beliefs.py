@@ -79,8 +79,8 @@ def test_a_scenario_without_a_belief_target_is_rejected_in_one_line(tmp_path):
 def test_config_section_and_flags(tmp_path):
     (tmp_path / "c.yaml").write_text("beliefs:\n  trials: 7\n  params: {temperature: 0.4, max_tokens: 12}\n")
     cfg = load_config(tmp_path / "c.yaml")
-    assert (cfg.belief_trials, cfg.beliefs.temperature, cfg.beliefs.max_tokens) == (7, 0.4, 12)
-    assert build_config({}).belief_trials == 100 and build_config({}).beliefs.temperature == 0.2
+    assert (cfg.beliefs.trials, cfg.beliefs.params.temperature, cfg.beliefs.params.max_tokens) == (7, 0.4, 12)
+    assert build_config({}).beliefs.trials == 100 and build_config({}).beliefs.params.temperature == 0.2
     with pytest.raises(LouderError, match=r"beliefs\.trails is not a field of beliefs"):
         build_config({"beliefs": {"trails": 3}})
 

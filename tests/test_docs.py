@@ -407,16 +407,23 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
     louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
            "--until", "decided", "--budget", 40, "--wave", 20)
+    # issue 31.3: a network run and a sequential run that vary every dimension (arm columns, signal columns)
+    netdims, seqdims = base / "netdims", base / "seqdims"
+    dims = ["--scenario", "emergency_response", "--group", "race_black_white", "--wording", "as_written", "--wording",
+            "plain", "--choice-order", "balanced", "--signal", "stated", "--signal", "names", "--reasoning", "off",
+            "--reasoning", "default"]  # (score mode, as net.yaml: levels without thinking)
+    louder("run", base / "net.yaml", "--out", netdims, "-m", FAKE, "--agents", 2, "--rounds", 1, *dims)
+    louder("run", "--out", seqdims, "-m", FAKE, "--until", "decided", "--budget", 4, "--wave", 2, *dims)
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop, levels):
+    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop, levels):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

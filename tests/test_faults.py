@@ -36,7 +36,8 @@ def test_thousand_agents_under_every_fault(faulty, tmp_path):
     d = first.decisions
     # 2 scenarios × 14 attributes × 36 agents: every expected row exactly once, each with a status.
     assert len(d) == 1008 and not d.duplicated(KEYS).any()
-    expected = {(s, a, r) for s in c.scenarios for g in ("gender_identity", "race_ethnicity", "political_ideology")
+    expected = {(s, a, r) for s in c.simulation.scenarios
+                for g in ("gender_identity", "race_ethnicity", "political_ideology")
                 for a in __import__("louder.scenarios", fromlist=["x"]).load_group(g).attributes for r in range(36)}
     assert set(zip(d["scenario"], d["attribute"], d["replicate"])) == expected
     assert d["status"].isin(["valid", "invalid", "refused", "error"]).all()

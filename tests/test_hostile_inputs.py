@@ -75,9 +75,9 @@ def test_a_section_takes_a_partial_override_of_its_defaults(tmp_path):
     f.write_text("models: [fake]\nsimulation:\n  persona: {temperature: 0.5}\ncontrol: {rule: threshold}\n"
                  "explicit: {params: {temperature: 0.9}}\n")
     c = load_config(f)
-    assert (c.persona.temperature, c.persona.max_tokens) == (0.5, 400)  # max_tokens: the default's
-    assert (c.control.rule, c.control.self_weight) == ("threshold", 0.5)
-    assert (c.explicit.temperature, c.explicit.max_tokens) == (0.9, 200)
+    assert (c.simulation.persona.temperature, c.simulation.persona.max_tokens) == (0.5, 400)  # the default's
+    assert (c.influence.control.rule, c.influence.control.self_weight) == ("threshold", 0.5)
+    assert (c.explicit.params.temperature, c.explicit.params.max_tokens) == (0.9, 200)
     with pytest.raises(Exception, match="persona.temperature"):
         load_config({"simulation": {"persona": {"temperature": 9}}})  # what it names is still checked
 

@@ -56,6 +56,28 @@ CASES = {
         "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 4, "choice_order": "balanced"}}),
     "population, reversed orders": (None, {"population": "us_gender_ideology", "simulation": {
         "scenarios": ["emergency_response"], "agents": 20, "choice_order": "reversed"}}),
+    # issue 31.3: the dimensions in every kind (wordings × levels × signals; completion path; twins; waves)
+    "population, twins × wordings × reasoning levels": (None, {"population": {"file": "us_gender_ideology",
+                                                                              "twins": True}, "simulation": {
+        "scenarios": ["emergency_response"], "agents": 12, "wordings": ["as_written", "plain"],
+        "reasoning": ["off", "high"], "choice_order": "balanced"}}),
+    "network, every dimension, score mode": (None, {"network": {"generator": "watts_strogatz",
+                                                                "params": {"k": 2, "p": 0.1}},
+                                                    "influence": {"rounds": 2}, "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["race_black_white"], "agents": 3, "decision_mode": "score",
+        "score_pick": "draw", "wordings": ["all"], "choice_order": "shuffled", "signal": ["stated", "names"],
+        "reasoning": ["default", "off"]}}),
+    "simulation, completion path, wordings × levels": (None, {"models": ["completion:fake:seed=2"], "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 2,
+        "conditions": ["contextualized", "no_persona"], "wordings": ["all"], "reasoning": ["default", "low"]}}),
+    "simulation, sequential, every dimension": (None, {"sequential": {"budget": 4, "wave": 2, "precision": 0.01},
+                                                       "simulation": {
+        "scenarios": ["emergency_response"], "groups": ["race_black_white"], "wordings": ["all"],
+        "choice_order": "balanced", "signal": ["stated", "names"], "reasoning": ["off", "high"]}}),
+    "population, sequential, every dimension": (None, {"population": "us_gender_ideology", "sequential": {
+        "budget": 20, "wave": 10, "precision": 0.01}, "simulation": {"scenarios": ["emergency_response"],
+                                                                      "wordings": ["as_written", "formal"],
+                                                                      "reasoning": ["off", "high"]}}),
     "explicit probes, balanced orders": ("explicit", {"explicit": {"trials": 4}, "simulation": {
         "scenarios": ["emergency_response"], "groups": ["political_ideology"], "choice_order": "balanced"}}),
     "explicit probes": ("explicit", {"explicit": {"trials": 3}, "simulation": {

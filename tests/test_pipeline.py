@@ -35,7 +35,7 @@ def test_run_writes_the_contract(fake_server, tmp_path):
     assert m["status_counts"]["decisions"] == {"valid": 18, "invalid": 0, "refused": 0, "error": 0}
     assert m["models"][f"openai:fake@{fake_server.url}"]["identity"]["base_url"] == fake_server.url
     assert set(m["prompt_template_sha256"]) >= {"persona.contextualized", "action.chat"}
-    assert m["config"]["agents"] == 3 and res_cfg.agents == 3
+    assert m["config"]["simulation"]["agents"] == 3 and res_cfg.simulation.agents == 3
     # Temperatures and seeds of the paper reach the server.
     bodies = [r["body"] for r in fake_server.requests]
     assert {b["temperature"] for b in bodies} == {0.7, 0.2}

@@ -234,9 +234,13 @@ def test_bad_wordings_are_one_line_errors(tmp_path):
     with pytest.raises(LouderError, match=r"wordings: scenario emergency_response has no wording 'nope'") as e:
         build_config({"simulation": {"scenarios": ["emergency_response"], "wordings": ["nope"]}})
     assert "\n" not in str(e.value)
-    with pytest.raises(LouderError, match="network:"):
-        build_config({"simulation": {"scenarios": ["emergency_response"], "wordings": ["all"]},
-                      "network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}}})
+    # issue 31.3: network (and population, sequential) runs take wordings; archetype mode still cannot
+    assert build_config({"simulation": {"scenarios": ["emergency_response"], "wordings": ["all"]},
+                         "network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}}}).network
+    with pytest.raises(LouderError, match="wordings: archetype mode"):
+        build_config({"simulation": {"scenarios": ["emergency_response"], "wordings": ["all"],
+                                     "decision_mode": "score"},
+                      "population": {"file": "us_gender_ideology", "mode": "archetype"}})
     path = tmp_path / "s.yaml"
     doc = yaml.safe_load((Path(load_scenario.__globals__["DATA"]) / "scenarios" / "emergency_response.yaml")
                          .read_text("utf-8"))

@@ -33,12 +33,16 @@ def test_bad_reasoning_config_is_one_line(extra, match):
     assert "\n" not in str(e.value)
 
 
-def test_score_mode_takes_off_and_default_and_other_kinds_refuse_levels():
+def test_score_mode_takes_off_and_default_and_archetype_mode_refuses_levels():
     assert build_config({"models": ["fake"], "simulation": {**CASE, "decision_mode": "score",
-                                                            "reasoning": ["off"]}}).reasoning == ["off"]
-    with pytest.raises(LouderError, match="reasoning levels run in the seed simulation only"):
-        build_config({"models": ["fake"], "population": "us_gender_ideology", "simulation": {
-            "scenarios": ["emergency_response"], "reasoning": ["high"]}})
+                                                            "reasoning": ["off"]}}).simulation.reasoning == ["off"]
+    # issue 31.3: population runs take reasoning levels (as every agent run); archetype mode cannot
+    assert build_config({"models": ["fake"], "population": "us_gender_ideology", "simulation": {
+        "scenarios": ["emergency_response"], "reasoning": ["high"]}}).simulation.reasoning == ["high"]
+    with pytest.raises(LouderError, match="reasoning: archetype mode"):
+        build_config({"models": ["fake"], "population": {"file": "us_gender_ideology", "mode": "archetype"},
+                      "simulation": {"scenarios": ["emergency_response"], "reasoning": ["off", "default"],
+                                     "decision_mode": "score"}})
 
 
 def test_a_backend_that_cannot_honour_a_level_is_one_line(tmp_path):
@@ -150,10 +154,12 @@ def test_dry_run_counts_the_levels_and_their_thinking_tokens(tmp_path):
     assert r.exit_code == 0 and "of which thinking" in r.output and "2 level(s) (off, high)" in r.output
 
 
-def test_a_sequential_run_tests_one_level():
-    cfg = build_config({"models": ["fake"], "simulation": {**CASE, "reasoning": ["off", "high"]},
+def test_a_sequential_run_decides_on_the_reference_level():
+    """Issue 31.3: a sequential run takes several levels; each case is tested on the least thinking (the
+    level cases.csv reads), the other levels are asked of the same agents as the waves go."""
+    cfg = build_config({"models": ["fake"], "simulation": {**CASE, "reasoning": ["high", "off"]},
                         "sequential": {"budget": 20}})
-    from louder.simulation.sequential import check_presentation
+    from louder.simulation.sequential import tested
 
-    with pytest.raises(LouderError, match="one reasoning level per case"):
-        check_presentation(cfg)
+    assert tested(cfg, "emergency_response", None) == [({}, {"signal": "stated", "wording": "as_written",
+                                                             "reasoning": "off"})]

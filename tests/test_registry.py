@@ -250,17 +250,21 @@ def test_cell_text_is_never_read_as_markup():
 def test_view_draws_the_band_analyze_wrote(tmp_path):
     from louder.view.data import case_band, load_view_data
 
-    run = louder.run({"models": ["fake:seed=1,bias=female:0.9"], "rounds": 2,
+    # two wordings: each plays its own rounds (a network arm, issue 31.3), so a case label names its wording
+    run = louder.run({"models": ["fake:seed=1,bias=female:0.9"], "influence": {"rounds": 2},
                       "network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}, "seed": 0},
-                      "simulation": {**CASE, "agents": 6}}, out=tmp_path / "net", progress=False).path
+                      "simulation": {**CASE, "agents": 6, "wordings": ["as_written", "plain"]}},
+                     out=tmp_path / "net", progress=False).path
     data = load_view_data(run)
-    label = data.cases[0]
+    assert data.keys[-1] == "wording" and len(data.cases) == 2
+    label = data.cases[1]
+    assert label.endswith(" | plain")
     assert data.rounds_table is None  # no analysis yet: the view computes the band as analyze would
     computed = case_band(data, label, B=300)
     analyze(run, bootstrap=300)
     band = case_band(load_view_data(run), label)
     rounds = pd.read_csv(run / "network_rounds.csv")
-    llm = rounds[rounds["source"] == "LLM"].drop_duplicates("round")
+    llm = rounds[(rounds["source"] == "LLM") & (rounds["wording"] == "plain")].drop_duplicates("round")
     assert band["low"].tolist() == llm["dpd_ci_low"].tolist() and band["high"].tolist() == llm["dpd_ci_high"].tolist()
     assert band["dpd"].tolist() == pytest.approx(computed["dpd"].tolist())
     assert ((band["low"] <= band["dpd"]) & (band["dpd"] <= band["high"])).all()

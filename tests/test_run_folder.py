@@ -8,11 +8,13 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 import warnings
+from contextlib import closing
 
 import pandas as pd
 import pytest
@@ -229,8 +231,10 @@ def test_the_circuit_breaker_stops_a_run_whose_key_dies_and_the_rerun_completes(
     request (400: it stops after K = stop_after_errors in a row); the rerun against a healthy server
     completes with every answer, as an uninterrupted run would."""
     broken = {"on": True}
+    jitter = __import__("random").Random(0)
 
     def behaviour(n, prompt, body):
+        time.sleep(jitter.random() * 0.02)  # answers land out of order: a success may follow a failure
         if broken["on"] and n > after:
             return status, {"error": {"message": f"failure {status}", "type": "invalid_request_error"}}, {}
         return None
@@ -247,6 +251,8 @@ def test_the_circuit_breaker_stops_a_run_whose_key_dies_and_the_rerun_completes(
         assert len(err.splitlines()) == 1 and err.startswith("error: stopped:") and f"http_{status}" in err, err
         assert "run the same command again to resume" in err
         assert after < len(server.requests) <= after + k + 10
+        with closing(sqlite3.connect(out / "cache.sqlite")) as db:  # the failures are not kept: the rerun asks
+            assert db.execute("SELECT COUNT(*) FROM replies WHERE is_error = 1").fetchone()[0] == 0
         broken["on"] = False
         r = runner.invoke(app, ["run", str(config)] + args(server, out, 20)[1:])
         assert r.exit_code == 0, r.output

@@ -358,11 +358,14 @@ def test_other_kinds_refuse_a_sequential_run_in_one_line(tmp_path, config, name)
 
 @pytest.mark.parametrize("extra, field", [({"wordings": ["all"]}, "wording"),
                                           ({"signal": ["names"], "groups": ["race_black_white"]}, "signal")])
-def test_several_wordings_or_signals_are_refused_in_one_line(tmp_path, extra, field):
+def test_several_wordings_or_signals_run_in_waves(tmp_path, extra, field):
+    """Issue 31.3 lifts the refusal (issue 20) of several wordings or the names signal: a sequential run
+    takes every dimension (tests/test_dimensions.py runs all of them at once)."""
     cfg = {"models": [FAKE], "sequential": {"budget": 20}, "simulation": {**ONE_CASE, **extra}}
-    with pytest.raises(LouderError, match=rf"^sequential: .*{field}") as e:
-        louder.run(cfg, out=tmp_path / "w", progress=False)
-    assert "\n" not in str(e.value)
+    r = louder.run(cfg, out=tmp_path / "w", progress=False)
+    assert r.decisions[field].nunique() == (4 if field == "wording" else 1)
+    assert len(pd.read_csv(tmp_path / "w" / "sequential.csv")) == 1
+    assert r.manifest["planned_calls"] >= r.manifest["model_calls"]
 
 
 def test_the_command_line_flags(tmp_path):

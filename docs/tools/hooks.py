@@ -128,6 +128,10 @@ def _type(annotation) -> str:
     if origin is dict:
         return "mapping"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        from louder.sections import Section
+
+        if issubclass(annotation, Section):
+            return "section (below)"
         return {"GenerationParams": "{temperature, max_tokens}", "ModelConfig": "model entry",
                 "NetworkConfig": "network mapping", "ControlConfig": "control mapping",
                 "SequentialConfig": "sequential mapping"}.get(annotation.__name__,
@@ -154,6 +158,10 @@ def _yaml_value(value) -> str:
 def _field_default(field) -> str:
     from pydantic_core import PydanticUndefined
 
+    from louder.sections import Section
+
+    if isinstance(field.annotation, type) and issubclass(field.annotation, Section):
+        return "(below)"
     if field.default_factory is not None:
         return _code(_yaml_value(field.default_factory()))
     if field.default is PydanticUndefined:
@@ -182,35 +190,32 @@ def _field_rows(model, names: dict[str, str] | None = None) -> list[str]:
 
 
 def config_markdown() -> str:
-    """Every config field, in the layout users write: top-level keys, then each section, then the
-    mappings nested in them, then the deprecated flat keys."""
-    from louder.config import MOVED, SECTIONS, ControlConfig, ExperimentConfig, GenerationParams, SequentialConfig
+    """Every config field, in the layout users write: the shared top-level keys, then each section (a
+    pydantic model beside the code it configures), then the mappings nested in them, then the flat keys
+    of earlier versions."""
+    from louder.config import MOVED, SECTION_MODELS, TOP, ControlConfig, ExperimentConfig, GenerationParams
     from louder.llm.spec import ModelConfig
-    from louder.networks.graphs import NetworkConfig
 
-    in_sections = {flat for keys in SECTIONS.values() for flat in keys.values()}
-    top = {n: n for n in ExperimentConfig.model_fields if n not in in_sections}
     out = ["## Top-level keys", "",
-           ("Shared by every kind of run (models, seed, concurrency, cache …), and the keys of population, "
-            "network and archetype runs."), ""]
-    out += _field_rows(ExperimentConfig, top)
-    for section, keys in SECTIONS.items():
-        out += [f"## `{section}:`", ""]
-        out += _field_rows(ExperimentConfig, keys)
+           "Shared by every kind of run (models, seed, concurrency, cache …), and the sections below.", ""]
+    out += _field_rows(ExperimentConfig, {n: n for n in (*TOP, *SECTION_MODELS)})
+    for section, model in SECTION_MODELS.items():
+        where = model.__module__.replace(".", "/") + ".py"
+        out += [f"## `{section}:`", "", " ".join((model.__doc__ or "").split("Examples")[0].split()) +
+                f" (`{model.__name__}`, `{where}`)", ""]
+        out += _field_rows(model)
     out += ["## Entries of `models:`", "",
             "A plain string is read as `spec`; a mapping sets per-model options.", ""]
     out += _field_rows(ModelConfig)
-    out += ["## `network:`", "", " ".join((NetworkConfig.__doc__ or "").split("Examples")[0].split()), ""]
-    out += _field_rows(NetworkConfig)
-    out += ["## `control:`", "", " ".join((ControlConfig.__doc__ or "").split()), ""]
+    out += ["## `influence.control:`", "", " ".join((ControlConfig.__doc__ or "").split()), ""]
     out += _field_rows(ControlConfig)
-    out += ["## `sequential:`", "", " ".join((SequentialConfig.__doc__ or "").split()), ""]
-    out += _field_rows(SequentialConfig)
     out += ["## Generation parameters", "",
             "Every `{temperature, max_tokens}` mapping above (`simulation.persona`, `explicit.params`, …).", ""]
     out += _field_rows(GenerationParams)
     out += ["## Deprecated flat keys", "",
-            "Flat keys still work for one release, with a warning naming their new place.", "",
+            "Configs of earlier versions wrote most keys at the top level. They still work for one release, with "
+            "one warning naming their new place; a bare `explicit: {temperature, max_tokens}` (or `association:`, "
+            "`beliefs:`) is still read as the old generation parameters.", "",
             "| flat key | write instead |", "|---|---|"]
     out += [f"| `{flat}` | `{new}` |" for flat, new in MOVED.items()] + [""]
     return "\n".join(out)

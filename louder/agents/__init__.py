@@ -9,11 +9,12 @@ import mesa
 import numpy as np
 from pydantic import BaseModel
 
+from louder import dimensions
+from louder.dimensions import SPLIT
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Request, stable_seed
 from louder.personas import Persona, generate_named_persona, generate_persona
-from louder.presentation import draw_name, joined, load_names, ordered, shown_order
-from louder.scenarios import AS_WRITTEN, Scenario
+from louder.scenarios import Scenario
 from louder.schemas import choice_schema
 
 
@@ -83,42 +84,66 @@ class PersonaAgent(mesa.Agent):
         population agents name all of theirs."""
         return self.attribute
 
-    # --- presentation (docs/robustness.md): how the agent sees its scenario ---
+    # --- the experiment dimensions (louder.dimensions; docs/robustness.md): how the agent meets its case ---
+    def level(self, dim_id: str) -> str:
+        """The agent's level of a dimension: a split dimension's from the agent's identity (so resume and a
+        larger N keep it), the others its case's (the arm it runs in)."""
+        d = dimensions.get(dim_id)
+        if d.design == SPLIT:
+            return self._split[dim_id]
+        return self.model.case.levels.get(dim_id, d.default)
+
     @cached_property
-    def order(self) -> tuple[str, ...]:
-        """The order this agent sees the choices in (``simulation.choice_order``), from its identity."""
-        return shown_order(self.model.case.scenario.labels, self.model.session.config.choice_order, self.replicate,
-                           self.seed)
+    def _split(self) -> dict[str, str]:
+        config, scenario = self.model.session.config, self.model.case.scenario
+        return {d.id: d.assign(config, scenario, self.replicate, self.seed) for d in dimensions.registered(SPLIT)}
 
     @property
     def scenario(self) -> Scenario:
-        """The case's scenario with its choices in this agent's order: what the decision prompt shows."""
-        return ordered(self.model.case.scenario, self.order)
+        """The case's scenario as this agent sees it (its choices in its own order): what the decision
+        prompt shows."""
+        s = self.model.case.scenario
+        for d in dimensions.registered(SPLIT):
+            if d.show is not None:
+                s = d.show(s, self._split[d.id])
+        return s
+
+    @property
+    def levels(self) -> dict[str, str]:
+        """The agent's level of every dimension."""
+        return {d.id: self.level(d.id) for d in dimensions.registered()}
 
     @property
     def choice_order(self) -> str:
-        return joined(self.order)
+        return self.level("choice_order")
 
     @property
     def wording(self) -> str:
-        return getattr(self.model.case, "wording", AS_WRITTEN)
+        return self.level("wording")
 
     @property
     def signal(self) -> str:
-        return getattr(self.model.case, "signal", "stated")
+        return self.level("signal")
 
     @property
     def reasoning(self) -> str:
         """The reasoning level the agent decides at (``simulation.reasoning``; its persona is written at
         the model's default, shared by every level)."""
-        return getattr(self.model.case, "reasoning", "default")
+        return self.level("reasoning")
+
+    def signalled_attributes(self, names) -> list[str]:
+        """The attributes a name signals for this agent (the names signal): its one attribute."""
+        return [self.attribute]
 
     def write_persona(self) -> None:
         c = self.model.case
-        if self.signal == "names":  # the audit-study design: the prompt names the person, never the attribute
-            names = load_names(self.model.session.config.names).attributes[self.attribute]
-            self.persona = generate_named_persona(self.model.session, c.scenario, c.condition,
-                                                  draw_name(names, self.seed), self.seed, "persona|" + self.key)
+        # a dimension may have the persona written for a name instead of the stated attribute (signal: names,
+        # the audit-study design: the prompt names the person, never the attribute)
+        name = next((n for d in dimensions.registered() if d.persona is not None
+                     for n in [d.persona(self.level(d.id), self)] if n is not None), None)
+        if name is not None:
+            self.persona = generate_named_persona(self.model.session, c.scenario, c.condition, name, self.seed,
+                                                  "persona|" + self.key)
         else:
             self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
                                             "persona|" + self.key)
@@ -157,20 +182,24 @@ class PersonaAgent(mesa.Agent):
             why = f"{p.status}: {p.reason}" if p.reason else p.status
             return Decision(status=p.status, raw_response=f"[persona {why}] {p.outcome.raw if p.outcome else ''}")
         session, scenario = self.model.session, self.scenario  # the choices in this agent's order
+        sim = session.config.simulation
         seed = self.seed if round_ == 0 else stable_seed(self.seed, arm, round_)
         tag = "" if round_ == 0 else f"|{arm}{round_}"
         labels = scenario.labels
-        level = None if self.reasoning == "default" else self.reasoning  # default: no control, the old request
-        prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", neighbours)
-        if session.config.decision_mode == "score":
-            return self._score(prompt, labels, seed, "score" + tag, level)
-        completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion", neighbours)
+        # the call under the agent's levels; at every default: no control, no system message, the paper's prompt
+        ask = dimensions.shape(self.levels)
+        text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
+        prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", text)
+        if sim.decision_mode == "score":
+            return self._score(prompt, labels, seed, "score" + tag, ask.reasoning, ask.system)
+        completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion", text)
                              if session.api == "completion" else None)
-        schema = decision_schema(labels, session.config.constrain_choices)
+        schema = decision_schema(labels, sim.constrain_choices)
         out, verdict = session.ask_choice(
-            prompt, schema, session.config.decision, seed, "decision|" + self.key + tag, labels, "decision",
-            completion_prompt=completion_prompt, completion_params=session.config.completion_decision,
-            extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario), reasoning=level)
+            prompt, schema, sim.decision, seed, "decision|" + self.key + tag, labels, "decision",
+            completion_prompt=completion_prompt, completion_params=sim.completion_decision,
+            extraction_prompt=lambda text: session.prompts.action_extraction(text, scenario), reasoning=ask.reasoning,
+            system=ask.system)
         raw = out.raw if out.raw else (out.reply.error or "")
         if session.api == "completion" and verdict.status != "error":
             raw = f"{out.raw}\n[extracted] {out.text}"
@@ -180,11 +209,13 @@ class PersonaAgent(mesa.Agent):
                         input_tokens=out.input_tokens, output_tokens=out.output_tokens, thinking=out.thinking,
                         reasoning_tokens=out.reasoning_tokens)
 
-    def _score(self, prompt: str, labels: list[str], seed: int, replicate: str, level: str | None = None) -> Decision:
+    def _score(self, prompt: str, labels: list[str], seed: int, replicate: str, level: str | None = None,
+               system: str | None = None) -> Decision:
         """Score mode: the probability of each choice as the start of the JSON answer, then the
         argmax or a seeded draw. No rationale is generated."""
         session, scenario = self.model.session, self.model.case.scenario
-        request = Request(messages=(("user", prompt),), schema=decision_schema(labels, True, rationale=False),
+        messages = ((("system", system),) if system else ()) + (("user", prompt),)
+        request = Request(messages=messages, schema=decision_schema(labels, True, rationale=False),
                           temperature=0.0, max_tokens=16, seed=seed, replicate=replicate, reasoning=level)
         reply = session.client.score(request, session.prompts.score_prefix, labels)
         scored = choice_probabilities(reply, labels)
@@ -192,7 +223,7 @@ class PersonaAgent(mesa.Agent):
                      latency_s=reply.latency_s, input_tokens=reply.input_tokens, choice_mass=scored.mass)
         if scored.status != "valid":
             return d
-        if session.config.score_pick == "argmax":
+        if session.config.simulation.score_pick == "argmax":
             decision = max(labels, key=lambda c: scored.probs[c])
         else:
             rng = np.random.default_rng(stable_seed(seed, "draw"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import keys
+from louder.config import recorded
 from louder.errors import LouderError
 from louder.scenarios import load_group
 
@@ -87,11 +88,16 @@ def _read_parquet(path: Path) -> pd.DataFrame | None:
         raise LouderError(f"{path}: not a readable Parquet file ({e}); re-run the command that wrote it") from None
 
 
+def group_refs(manifest: dict | None) -> list[str]:
+    """The group files a manifest's config names (``simulation.groups``; manifests of any version)."""
+    return list(recorded((manifest or {}).get("config"), "simulation.groups", None) or [])
+
+
 def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) -> dict[str, list[str]]:
     """group id → attributes: from the group files the run used, else from the data itself."""
     out: dict[str, list[str]] = {}
     for m in manifests.values():
-        for ref in m.get("config", {}).get("groups", []):
+        for ref in group_refs(m):
             try:
                 g = load_group(ref)
             except LouderError:
@@ -147,7 +153,7 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
                           "run `louder run --out DIR` and/or `louder probe explicit --out DIR` first")
     simulation = a.manifests.get("simulation")
     a.sequential = _sequential(run, simulation)
-    a.score = (simulation or {}).get("config", {}).get("decision_mode") == "score"
+    a.score = recorded((simulation or {}).get("config"), "simulation.decision_mode") == "score"
     decisions = keys.variants_as_scenarios(decisions)
     a.beliefs = _read_parquet(run / "beliefs.parquet")
     a.groups = _group_attributes(a.manifests, [f for f in (decisions, a.probes, a.beliefs) if f is not None])

@@ -1,6 +1,7 @@
 """``louder report RUN_DIR``: one self-contained HTML page (figures embedded as PNG data URIs) of the
 analysis ``louder analyze`` wrote: the head, every measure's section in its position
-(``louder.analysis.registry``), the answer accounting and the manifests."""
+(``louder.analysis.registry``), the answer accounting, the environment the run recorded and the
+manifests."""
 
 from __future__ import annotations
 
@@ -96,6 +97,28 @@ def sections(a: Analysis) -> list[str]:
     return [s for s in out if s]
 
 
+def environment_table(manifests: dict[str, dict]) -> pd.DataFrame:
+    """One row per package (Python first), one column per manifest that recorded versions: what each
+    part of the run ran on. Two parts of one run may differ (the probes run later, elsewhere)."""
+    versions = {k: m["package_versions"] for k, m in manifests.items() if m.get("package_versions")}
+    names = list(dict.fromkeys(n for v in versions.values() for n in v))
+    return pd.DataFrame([{"package": n, **{k: v.get(n) or "not installed" for k, v in versions.items()}}
+                         for n in names])
+
+
+def _environment(a: Analysis) -> str:
+    env = environment_table(a.manifests)
+    if env.empty:
+        return ""
+    differ = ", ".join(env["package"][env.drop(columns="package").nunique(axis=1).gt(1)])
+    return _section("Environment",
+                    _p("The Python and package versions each part of the run recorded in its manifest (the "
+                       "packages whose versions can move a result)." +
+                       (f" <b>Parts of this run ran on different versions</b>: {html.escape(differ)}." if differ
+                        else "")),
+                    _table(env))
+
+
 def render(a: Analysis) -> str:
     t = a.tables
     sim = a.manifests.get("simulation", {})
@@ -113,6 +136,7 @@ def render(a: Analysis) -> str:
     body = [
         *sections(a),
         _accounting(a),
+        _environment(a),
         _section("Manifests", *[f"<h3>{html.escape(k)}</h3><pre>{html.escape(json.dumps(m, indent=2, default=str))}"
                                 f"</pre>" for k, m in a.manifests.items()] or [_p("No manifest found.")]),
     ]

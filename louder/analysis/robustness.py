@@ -35,7 +35,7 @@ from scipy.stats import binomtest, chi2
 
 from louder.analysis import intervals as I
 from louder.analysis import keys, power, stats
-from louder.analysis.keys import CASE_KEYS, is_target, is_valid
+from louder.analysis.keys import CASE_KEYS, is_target, is_valid, signals_as_conditions
 from louder.scenarios import AS_WRITTEN
 
 ALPHA = stats.ALPHA  # level of the disparity and heterogeneity decisions, after Holm across the run's cases
@@ -70,10 +70,7 @@ def case_view(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
         return None
     ref = reference_wording(decisions)
     d = decisions if ref is None else decisions[decisions["wording"] == ref].reset_index(drop=True)
-    if "signal" in d and (d["signal"].fillna("stated") != "stated").any():
-        sig = d["signal"].fillna("stated").astype(str)
-        d = d.assign(condition=d["condition"].where(sig == "stated", d["condition"] + " [" + sig + "]"))
-    return d
+    return signals_as_conditions(d)
 
 
 def varies(decisions: pd.DataFrame | None) -> bool:

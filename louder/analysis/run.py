@@ -18,12 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import registry
-from louder.analysis.inputs import DEFAULT_BOOTSTRAP, MANIFESTS, SETTINGS, Analysis, Settings, load, read_json
+from louder.analysis.inputs import (DEFAULT_BOOTSTRAP, MANIFESTS, SETTINGS, Analysis, Settings, group_refs, load,
+                                   read_json)
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged, fingerprint
 
-__all__ = ["Analysis", "Settings", "analyze", "for_report", "load", "recorded", "state_of", "written"]
+__all__ = ["Analysis", "Settings", "analyze", "for_report", "load", "recorded_settings", "state_of", "written"]
 
 # --- the cache: one analysis per data state and settings ------------------------------------------
 
@@ -50,7 +51,7 @@ def data_state(run: Path, generations: dict[str, str | None], settings: Settings
             state[name] = _sha(run / name)
     files = [("predictions", settings.predictions), ("patterns", settings.patterns), ("observed", settings.observed)]
     for _, m in MANIFESTS:
-        for ref in (read_json(run / m) or {}).get("config", {}).get("groups", []) if (run / m).is_file() else []:
+        for ref in group_refs(read_json(run / m)) if (run / m).is_file() else []:
             files.append(("group", ref))
     for what, ref in files:
         if ref is not None and Path(ref).is_file():
@@ -82,7 +83,7 @@ def written(run_dir: str | Path, names: list[str] | None = None) -> dict[str, pd
     the folder's data as it is now — what ``louder view`` draws; None when there are none (no
     analysis, or one of other data: run ``louder analyze`` again)."""
     run = Path(run_dir)
-    settings = recorded(run)
+    settings = recorded_settings(run)
     if settings is None:
         return None
     try:
@@ -142,7 +143,7 @@ def _write(a: Analysis, state: dict[str, str]) -> None:
                 "written": written}, a.run_dir / "analysis.json")
 
 
-def recorded(run_dir: str | Path) -> Settings | None:
+def recorded_settings(run_dir: str | Path) -> Settings | None:
     """The settings of the analysis ``louder analyze`` last wrote in ``run_dir`` (None: none yet)."""
     done = read_json(Path(run_dir) / "analysis.json")
     if done is None or done.get("bootstrap") is None or done.get("seed") is None:
@@ -159,7 +160,7 @@ def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | No
     as ``louder analyze`` would. A run folder without an analysis is analysed here with the given
     settings (default 10,000 draws, seed 0) and its tables written."""
     run = Path(run_dir)
-    was = recorded(run)
+    was = recorded_settings(run)
     if was is None:
         return analyze(run, bootstrap=DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap,
                        seed=0 if seed is None else seed, observed=observed)

@@ -69,9 +69,10 @@ class Circuit:
     - ``streak`` calls in a row failing with the same non-transient cause, at any point of the run
       (a success resets the count; transient failures neither count nor reset it).
 
-    The failed replies that opened it (and any failure after) are taken back out of the cache — they
-    say nothing about the model — so the re-run after the fix asks again; every answer that did
-    arrive stays cached.
+    Every failed reply of the cause that opened it (those before the streak too: calls answer out of
+    order, so a success may land between them) and any failure after are taken back out of the cache
+    — they say nothing about the model — so the re-run after the fix asks again; every answer that
+    did arrive stays cached.
     """
 
     def __init__(self, window: int, label: str, streak: int = STREAK):
@@ -84,15 +85,16 @@ class Circuit:
         self._run_cause: str | None = None  # the current streak of one non-transient cause
         self._run_keys: list[str] = []
         self._run_error = ""
+        self._failed: dict[str, list[str]] = {}  # cause → keys of the calls that failed with it
         self.error: FailFastError | None = None
 
     def check(self) -> None:
         if self.error is not None:
             raise self.error
 
-    def _open(self, keys: list[str], cache: ResponseCache | None, what: str, cause: str, error: str) -> None:
+    def _open(self, cache: ResponseCache | None, what: str, cause: str, error: str) -> None:
         if cache is not None:
-            cache.delete(keys)
+            cache.delete(self._failed.get(cause, []))
         said = error.split(": ", 3)[-1][:300].replace("\n", " ")
         self.error = FailFastError(f"stopped: {what} {cause} ({said}). Fix: {fix_for(cause)}. Answers that arrived "
                                    "are cached; run the same command again to resume.")
@@ -107,6 +109,7 @@ class Circuit:
             cause = (reply.error_cause or "other") if reply.error is not None else None
             hard = cause is not None and not is_transient_cause(cause)
             if hard:
+                self._failed.setdefault(cause, []).append(key)
                 if cause != self._run_cause:
                     self._run_cause, self._run_keys, self._run_error = cause, [], reply.error
                 self._run_keys.append(key)
@@ -120,11 +123,11 @@ class Circuit:
                     self._first_error = self._first_error or reply.error
                     self._keys.append(key)
                     if len(self._keys) >= self.window:
-                        self._open(self._keys, cache, f"the first {len(self._keys)} calls to {self.label} all failed "
-                                   "with", cause, self._first_error)
+                        self._open(cache, f"the first {len(self._keys)} calls to {self.label} all failed with",
+                                   cause, self._first_error)
             if len(self._run_keys) >= (min(self.streak, FATAL_STREAK) if self._run_cause in FATAL else self.streak):
-                self._open(self._run_keys, cache, f"{len(self._run_keys)} calls in a row to {self.label} failed "
-                           "with", self._run_cause, self._run_error)
+                self._open(cache, f"{len(self._run_keys)} calls in a row to {self.label} failed with",
+                           self._run_cause, self._run_error)
 
 
 class Client:

@@ -9,9 +9,10 @@ from typing import Any, Literal
 import networkx as nx
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from louder.errors import LouderError
+from louder.sections import Section
 
 # Allowed parameters per generator: name -> required? (n defaults to the number of agents).
 PARAMS: dict[str, dict[str, bool]] = {
@@ -23,15 +24,15 @@ PARAMS: dict[str, dict[str, bool]] = {
 }
 
 
-class NetworkConfig(BaseModel):
-    """``network:`` in the config. Examples::
+class NetworkConfig(Section):
+    """``network:`` in the config: the social network of the agents (rounds of influence on it:
+    ``influence:``). Examples::
 
         {generator: watts_strogatz, params: {k: 8, p: 0.1}, seed: 0}
         {generator: homophily_sbm, params: {group: political_ideology, within: 0.7, mean_degree: 8}}
         {generator: edge_list, params: {path: friends.txt}}
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     generator: Literal["watts_strogatz", "barabasi_albert", "erdos_renyi", "homophily_sbm", "edge_list"] = Field(
         description="networkx generator, or edge_list (a file of node pairs)")
     params: dict[str, Any] = Field({}, description="the generator's parameters: watts_strogatz {k, p}, "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
+from random import Random
 
 import mesa
 import networkx as nx
@@ -10,6 +12,16 @@ import numpy as np
 import pandas as pd
 from mesa.discrete_space import CellAgent, Network
 from scipy import sparse
+
+
+# Mesa 3.5 gives every Network cell a position from a spring layout unless told not to (layout=None):
+# minutes at 2,000 nodes, and louder's networks are topological. Mesa 3.3 has no layout argument.
+_TOPOLOGICAL = {"layout": None} if "layout" in inspect.signature(Network.__init__).parameters else {}
+
+
+def topological_network(graph: nx.Graph, random: Random) -> Network:
+    """Mesa's ``Network`` space on ``graph``, one agent per node, its cells without positions."""
+    return Network(graph, capacity=1, random=random, **_TOPOLOGICAL)
 
 
 class NetworkAgent(CellAgent):
@@ -30,7 +42,7 @@ class InfluenceModel(mesa.Model):
 
     def __init__(self, graph: nx.Graph, agents: pd.DataFrame | None = None, seed: int = 0,
                  order: Iterable[int] | None = None):
-        super().__init__(seed=seed)
+        super().__init__(rng=int(seed))  # not seed=: deprecated since Mesa 3.5, the same streams
         n = graph.number_of_nodes()
         if set(graph.nodes) != set(range(n)):
             raise ValueError("graph nodes must be 0..n-1; build it with louder.networks.build_graph")
@@ -38,7 +50,7 @@ class InfluenceModel(mesa.Model):
             raise ValueError(f"{len(agents)} agents for {n} nodes")
         rows = ([{}] * n if agents is None else
                 (agents.sort_values("agent_id") if "agent_id" in agents.columns else agents).to_dict("records"))
-        self.grid = Network(graph, capacity=1, random=self.random)
+        self.grid = topological_network(graph, self.random)
         self.by_node: list[NetworkAgent | None] = [None] * n
         for node in (range(n) if order is None else order):
             self.by_node[node] = NetworkAgent(self, node, rows[node])

@@ -69,8 +69,8 @@ def generate_persona(session: ModelSession, scenario: Scenario, condition: str, 
     completion_prompt = None
     if session.api == "completion" and condition != "no_persona":
         completion_prompt = prompts.persona(attribute, condition, scenario, cfg.paper_faithful, "completion")
-    out = session.ask(prompt, schema, cfg.persona, seed, replicate, completion_prompt=completion_prompt,
-                      completion_params=cfg.completion_persona, extraction_prompt=prompts.persona_extraction)
+    out = session.ask(prompt, schema, cfg.simulation.persona, seed, replicate, completion_prompt=completion_prompt,
+                      completion_params=cfg.simulation.completion_persona, extraction_prompt=prompts.persona_extraction)
     fixed = prompts.no_persona_text(attribute) if condition == "no_persona" else None
     return _persona(out, completion_prompt or prompt, prompts, fixed)
 
@@ -85,7 +85,7 @@ def generate_named_persona(session: ModelSession, scenario: Scenario, condition:
         return Persona(name, prompts.no_persona_named_text(name), "valid",
                        Outcome("", Reply(text="", attempts=0), attempts=0), "")
     prompt = prompts.persona_named(name, condition, scenario, session.config.paper_faithful)
-    out = session.ask_chat(session.client, prompt, PersonaTextOut, session.config.persona, seed, replicate)
+    out = session.ask_chat(session.client, prompt, PersonaTextOut, session.config.simulation.persona, seed, replicate)
     p = _persona(out, prompt, prompts, None, name_field=False)
     return Persona(name, p.persona, p.status, p.outcome, p.prompt, p.reason) if p.status == "valid" else p
 
@@ -93,7 +93,8 @@ def generate_named_persona(session: ModelSession, scenario: Scenario, condition:
 def rewrite_persona(session: ModelSession, prompt: str, name: str | None, seed: int, replicate: str) -> Persona:
     """A twin's persona rewritten by ``session.twin_rewriter`` (one chat call, the extraction's
     temperature and length: an edit, not a creation), checked like a written persona; ``name`` is kept."""
-    out = session.ask_chat(session.twin_rewriter, prompt, RewriteOut, session.config.extraction, seed, replicate)
+    out = session.ask_chat(session.twin_rewriter, prompt, RewriteOut, session.config.simulation.extraction, seed,
+                           replicate)
     p = _persona(out, prompt, session.prompts, None, name_field=False)
     return Persona(name, p.persona, p.status, p.outcome, p.prompt, p.reason) if p.status == "valid" else p
 

@@ -133,7 +133,8 @@ def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0
     if n < 1:
         raise LouderError(f"agents: {n} is too few; draw at least 1 agent from a population")
     fitted = _fitted(population)
-    joint = fitted.joint
+    # a writable float64 copy: humanleague 2.4.5 refuses a read-only array (pandas 3 hands those out)
+    joint = np.array(fitted.joint, dtype=np.float64)
     ids = fitted.population.group_ids
     indices, marginals = [], []
     for i in range(joint.ndim):

@@ -227,8 +227,9 @@ def association_rows(session, st: Stereotype, variation: str, trials: int, on_do
 
     def one(tr: Trial) -> dict:
         seed = stable_seed(cfg.seed, session.label, "association", st.name, variation, tr.trial)
-        r = session.client.call(Request(messages=system + (("user", tr.prompt),), temperature=cfg.association.temperature,
-                                        max_tokens=cfg.association.max_tokens, seed=seed,
+        params = cfg.association.params
+        r = session.client.call(Request(messages=system + (("user", tr.prompt),), temperature=params.temperature,
+                                        max_tokens=params.max_tokens, seed=seed,
                                         replicate=f"association|{st.name}|{variation}|{tr.trial}"))
         row = dict(stereotype=st.name, category=st.category, variation=variation, trial=tr.trial,
                    default_token=tr.default_token, stigma_token=tr.stigma_token, prompt=tr.prompt,

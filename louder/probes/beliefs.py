@@ -40,18 +40,18 @@ def belief_answer(session: ModelSession, scenario: Scenario, group: Group, attri
     """One answer as a ``beliefs.parquet`` row. An invalid or refused answer is re-asked (fresh seed)
     up to ``reask`` more times, as decisions and explicit probes are; the last answer is recorded."""
     cfg, prompts = session.config, session.prompts
-    schema = count_schema("BeliefAnswer", FIELD, LOW, HIGH, cfg.constrain_choices)
+    schema = count_schema("BeliefAnswer", FIELD, LOW, HIGH, cfg.simulation.constrain_choices)
     prompt = prompts.belief(scenario, group, attribute, "chat")
     completion = {}
     if session.api == "completion":
         completion = dict(completion_prompt=prompts.belief(scenario, group, attribute, "completion"),
-                          completion_params=cfg.completion_beliefs,
+                          completion_params=cfg.beliefs.completion_params,
                           extraction_prompt=lambda text: prompts.belief_extraction(text, scenario, group, attribute))
     seed = stable_seed(cfg.seed, session.label, "beliefs", scenario.id, group.id, attribute, trial)
     replicate = f"beliefs|{scenario.id}|{group.id}|{attribute}|{trial}"
     attempts, latency = 0, 0.0
-    for k in range(cfg.reask + 1):
-        out = session.ask(prompt, schema, cfg.beliefs, seed if k == 0 else stable_seed(seed, "reask", k),
+    for k in range(cfg.simulation.reask + 1):
+        out = session.ask(prompt, schema, cfg.beliefs.params, seed if k == 0 else stable_seed(seed, "reask", k),
                           replicate if k == 0 else f"{replicate}|reask{k}", **completion)
         v = classify_count(out.reply, FIELD, LOW, HIGH, prompts.refusal_markers)
         attempts, latency = attempts + out.attempts, latency + out.latency_s
@@ -78,7 +78,7 @@ def beliefs_task(config: ExperimentConfig) -> Task:
     answers each (two calls per answer on the completion path: the completion and its extraction).
     A scenario without ``belief.target`` is rejected before any call, in one line."""
     prompts, own = Prompts(), part(config, "beliefs")
-    cases = [(load_scenario(s), load_group(g)) for s in config.scenarios for g in config.groups]
+    cases = [(load_scenario(s), load_group(g)) for s in config.simulation.scenarios for g in config.simulation.groups]
     for scenario, _ in cases:
         belief_text(scenario)  # LouderError naming the scenario and the field to add
     items = []

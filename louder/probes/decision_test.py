@@ -90,11 +90,11 @@ def make_decision_trial(st: Stereotype, trial: int, seed: int, variant: str, ega
 def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant: str, extraction: str,
               seed: int) -> dict:
     """Ask, read the assignment, score. Returns one row (without run-level columns)."""
-    cfg, t = session.config, templates()["decision"]
+    own, t = session.config.decision_test, templates()["decision"]
     markers = session.prompts.refusal_markers
     key = f"decision|{variant}|{st.name}|{dt.trial}" + ("" if dt.template_id == "seed" else f"|{dt.template_id}")
-    first = session.client.call(Request(messages=dt.messages, temperature=cfg.profiles.temperature,
-                                        max_tokens=cfg.profiles.max_tokens, seed=seed, replicate=key))
+    first = session.client.call(Request(messages=dt.messages, temperature=own.profiles.temperature,
+                                        max_tokens=own.profiles.max_tokens, seed=seed, replicate=key))
     row = dict(stereotype=st.name, category=st.category, variant=variant, template_id=dt.template_id, trial=dt.trial,
                stigma_token=dt.stigma_token, default_token=dt.default_token, stigma_option=dt.stigma_option,
                default_option=dt.default_option, asked_option=dt.asked_option, prompt=dt.messages[-1][1],
@@ -108,8 +108,8 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
     if variant == "absolute":
         follow = t["absolute_follow_up"]
         second = session.client.call(Request(messages=dt.messages + (("assistant", first.text), ("user", follow)),
-                                             schema=yes_no_schema(), temperature=cfg.followup.temperature,
-                                             max_tokens=cfg.followup.max_tokens, seed=seed, replicate=key + "|yn"))
+                                             schema=yes_no_schema(), temperature=own.followup.temperature,
+                                             max_tokens=own.followup.max_tokens, seed=seed, replicate=key + "|yn"))
         answer = (parse_json_object(second.text or "") or {}).get("answer")
         row.update(attempts=row["attempts"] + second.attempts, latency_s=row["latency_s"] + second.latency_s,
                    answer=answer if isinstance(answer, str) else None)
@@ -129,7 +129,7 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
         ask = render(t["follow_up"], option=dt.asked_option, people=people)
         messages = dt.messages + (("assistant", first.text), ("user", ask))
     second = session.client.call(Request(messages=messages, schema=person_schema(labels),
-                                         temperature=cfg.followup.temperature, max_tokens=cfg.followup.max_tokens,
+                                         temperature=own.followup.temperature, max_tokens=own.followup.max_tokens,
                                          seed=seed, replicate=key + "|who"))
     row.update(attempts=row["attempts"] + second.attempts, latency_s=row["latency_s"] + second.latency_s)
     if dt.association is not None:
@@ -148,12 +148,12 @@ def run_trial(session: ModelSession, st: Stereotype, dt: DecisionTrial, variant:
 def decision_rows(session: ModelSession, st: Stereotype, trials: int, on_done=None,
                   generated: dict | None = None) -> list[dict]:
     cfg = session.config
-    dts = [make_decision_trial(st, i, cfg.seed, cfg.decision_variant, cfg.egalitarian, generated)
+    dts = [make_decision_trial(st, i, cfg.seed, cfg.decision_test.variant, cfg.egalitarian, generated)
            for i in range(trials)]
 
     def one(dt: DecisionTrial) -> dict:
         extra = () if dt.template_id == "seed" else (dt.template_id,)  # seed trials keep their cache keys
-        seed = stable_seed(cfg.seed, session.label, "decision", cfg.decision_variant, st.name, dt.trial, *extra)
-        return run_trial(session, st, dt, cfg.decision_variant, cfg.decision_extraction, seed)
+        seed = stable_seed(cfg.seed, session.label, "decision", cfg.decision_test.variant, st.name, dt.trial, *extra)
+        return run_trial(session, st, dt, cfg.decision_test.variant, cfg.decision_test.extraction, seed)
 
     return session.client.map(one, dts, on_done)

@@ -56,13 +56,13 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
     def one(trial: int) -> dict:
         seed = stable_seed(cfg.seed, session.label, "explicit", scenario.id, group.id, trial)
         # the attribute options follow simulation.choice_order (balanced: rotation trial % k); Unknown stays last
-        order = list(shown_order(options, cfg.choice_order, trial, seed))
+        order = list(shown_order(options, cfg.simulation.choice_order, trial, seed))
         labels = order + [q.unknown.label]
-        schema = answer_schema(labels, cfg.constrain_choices)
+        schema = answer_schema(labels, cfg.simulation.constrain_choices)
         prompt = prompts.explicit(scenario, group, cfg.paper_faithful, "chat", None if order == options else order)
         out, v = session.ask_choice(
-            prompt, schema, cfg.explicit, seed, f"explicit|{scenario.id}|{group.id}|{trial}", labels, "answer",
-            completion_prompt=completion_prompt, completion_params=cfg.completion_explicit,
+            prompt, schema, cfg.explicit.params, seed, f"explicit|{scenario.id}|{group.id}|{trial}", labels, "answer",
+            completion_prompt=completion_prompt, completion_params=cfg.explicit.completion_params,
             extraction_prompt=lambda text: prompts.explicit_extraction(text, group))
         raw = out.raw if out.raw else (out.reply.error or "")
         if session.api == "completion" and v.status != "error":
@@ -83,8 +83,8 @@ def explicit_task(config: ExperimentConfig) -> Task:
     items = []
     for m in config.models:
         per = 2 if m.api == "completion" else 1
-        for s in config.scenarios:
-            for g in config.groups:
+        for s in config.simulation.scenarios:
+            for g in config.simulation.groups:
                 scenario, group = load_scenario(s), load_group(g)
                 n = trials_for(config, group)
                 prompt = prompts.explicit(scenario, group, config.paper_faithful, "chat")

@@ -1,8 +1,17 @@
 """Simulation: Mesa models of persona agents, the experiment runner that writes their data, and
-network runs (rounds of influence on a social network)."""
+network runs (rounds of influence on a social network). ``louder.simulation.config`` holds the
+``simulation:`` section of the config, which ``louder.config`` imports: the names below are loaded
+on first use, so that import does not load the runs (which import ``louder.config``)."""
 
-from louder.simulation.model import BiasModel, Case
-from louder.simulation.runner import RunResult, plan_cases, run_experiment
-from louder.simulation.network_run import network_task
+from importlib import import_module
+
+_WHERE = {"BiasModel": "model", "Case": "model", "RunResult": "runner", "plan_cases": "runner",
+          "run_experiment": "runner", "network_task": "network_run"}
 
 __all__ = ["BiasModel", "Case", "RunResult", "network_task", "plan_cases", "run_experiment"]
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(import_module(f"louder.simulation.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'louder.simulation' has no attribute {name!r}")

@@ -68,24 +68,27 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
     if config.population is None:
         raise LouderError("mode: archetype needs `population:` (a built-in id such as us_adults, or a population "
                           "file): an archetype is a population cell")
-    if config.decision_mode != "score":
-        raise LouderError(f"mode: archetype reads each archetype's probability, so it needs decision_mode: score "
-                          f"(it is {config.decision_mode}); add `decision_mode: score` under `simulation:`")
+    sim, pop_cfg = config.simulation, config.population
+    if sim.decision_mode != "score":
+        raise LouderError(f"population.mode: archetype reads each archetype's probability, so it needs decision_mode: "
+                          f"score (it is {sim.decision_mode}); add `decision_mode: score` under `simulation:`")
     for field, bad, why in (("executor", config.executor != "local", "archetype mode runs here; its calls go to "
                              "the model servers (use openai:MODEL@URL1,URL2,… replicas to spread them)"),
-                            ("variants", list(config.variants) != ["base"], "archetype prompts use the base scenario "
-                             "text; run each variant as its own config"),
-                            ("twins", config.twins, "archetypes have no persona to re-express")):
+                            ("simulation.variants", list(sim.variants) != ["base"], "archetype prompts use the base "
+                             "scenario text; run each variant as its own config"),
+                            ("population.twins", pop_cfg.twins, "archetypes have no persona to re-express")):
         if bad:
             raise LouderError(f"{field}: not available in mode: archetype — {why}")
-    if config.rounds and config.network is None:
-        raise LouderError(f"rounds: {config.rounds} needs a `network:` (who influences whom); drop rounds or add one")
+    rounds = config.influence.rounds
+    if rounds and config.network is None:
+        raise LouderError(f"influence.rounds: {rounds} needs a `network:` (who influences whom); drop rounds or "
+                          "add one")
     try:
-        buckets = share_buckets(config.buckets)
+        buckets = share_buckets(pop_cfg.buckets)
     except ValueError as e:
-        raise LouderError(f"buckets: {e}; give a count such as 4 or a list such as [0, 0.5, 1]") from None
-    pop = load_population(config.population)
-    missing = [g for g in config.groups if g not in pop.group_ids]
+        raise LouderError(f"population.buckets: {e}; give a count such as 4 or a list such as [0, 0.5, 1]") from None
+    pop = load_population(pop_cfg.file)
+    missing = [g for g in sim.groups if g not in pop.group_ids]
     if missing:
         raise LouderError(f"groups: {', '.join(missing)} is not a group of population {pop.id} "
                           f"({', '.join(pop.group_ids)}); list the population's groups to analyse under `groups:`")
@@ -101,16 +104,16 @@ class Plan:
 
     @cached_property
     def population(self):
-        return load_population(self.config.population)
+        return load_population(self.config.population.file)
 
     @cached_property
     def drawn(self) -> pd.DataFrame:
         # humanleague.qisi dominates (~7 s for 1,000,000 agents); no graph is built for counting
-        return draw_agents(self.population, self.config.agents, self.config.seed)
+        return draw_agents(self.population, self.config.simulation.agents, self.config.seed)
 
     @cached_property
     def agents(self) -> pd.DataFrame:
-        return self.drawn.assign(replicate=assign_replicates(self.drawn, self.config.replicates))
+        return self.drawn.assign(replicate=assign_replicates(self.drawn, self.config.population.replicates))
 
     @cached_property
     def cells(self) -> np.ndarray:
@@ -120,10 +123,11 @@ class Plan:
     @property
     def call_buckets(self) -> list[int]:
         """Bucket indices called: ROUND0, then every bucket when there are rounds of influence."""
-        return [ROUND0] + (list(range(len(self.buckets))) if self.config.rounds and self.config.network else [])
+        networked = self.config.influence.rounds and self.config.network
+        return [ROUND0] + (list(range(len(self.buckets))) if networked else [])
 
     def calls_per_case(self) -> int:
-        return len(self.cells) * len(self.call_buckets) * self.config.replicates
+        return len(self.cells) * len(self.call_buckets) * self.config.population.replicates
 
     @cached_property
     def descriptions(self) -> dict[tuple[int, int], str]:
@@ -138,7 +142,7 @@ class Plan:
             rest = np.random.default_rng(stable_seed(self.config.seed, "archetype-order", int(c))).permutation(
                 len(perms) - 1) + 1
             orders = [perms[0]] + [perms[i] for i in rest]
-            for k in range(self.config.replicates):
+            for k in range(self.config.population.replicates):
                 order = orders[k % len(orders)]
                 out[int(c), k] = agent_description({g: attrs[g] for g in order}, self.population.phrases)
         return out
@@ -174,7 +178,7 @@ def ask_archetypes(config, plan: Plan, session, run_id: str, model: str, scenari
     scenario = load_scenario(scenario_id)
     labels = scenario.labels
     desc = plan.descriptions
-    jobs = [(int(c), b, k) for c in plan.cells for b in plan.call_buckets for k in range(config.replicates)]
+    jobs = [(int(c), b, k) for c in plan.cells for b in plan.call_buckets for k in range(config.population.replicates)]
     client, prompts = session.client, session.prompts
 
     def one(job):
@@ -201,7 +205,7 @@ def simulate(plan: Plan, calls: pd.DataFrame, scenario, case_seed: int, adjacenc
     neighbour_share, changed, bucket. Pure given the calls table."""
     config = plan.config
     agents = plan.agents
-    n, K = len(agents), config.replicates
+    n, K = len(agents), config.population.replicates
     order = [scenario.target] + [c for c in scenario.labels if c != scenario.target]
     cell_index = pd.Index(plan.cells)
     bpos = {b: i for i, b in enumerate(plan.call_buckets)}  # bucket index → axis position
@@ -225,7 +229,7 @@ def simulate(plan: Plan, calls: pd.DataFrame, scenario, case_seed: int, adjacenc
     valid_code = STATUSES.index("valid")
     frames = []
     prev_valid = prev_choice = None
-    rounds = config.rounds if adjacency is not None else 0
+    rounds = config.influence.rounds if adjacency is not None else 0
     for r in range(rounds + 1):
         if r == 0:
             share = np.full(n, np.nan)
@@ -306,9 +310,10 @@ def control_rows(plan: Plan, model_abm, sim: pd.DataFrame, scenario, model: str)
     initial = [Outcome(d if s == "valid" else None, s, None if pd.isna(p) else float(p))
                for d, s, p in zip(r0["decision"].to_numpy(object), r0["status"].to_numpy(object),
                                   r0["p_target"].to_numpy(dtype=float, na_value=np.nan))]
-    rule = control_rule(config.control.rule, scenario.labels, scenario.target,
-                        threshold=config.control.threshold, self_weight=config.control.self_weight)
-    rows = run_rounds(model_abm, initial, config.rounds, rule, scenario.labels, scenario.target)
+    control = config.influence.control
+    rule = control_rule(control.rule, scenario.labels, scenario.target, threshold=control.threshold,
+                        self_weight=control.self_weight)
+    rows = run_rounds(model_abm, initial, config.influence.rounds, rule, scenario.labels, scenario.target)
     return rows[["node", "round", "decision", "target", "status"]].assign(model=model, condition=CONDITION,
                                                                          scenario=scenario.id)
 
@@ -317,7 +322,7 @@ def archetype_task(config: ExperimentConfig) -> Task:
     """The archetype run as a ``Task``: one item per model × scenario (its whole call plan)."""
     plan = Plan(config, check_config(config))
     per_case = plan.calls_per_case()
-    keys = [(m.label, s) for m in config.models for s in config.scenarios]
+    keys = [(m.label, s) for m in config.models for s in config.simulation.scenarios]
     items = [Item(k, per_case, (archetype_calls(plan, *k),)) for k in keys]
 
     def run_case(ctx, item, tick):
@@ -337,11 +342,11 @@ def archetype_task(config: ExperimentConfig) -> Task:
             scenario = load_scenario(scenario_id)
             sim = simulate(plan, calls, scenario, stable_seed(config.seed, "archetype-draws", model, scenario_id),
                            adjacency)
-            for g in config.groups:
+            for g in config.simulation.groups:
                 decisions.append(agent_rows(plan, sim, ctx.run_id, model, scenario.id, g, descriptions))
-            if abm is not None and config.rounds:
+            if abm is not None and config.influence.rounds:
                 ctl = control_rows(plan, abm, sim, scenario, model)
-                for g in config.groups:
+                for g in config.simulation.groups:
                     controls.append(ctl.assign(group=g, attribute=plan.agents[g].to_numpy(object)[ctl["node"]]))
             calls_all.append(calls)
         decisions = pd.concat(decisions, ignore_index=True)
@@ -355,7 +360,7 @@ def archetype_task(config: ExperimentConfig) -> Task:
             out["network.parquet"] = pd.concat(
                 [pd.DataFrame({"model": m, "condition": CONDITION, "scenario": s, "group": g,
                                "source": edges[:, 0], "target": edges[:, 1]})
-                 for m, s in keys for g in config.groups], ignore_index=True)
+                 for m, s in keys for g in config.simulation.groups], ignore_index=True)
         return out, manifest_fields(plan, decisions, calls)
 
     return Task("archetype", items, run_case, tables, "manifest.json")
@@ -376,8 +381,10 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
                  "params": dict(config.network.params) if config.network else None,
                  "seed": config.network.seed if config.network else None,
                  "nodes": g.number_of_nodes() if g is not None else len(plan.agents),
-                 "edges": g.number_of_edges() if g is not None else 0, "rounds": config.rounds if g is not None else 0,
-                 "control": config.control.model_dump(), "mode": "archetype", "replicates": config.replicates,
+                 "edges": g.number_of_edges() if g is not None else 0,
+                 "rounds": config.influence.rounds if g is not None else 0,
+                 "control": config.influence.control.model_dump(), "mode": "archetype",
+                 "replicates": config.population.replicates,
                  "buckets": plan.buckets.tolist()},
         archetype={"cells": int(len(plan.cells)), "call_buckets": len(plan.call_buckets),
                    "calls_planned": plan.calls_per_case() * len(calls.groupby(["model", "scenario"])),

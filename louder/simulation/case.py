@@ -3,23 +3,25 @@ its policy variants in turn, the persona rows, and the model calls the case plan
 
 A case of the seed simulation is model × condition × scenario × group: a ``BiasModel`` whose
 ``PersonaAgent``s write their personas and decide (``simulate_case``). Network and population runs
-make their cases with their own Mesa models, through the same ``run_variants`` and the same call
-plan (``persona_calls``, ``decision_calls``).
+make their cases with their own Mesa models, through the same arms (``run_arms``: policy variants ×
+the levels of the experiment dimensions, ``louder.dimensions``) and the same call plan
+(``persona_calls``, ``decision_calls``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Callable
 
 import pandas as pd
 
+from louder import dimensions
 from louder.config import ExperimentConfig
 from louder.cost import STAND_IN_NAME, stand_in_persona
+from louder.dimensions import CROSSED, OWN
 from louder.llm.base import stable_seed
 from louder.prompts import Prompts
-from louder.presentation import wordings_for
-from louder.scenarios import AS_WRITTEN, BASE, Scenario, load_group, load_scenario
+from louder.scenarios import BASE, Scenario, load_group, load_scenario
 from louder.simulation.model import BiasModel, Case
 from louder.task import Calls
 
@@ -40,29 +42,27 @@ def labelled(variants: list[str]) -> bool:
     return list(variants) != [BASE]
 
 
-def run_variants(variants: Iterable[str], scenario: Scenario, one: Callable[..., CaseFrames],
-                 label: bool, shared: tuple[str, ...] = (), wordings: Iterable[str] | None = None,
-                 levels: Iterable[str] | None = None) -> CaseFrames:
-    """Every policy variant of one case in turn: ``one(variant, scenario under the variant)``.
+def run_arms(config: ExperimentConfig, scenario: Scenario, one: Callable[[str, Scenario, dict], CaseFrames],
+             label: bool, shared: tuple[str, ...] = ()) -> CaseFrames:
+    """Every arm of one case in turn (``louder.dimensions.arms``): ``one(variant, scenario as the arm says
+    it, the arm's levels)`` for each level of the own-agents dimensions (signal), each policy variant and
+    each combination of the crossed dimensions' levels (wordings, reasoning levels).
 
-    An agent's persona prompt is the same under every variant, so after the first variant each
-    persona comes from the cache and the agent keeps it: the persona rows are the first variant's.
-    With ``label`` the decisions and every extra table get a ``variant`` column, except the
-    ``shared`` tables (the same under every variant, e.g. a graph's edges), which are kept once.
-
-    ``wordings`` (the seed simulation, docs/robustness.md): each variant is said in each wording in
-    turn, ``one(variant, scenario under the variant in the wording, wording)``; like variants they
-    share the personas (a wording never changes the persona context).
-
-    ``levels`` (reasoning levels, docs/how-to/reasoning-models.md): each variant and wording is decided
-    at each level in turn, ``one(variant, scenario, wording, level)``; the personas are shared too."""
-    if wordings is None and levels is None:
-        parts = [(v, one(v, scenario.variant(v))) for v in variants]
-    elif levels is None:
-        parts = [(v, one(v, scenario.text(v, w), w)) for v in variants for w in wordings]
-    else:
-        parts = [(v, one(v, scenario.text(v, w), w, lv)) for v in variants for w in (wordings or [AS_WRITTEN])
-                 for lv in levels]
+    An agent's persona prompt is the same under every variant and every crossed level, so after the
+    first arm of its agents each persona comes from the cache and the agent keeps it: the persona rows
+    are the first arm's of each own-agents level (those levels write different personas, and carry their
+    level in a column when the run varies them). With ``label`` the decisions and every extra table get
+    a ``variant`` column, except the ``shared`` tables (the same in every arm, e.g. a graph's edges),
+    which are kept once. With the default dimensions and variants this is one call of ``one``: the run
+    without any of them."""
+    own_columns = dimensions.labelled(config, OWN)
+    parts, personas, seen = [], [], set()
+    for own, variant, levels in dimensions.arms(config, scenario, config.simulation.variants):
+        frames = one(variant, dimensions.say(scenario, variant, levels), levels)
+        parts.append((variant, frames))
+        if tuple(own.items()) not in seen:
+            seen.add(tuple(own.items()))
+            personas += [{**p, **{c: own[c] for c in own_columns}} for p in frames.personas]
     first = parts[0][1]
 
     def stack(frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
@@ -70,7 +70,13 @@ def run_variants(variants: Iterable[str], scenario: Scenario, one: Callable[...,
 
     extra = {name: first.extra[name] if name in shared else stack([(v, f.extra[name]) for v, f in parts])
              for name in first.extra}
-    return CaseFrames(stack([(v, f.decisions) for v, f in parts]), first.personas, extra)
+    return CaseFrames(stack([(v, f.decisions) for v, f in parts]), personas, extra)
+
+
+def arms(config: ExperimentConfig, scenario_id: str) -> int:
+    """How many arms a case of ``scenario_id`` runs (``louder.dimensions.arms``): variants × the levels of
+    every crossed and own-agents dimension — how often each agent, or its double of another signal, decides."""
+    return len(list(dimensions.arms(config, load_scenario(scenario_id), config.simulation.variants)))
 
 
 # --- the plan: the calls of a case -------------------------------------------------------------
@@ -80,66 +86,84 @@ def _per(config: ExperimentConfig, model: str) -> int:
     return 2 if next(m for m in config.models if m.label == model).api == "completion" else 1
 
 
+def named(levels: dict[str, str]) -> bool:
+    """Whether a persona under ``levels`` is written for a name (a dimension with a ``persona`` hook at a
+    level other than its default: signal names)."""
+    return any(d.persona is not None and levels.get(d.id, d.default) != d.default for d in dimensions.registered())
+
+
 def persona_calls(config: ExperimentConfig, model: str, condition: str, scenario: Scenario, demographic: str,
-                  n: int, prompts: Prompts, signal: str = "stated") -> Calls:
+                  n: int, prompts: Prompts, levels: dict[str, str] | None = None) -> Calls:
     """``n`` agents writing their persona (no_persona: only a name, one chat call each). Under the
     `names` signal the persona is written for a drawn name (one chat call; none under no_persona)."""
-    if signal == "names":
+    sim = config.simulation
+    if named(levels or {}):
         if condition == "no_persona":
-            return Calls(model, 0, "", "name", config.persona.max_tokens)
+            return Calls(model, 0, "", "name", sim.persona.max_tokens)
         return Calls(model, n, prompts.persona_named(STAND_IN_NAME, condition, scenario, config.paper_faithful),
-                     "persona", config.persona.max_tokens)
+                     "persona", sim.persona.max_tokens)
     name_only = condition == "no_persona"
     prompt = prompts.persona(demographic, condition, scenario, config.paper_faithful, "chat")
     per = 1 if name_only else _per(config, model)
-    return Calls(model, n * per, prompt, "name" if name_only else "persona", config.persona.max_tokens)
+    return Calls(model, n * per, prompt, "name" if name_only else "persona", sim.persona.max_tokens)
 
 
 def decision_calls(config: ExperimentConfig, model: str, condition: str, scenario: Scenario, demographic: str,
-                   n: int, prompts: Prompts, neighbours: str | None = None) -> Calls:
+                   n: int, prompts: Prompts, neighbours: str | None = None,
+                   levels: dict[str, str] | None = None) -> Calls:
     """``n`` decisions of agents under ``scenario`` (a stand-in persona, or the demographic itself
-    under no_persona), with a neighbour message in rounds of influence."""
+    under no_persona), with a neighbour message in rounds of influence, asked as the dimensions'
+    ``levels`` shape the call (``PersonaAgent.decide``)."""
     persona = demographic if condition == "no_persona" else stand_in_persona()
-    prompt = prompts.action(STAND_IN_NAME, persona, scenario, "chat", neighbours)
-    return Calls(model, n * _per(config, model), prompt, "decision", config.decision.max_tokens)
+    ask = dimensions.shape(levels or {})
+    text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
+    prompt = prompts.action(STAND_IN_NAME, persona, scenario, "chat", text)
+    if ask.system:
+        prompt = f"{ask.system}\n{prompt}"
+    return Calls(model, n * _per(config, model), prompt, "decision", config.simulation.decision.max_tokens,
+                 reasoning=ask.reasoning or "default")
 
 
 def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str], prompts: Prompts,
                     rounds: int = 0, neighbours: str | None = None, arm: bool = False) -> tuple[Calls, ...]:
-    """A seed case's calls: per signal and attribute, ``agents`` personas (shared by the variants and
-    wordings) and ``agents`` decisions per variant × wording and per round 0..``rounds`` (and, with
-    the no-influence ``arm``, round 0's prompt again in every round r ≥ 1). A choice order changes
-    no count: each agent sees one order."""
+    """A seed case's calls: per own-agents level (signal) and attribute, ``agents`` personas (shared by
+    the variants and crossed levels) and ``agents`` decisions per variant × crossed levels (wordings ×
+    reasoning levels) and per round 0..``rounds`` (and, with the no-influence ``arm``, round 0's prompt
+    again in every round r ≥ 1). A split dimension (choice order) changes no count: each agent sees one
+    level."""
     model, condition, scenario_id, group_id = case_key
     s = load_scenario(scenario_id)
+    n = config.simulation.agents
     out = []
-    for signal, a in ((x, a) for x in config.signal for a in load_group(group_id).attributes):
-        out.append(persona_calls(config, model, condition, s, a, config.agents, prompts, signal))
-        for v, w in ((v, w) for v in config.variants for w in wordings_for(config, s)):
-            for level in config.reasoning:  # every agent decides once per reasoning level
-                c = decision_calls(config, model, condition, s.text(v, w), a, config.agents, prompts)
-                out.append(c if level == "default" else replace(c, reasoning=level))
-            if rounds:
-                out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
-                                          prompts, neighbours))
-            if rounds and arm:
-                out.append(decision_calls(config, model, condition, s.variant(v), a, config.agents * rounds,
-                                          prompts))
+    for own in dimensions.combos(config, s, OWN):
+        for a in load_group(group_id).attributes:
+            out.append(persona_calls(config, model, condition, s, a, n, prompts, own))
+            for v in config.simulation.variants:
+                for crossed in dimensions.combos(config, s, CROSSED):
+                    levels = {**own, **crossed}
+                    text = dimensions.say(s, v, levels)
+                    out.append(decision_calls(config, model, condition, text, a, n, prompts, levels=levels))
+                    if rounds:
+                        out.append(decision_calls(config, model, condition, text, a, n * rounds, prompts, neighbours,
+                                                  levels))
+                    if rounds and arm:
+                        out.append(decision_calls(config, model, condition, text, a, n * rounds, prompts,
+                                                  levels=levels))
     return tuple(out)
 
 
 # --- the seed simulation's case -------------------------------------------------------------------
 
-def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str, str],
-               scenario: Scenario, wording: str = AS_WRITTEN, signal: str = "stated",
-               replicates: range | None = None, reasoning: str = "default") -> BiasModel:
-    """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant, said
-    in ``wording``), its agents' attribute reaching their personas by ``signal``, deciding at reasoning
-    level ``reasoning``; ``replicates``: only those of each attribute (a wave of a sequential run)."""
+def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str, str], scenario: Scenario,
+               levels: dict[str, str] | None = None, replicates: range | None = None) -> BiasModel:
+    """The Mesa model of a seed case under ``scenario`` (the case's scenario under one variant, as the
+    arm's ``levels`` say it; its agents write and decide under those levels); ``replicates``: only those
+    of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, wording, signal, reasoning)
-    return BiasModel(case, session, config.agents, seed=stable_seed(config.seed, model_label, condition, scenario_id,
-                                                                     group_id), replicates=replicates)
+    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, dict(levels or {}))
+    return BiasModel(case, session, config.simulation.agents,
+                     seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id),
+                     replicates=replicates)
 
 
 def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
@@ -148,33 +172,17 @@ def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
 
 def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
                   tick: Tick = None, replicates: range | None = None) -> CaseFrames:
-    """One case as a Mesa model per policy variant: its agents' decision rows (DataCollector) and
-    persona rows. With the default variants ["base"] the rows are exactly the single-attribute
-    pipeline's (no variant column). ``replicates``: only those agents of each attribute (a wave)."""
+    """One case as a Mesa model per arm (policy variant × dimension levels, ``run_arms``): its agents'
+    decision rows (DataCollector) and persona rows. With the default variants and dimensions the rows
+    are exactly the single-attribute pipeline's (no variant column). ``replicates``: only those agents
+    of each attribute (a wave)."""
     keys = case_columns(run_id, case_key)
-    scenario = load_scenario(case_key[2])
-    wordings = wordings_for(config, scenario)
 
-    def signalled(signal: str) -> CaseFrames:
-        def one(variant: str, scenario: Scenario, wording: str = AS_WRITTEN, level: str = "default") -> CaseFrames:
-            abm = case_model(config, session, case_key, scenario, wording, signal, replicates, level)
-            abm.step(tick)
-            df = abm.datacollector.get_agent_vars_dataframe().reset_index(drop=True).assign(**keys)
-            extra = {"signal": signal} if labelled_signals(config) else {}
-            return CaseFrames(df, [{**keys, **a.persona_row(), **extra} for a in abm.agents])
+    def one(variant: str, scenario: Scenario, levels: dict[str, str]) -> CaseFrames:
+        abm = case_model(config, session, case_key, scenario, levels, replicates)
+        abm.on_done = tick
+        abm.step()
+        df = abm.datacollector.get_agent_vars_dataframe().reset_index(drop=True).assign(**keys)
+        return CaseFrames(df, [{**keys, **a.persona_row()} for a in abm.agents])
 
-        return run_variants(config.variants, scenario, one, labelled(config.variants),
-                            wordings=None if wordings == [AS_WRITTEN] else wordings,
-                            levels=None if list(config.reasoning) == ["default"] else list(config.reasoning))
-
-    # each signal has its own agents (their personas are written from different prompts)
-    parts = [signalled(x) for x in config.signal]
-    if len(parts) == 1:
-        return parts[0]
-    return CaseFrames(pd.concat([p.decisions for p in parts], ignore_index=True),
-                      [r for p in parts for r in p.personas])
-
-
-def labelled_signals(config: ExperimentConfig) -> bool:
-    """Whether personas.parquet carries a ``signal`` column: only when a run uses more than the stated signal."""
-    return list(config.signal) != ["stated"]
+    return run_arms(config, load_scenario(case_key[2]), one, labelled(config.simulation.variants))

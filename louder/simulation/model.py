@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import mesa
 
+from louder import dimensions
 from louder.agents import PersonaAgent
 from louder.session import ModelSession
-from louder.scenarios import AS_WRITTEN, Group, Scenario
+from louder.scenarios import Group, Scenario
 
 # What the DataCollector records of every agent: the row schema of decisions.parquet.
 AGENT_REPORTERS = {
@@ -38,6 +39,12 @@ AGENT_REPORTERS = {
 }
 
 
+def reporters() -> dict:
+    """``AGENT_REPORTERS`` and the level of every other registered dimension (louder.dimensions)."""
+    extra = {d.id: (lambda a, i=d.id: a.level(i)) for d in dimensions.registered() if d.id not in AGENT_REPORTERS}
+    return {**AGENT_REPORTERS, **extra}
+
+
 @dataclass(frozen=True)
 class Case:
     """model × condition × scenario × group."""
@@ -47,9 +54,9 @@ class Case:
     scenario: Scenario
     group: Group
     root_seed: int
-    wording: str = AS_WRITTEN  # the wording ``scenario`` is said in
-    signal: str = "stated"  # how the attribute reaches the persona: stated | names
-    reasoning: str = "default"  # the reasoning level of the decisions (simulation.reasoning)
+    # the arm of the case: a level of each crossed and own-agents dimension (louder.dimensions; absent: its
+    # default); ``scenario`` is said as its levels say it (a wording's text)
+    levels: dict[str, str] = field(default_factory=dict)
 
 
 class BiasModel(mesa.Model):
@@ -59,16 +66,19 @@ class BiasModel(mesa.Model):
 
     Agents are made as the step reaches them (a million-agent case makes its first call after its
     first agent, not after building a million agents); ``populate`` makes them all up front. Either
-    way an agent's ``agent_id`` is its place in attribute-major order, from 1."""
+    way an agent's ``agent_id`` is its place in attribute-major order, from 1.
+    ``on_done``: called as each agent finishes (the progress tick); set it before ``step``, which
+    takes no arguments (Mesa ≥ 3.4 wraps it so)."""
 
     def __init__(self, case: Case, session: ModelSession, agents: int, seed: int, replicates: range | None = None):
-        super().__init__(seed=seed)
+        super().__init__(rng=int(seed))  # an int rng seeds model.random and model.rng as seed= did
         self.case = case
         self.session = session
+        self.on_done: Callable[[], None] | None = None
         self.replicates = range(agents) if replicates is None else replicates
         self.size = len(case.group.attributes) * len(self.replicates)
         self._made: dict[int, PersonaAgent] = {}
-        self.datacollector = mesa.DataCollector(agent_reporters={**AGENT_REPORTERS, "agent_id": "agent_id"})
+        self.datacollector = mesa.DataCollector(agent_reporters={**reporters(), "agent_id": "agent_id"})
 
     def agent(self, k: int) -> PersonaAgent:
         """The ``k``-th agent in attribute-major order (agent_id k + 1), made on first use. Call it
@@ -84,11 +94,11 @@ class BiasModel(mesa.Model):
         """Every agent, in agent_id order."""
         return [self.agent(k) for k in range(self.size)]
 
-    def step(self, on_done: Callable[[], None] | None = None) -> None:
+    def step(self) -> None:
         """Every agent writes its persona (step 1 of the technique) and then decides (step 2), in an
         order drawn from the model's rng; agents run concurrently through the session's client,
         each going on to its decision as soon as its own persona is written. The client takes the
         agents as it has room for them, and they are made in this (the calling) thread."""
         order = self.rng.permutation(self.size)
-        self.session.client.map(lambda a: a.step(), (self.agent(int(k)) for k in order), on_done)
+        self.session.client.map(lambda a: a.step(), (self.agent(int(k)) for k in order), self.on_done)
         self.datacollector.collect(self)

@@ -1,7 +1,9 @@
 """Network runs (``network:`` in the config, ``mode: agents``): the agents of each case on a social
 network, deciding again in rounds of influence, beside a no-LLM control (docs/networks.md).
 
-Per case (model × condition × scenario × group, as the seed simulation):
+Per case (model × condition × scenario × group, as the seed simulation), and per arm of it (a policy
+variant × a level of each experiment dimension the run varies, ``louder.dimensions``: each arm plays
+its own rounds, control and no-influence arm on the case's graph):
 
 * round 0 is the seed simulation itself — the same ``BiasModel`` and ``PersonaAgent``s, so the same
   prompts, seeds and cache keys: round 0 equals the seed run's decisions exactly;
@@ -10,7 +12,7 @@ Per case (model × condition × scenario × group, as the seed simulation):
   choices (``neighbour_message``) in its decision prompt and decides again — synchronously
   (``run_rounds``), each round's calls side by side through the session's client;
 * a control starts from the same round-0 decisions on the same graph and updates by
-  ``config.control``'s rule.
+  ``influence.control``'s rule.
 
 Each round-r call has its own cache key (r, and the neighbour counts, which are in the prompt), so a
 run killed mid-round resumes exactly where it stopped. ``influence`` is the part independent of how
@@ -28,8 +30,10 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from louder import dimensions
 from louder.agents import DECISION_FIELDS, Decision
 from louder.config import ExperimentConfig
+from louder.dimensions import CROSSED, OWN
 from louder.errors import LouderError
 from louder.llm.base import stable_hash, stable_seed
 from louder.networks.graphs import build_graph
@@ -38,7 +42,7 @@ from louder.networks.rounds import NeighbourCounts, Outcome, control_rule, influ
 from louder.networks.space import InfluenceModel, NetworkAgent
 from louder.prompts import Prompts
 from louder.scenarios import Scenario, load_group, load_scenario
-from louder.simulation.case import CaseFrames, case_columns, case_model, labelled, run_variants, seed_case_calls
+from louder.simulation.case import CaseFrames, arms, case_columns, case_model, labelled, run_arms, seed_case_calls
 from louder.simulation.runner import plan_cases
 from louder.status import status_block
 from louder.task import Item, Task
@@ -46,6 +50,12 @@ from louder.types import CASE_KEYS, DECISION_COLUMNS, NETWORK_COLUMNS, PERSONA_C
 
 CONTROL_COLUMNS = CASE_KEYS + ["node", "agent_id", "round", "attribute", "decision", "target", "status", "p_target",
                                "neighbours", "neighbour_share", "changed"]
+
+
+def arm_columns() -> list[str]:
+    """The columns naming a network arm's levels (every crossed and own-agents dimension), which
+    control.parquet carries beside the case columns."""
+    return [d.id for design in (OWN, CROSSED) for d in dimensions.registered(design)]
 EDGE_COLUMNS = CASE_KEYS + ["source", "target"]
 DETAIL = [f for f in DECISION_FIELDS if f not in ("decision", "target", "status", "p_target")]
 
@@ -135,24 +145,27 @@ def case_graph(config: ExperimentConfig, group_id: str) -> nx.Graph:
                               f"single-attribute agents carry one group — use group: {group_id} (or "
                               "group: attribute, the group of each case)")
     g = load_group(group_id)
-    return build_graph(net, seed_agents(g.id, g.attributes, config.agents))
+    return build_graph(net, seed_agents(g.id, g.attributes, config.simulation.agents))
 
 
 def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
                  graph: nx.Graph, tick: Callable[[], None] | None = None,
                  order: Iterable[int] | None = None) -> CaseFrames:
-    """One case, each policy variant in turn (``run_variants``): the decision rows of every round,
-    the persona rows, and ``control.parquet`` / ``network.parquet`` (the edges, shared by the variants)."""
+    """One case, each arm in turn (``run_arms``: policy variants × dimension levels): the decision rows of
+    every round, the persona rows, and ``control.parquet`` / ``network.parquet`` (the edges, shared by the
+    arms). Each arm is a network of its own on the same graph: its agents decide every round under its
+    levels and hear what their neighbours chose under them (``louder.dimensions``)."""
     keys = case_columns(run_id, case_key)
+    inf = config.influence
 
-    def one(variant: str, scenario: Scenario) -> CaseFrames:
-        abm = case_model(config, session, case_key, scenario)
+    def one(variant: str, scenario: Scenario, levels: dict[str, str]) -> CaseFrames:
+        abm = case_model(config, session, case_key, scenario, levels)
         ordered = abm.populate()  # node i = the i-th agent by agent_id
         session.client.map(lambda a: a.write_persona() if a.persona is None else None, ordered)
         # Round 0 — exactly the seed simulation's calls (same agents, seeds and cache keys) — and beside
         # it the no-influence arm, which needs only the personas: one pass, so a batch export records
         # both in one stage.
-        arm_rounds = range(1, config.rounds + 1) if arm_runs(config) else range(0)
+        arm_rounds = range(1, inf.rounds + 1) if arm_runs(config) else range(0)
         jobs = [(a, 0) for a in ordered] + [(a, r) for r in arm_rounds for a in ordered]
         answers = session.client.map(
             lambda job: job[0].decide() if job[1] == 0 else job[0].decide(None, job[1], arm="no_influence"), jobs,
@@ -171,23 +184,24 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
         def mapper(fn, items):
             return session.client.map(fn, items, tick)
 
-        out = influence(graph, agents, initial, ask, config.rounds, scenario.labels, scenario.target, config.control,
+        out = influence(graph, agents, initial, ask, inf.rounds, scenario.labels, scenario.target, inf.control,
                         seed=stable_seed(config.seed, "network", *case_key), mapper=mapper, order=order)
         rows = out.rows.assign(**keys, name=[by_id[i].name for i in out.rows["agent_id"]],
                                persona=[by_id[i].persona_text for i in out.rows["agent_id"]],
-                               **{c: [getattr(by_id[i], c) for i in out.rows["agent_id"]]
-                                  for c in ("choice_order", "wording", "signal", "reasoning")})
+                               **{d.id: [by_id[i].level(d.id) for i in out.rows["agent_id"]]
+                                  for d in dimensions.registered()})
         case = {k: v for k, v in keys.items() if k != "run_id"}
-        extra = {"control.parquet": out.control.assign(**case)[CONTROL_COLUMNS],
+        arm_levels = {c: levels.get(c, dimensions.get(c).default) for c in arm_columns()}
+        extra = {"control.parquet": out.control.assign(**case, **arm_levels)[CONTROL_COLUMNS + arm_columns()],
                  "network.parquet": out.edges.assign(**case)[EDGE_COLUMNS]}
         if arm_rounds:
             nodes = {a.agent_id: node for node, a in enumerate(ordered)}
             extra["no_influence.parquet"] = no_influence_rows(jobs[len(ordered):], answers[len(ordered):], nodes, keys)
-        return CaseFrames(rows[DECISION_COLUMNS + NETWORK_COLUMNS], [{**keys, **a.persona_row()} for a in ordered],
-                          extra)
+        return CaseFrames(rows[DECISION_COLUMNS + dimensions.extra_columns() + NETWORK_COLUMNS],
+                          [{**keys, **a.persona_row()} for a in ordered], extra)
 
-    return run_variants(config.variants, load_scenario(case_key[2]), one, labelled(config.variants),
-                        shared=("network.parquet",))
+    return run_arms(config, load_scenario(case_key[2]), one, labelled(config.simulation.variants),
+                    shared=("network.parquet",))
 
 
 def network_manifest(config: ExperimentConfig, graphs: Mapping[str, nx.Graph]) -> dict:
@@ -196,23 +210,23 @@ def network_manifest(config: ExperimentConfig, graphs: Mapping[str, nx.Graph]) -
     net = config.network
     per_group = {}
     for gid, g in graphs.items():
-        attrs = seed_agents(gid, load_group(gid).attributes, config.agents)["attribute"].to_numpy()
+        attrs = seed_agents(gid, load_group(gid).attributes, config.simulation.agents)["attribute"].to_numpy()
         within = float(np.mean([attrs[u] == attrs[v] for u, v in g.edges])) if g.number_of_edges() else None
         per_group[gid] = dict(nodes=g.number_of_nodes(), edges=g.number_of_edges(),
                               mean_degree=round(2 * g.number_of_edges() / max(1, g.number_of_nodes()), 3),
                               within_share=None if within is None else round(within, 4))
     return dict(generator=net.generator, params=dict(net.params), seed=net.seed,
                 nodes=sum(v["nodes"] for v in per_group.values()),
-                edges=sum(v["edges"] for v in per_group.values()), graphs=per_group, rounds=config.rounds,
-                control=config.control.model_dump(mode="json"), mode=config.mode, replicates=None, buckets=None,
+                edges=sum(v["edges"] for v in per_group.values()), graphs=per_group, rounds=config.influence.rounds,
+                control=config.influence.control.model_dump(mode="json"), mode="agents", replicates=None, buckets=None,
                 influence_template_sha256=stable_hash(influence_templates())[:16])
 
 
 def arm_runs(config: ExperimentConfig) -> bool:
     """Whether a network run asks the no-influence arm: rounds of influence, the arm on, and answers
     that a second asking can change (score mode with argmax reads the same probabilities again)."""
-    repeats = config.decision_mode == "score" and config.score_pick == "argmax"
-    return config.rounds > 0 and config.no_influence and not repeats
+    repeats = config.simulation.decision_mode == "score" and config.simulation.score_pick == "argmax"
+    return config.influence.rounds > 0 and config.influence.no_influence and not repeats
 
 
 def no_influence_rows(jobs: list, answers: list, nodes: dict, keys: dict) -> pd.DataFrame:
@@ -220,19 +234,18 @@ def no_influence_rows(jobs: list, answers: list, nodes: dict, keys: dict) -> pd.
     prompt asked again, with a seed and cache key of its own (``PersonaAgent.decide(arm="no_influence")``);
     one row per agent × round, the decision columns of decisions.parquet plus round and node."""
     rows = [dict(keys, attribute=a.attribute, agent_id=a.agent_id, replicate=a.replicate, name=a.name,
-                 persona=a.persona_text, round=r, node=nodes[a.agent_id], choice_order=a.choice_order,
-                 wording=a.wording, signal=a.signal, reasoning=a.reasoning,
+                 persona=a.persona_text, round=r, node=nodes[a.agent_id], **a.levels,
                  **{f: getattr(d, f) for f in DECISION_FIELDS})
             for (a, r), d in zip(jobs, answers)]
-    return pd.DataFrame(rows, columns=DECISION_COLUMNS + ["round", "node"])
+    return pd.DataFrame(rows, columns=DECISION_COLUMNS + dimensions.extra_columns() + ["round", "node"])
 
 
 def check_network_config(config: ExperimentConfig) -> None:
     """What an agents-mode network run cannot do, as one LouderError naming the field."""
     if config.network is None:
         raise LouderError("network: not set; a network run needs `network:` (see docs/networks.md)")
-    if config.mode != "agents":
-        raise LouderError("mode: archetype is run by the archetype runner, not the agents-mode network run")
+    if config.population is not None and config.population.mode != "agents":
+        raise LouderError("population.mode: archetype is run by the archetype runner, not the agents-mode network run")
     if config.population is not None:
         raise LouderError("population: a population on a network runs through the population run; "
                           "drop `population:` for single-attribute agents")
@@ -246,18 +259,19 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
     the case's seed simulation. ``order(n)`` (tests) gives the order the n agents are placed on the
     graph in."""
     check_network_config(config)
-    graphs = {g: case_graph(config, g) for g in config.groups}
+    graphs = {g: case_graph(config, g) for g in config.simulation.groups}
     prompts = Prompts()
     # a typical neighbour message for the estimate: 8 neighbours split between the target and another choice
     messages = {}
-    for sid in config.scenarios:
+    for sid in config.simulation.scenarios:
         s = load_scenario(sid)
         counts = {c: 0 for c in s.labels} | {s.target: 4, next(c for c in s.labels if c != s.target): 4}
         messages[sid] = neighbour_message(NeighbourCounts(8, counts, 0, 0, 0, 0.5), s.labels, s.target)
     arm = arm_runs(config)
-    answers = config.rounds + 1 + (config.rounds if arm else 0)  # per agent and variant
-    items = [Item(c, graphs[c[3]].number_of_nodes() * answers * len(config.variants),
-                  seed_case_calls(config, c, prompts, config.rounds, messages[c[2]], arm)) for c in plan_cases(config)]
+    rounds = config.influence.rounds
+    answers = rounds + 1 + (rounds if arm else 0)  # per agent and arm (variant × dimension levels)
+    items = [Item(c, graphs[c[3]].number_of_nodes() * answers * arms(config, c[2]),
+                  seed_case_calls(config, c, prompts, rounds, messages[c[2]], arm)) for c in plan_cases(config)]
 
     def run_case(ctx, case_key, tick):
         g = graphs[case_key[3]]
@@ -265,12 +279,14 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
                             order(g.number_of_nodes()) if order else None)
 
     def tables(ctx, results):
-        label = labelled(config.variants)
-        variant = ["variant"] if label else []
+        label = labelled(config.simulation.variants)
+        # an arm: the variant and the levels of the dimensions the run varies (own-agents first)
+        own = dimensions.labelled(config, OWN)
+        variant = (["variant"] if label else []) + own + dimensions.labelled(config, CROSSED)
         decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True))
         decisions = decisions.sort_values(CASE_KEYS + variant + ["round", "agent_id"], ignore_index=True)
-        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS)
-        personas = personas.sort_values(CASE_KEYS + ["agent_id"], ignore_index=True)
+        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS + own)
+        personas = personas.sort_values(CASE_KEYS + own + ["agent_id"], ignore_index=True)
         control = typed(pd.concat([r.extra["control.parquet"] for r in results], ignore_index=True)).sort_values(
             CASE_KEYS + variant + ["round", "node"], ignore_index=True)
         edges = pd.concat([r.extra["network.parquet"] for r in results], ignore_index=True)
@@ -281,7 +297,7 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
             arm_rows = typed(pd.concat([r.extra["no_influence.parquet"] for r in results], ignore_index=True))
             out["no_influence.parquet"] = counted["no_influence"] = arm_rows.sort_values(
                 CASE_KEYS + variant + ["round", "agent_id"], ignore_index=True)
-        fields = status_block(counted, CASE_KEYS + ["attribute", "round"] + variant)
+        fields = status_block(counted, CASE_KEYS + ["attribute", "round"] + (["variant"] if label else []) + own)
         fields["network"] = network_manifest(config, graphs)
         return out, fields
 

@@ -2,9 +2,11 @@
 write a persona naming all of them and decide; optionally under policy variants and with
 counterfactual twins. One ``Task`` on the one run skeleton (``louder/task.py``).
 
-Items are model × condition × scenario; each item runs its variants in turn (the persona prompt is
-the same under every variant, so an agent writes its persona once and keeps it), and a case of the
-data is model × condition × scenario × variant.
+Items are model × condition × scenario; each item runs its arms in turn — policy variants × the levels
+of the experiment dimensions (``louder.dimensions``: wordings, reasoning levels, signals; choice orders
+are per agent) — the persona prompt is the same under every variant and crossed level, so an agent
+writes its persona once per signal and keeps it; a case of the data is model × condition × scenario ×
+variant (× signal).
 
 Outputs: ``population.parquet`` (the drawn agents: agent_id, one column per group, cell_id,
 weight), ``decisions.parquet`` (``DECISION_COLUMNS`` + variant, one ``attr_<group>`` column per
@@ -20,15 +22,16 @@ and a larger N reuses the agents a smaller one had in each cell.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import mesa
 import pandas as pd
 
-from louder import kinds
+from louder import dimensions, kinds
 from louder.agents import PersonaAgent
 from louder.config import ExperimentConfig
+from louder.dimensions import CROSSED, OWN
 from louder.errors import LouderError
 from louder.llm.base import stable_seed
 from louder.personas import Persona, generate_persona, rewrite_persona
@@ -41,8 +44,8 @@ from louder.scenarios import Scenario, load_scenario
 from louder.prompts import Prompts
 from louder.session import ModelSession
 from louder.cost import stand_in_persona
-from louder.simulation.case import CaseFrames, decision_calls, persona_calls, run_variants
-from louder.simulation.model import AGENT_REPORTERS
+from louder.simulation.case import CaseFrames, arms, decision_calls, persona_calls, run_arms
+from louder.simulation.model import reporters
 from louder.status import status_block
 from louder.task import Calls, Item, Task
 from louder.types import DECISION_COLUMNS, PERSONA_COLUMNS, TWIN_COLUMNS, typed
@@ -68,6 +71,7 @@ class PopulationCase:
     variant: str
     population: Population
     root_seed: int
+    levels: dict[str, str] = field(default_factory=dict)  # the arm's dimension levels (louder.dimensions)
 
 
 class PopulationAgent(PersonaAgent):
@@ -96,6 +100,13 @@ class PopulationAgent(PersonaAgent):
     def persona_row(self) -> dict:
         return {**super().persona_row(), "cell_id": self.cell_id,
                 **{attr_column(g): v for g, v in self.attributes.items()}}
+
+    def signalled_attributes(self, names) -> list[str]:
+        """The names signal: the agent's attributes in the groups a name can carry (those whose every
+        attribute has a name list); the name is drawn from the names on all their lists at once."""
+        from louder.presentation import covered_groups
+
+        return [self.attributes[g.id] for g in covered_groups(names, self.model.case.population.groups)]
 
 
 class TwinAgent(PersonaAgent):
@@ -188,8 +199,9 @@ class PopulationModel(mesa.Model):
 
     def __init__(self, case: PopulationCase, session: ModelSession, agents: pd.DataFrame, seed: int,
                  twins: bool = False, twin_groups: list[str] | None = None):
-        super().__init__(seed=seed)
+        super().__init__(rng=int(seed))  # an int rng seeds model.random and model.rng as seed= did
         self.case, self.session, self.twins = case, session, twins
+        self.on_done: Callable[[], None] | None = None  # called as each agent finishes; set before step
         self.twin_groups = [g for g in case.population.groups if twin_groups is None or g.id in twin_groups]
         # a wave of a sequential run carries the replicates its agents have in the whole draw
         replicate = agents["replicate"] if "replicate" in agents else agents.groupby("cell_id").cumcount()
@@ -200,9 +212,9 @@ class PopulationModel(mesa.Model):
         self._groups = {g: agents[g].to_numpy(object) for g in case.population.group_ids}
         self.size = len(agents)
         self.datacollector = mesa.DataCollector(agenttype_reporters={
-            PopulationAgent: {**AGENT_REPORTERS, "agent_id": "agent_id", "cell_id": "cell_id", "weight": "weight",
+            PopulationAgent: {**reporters(), "agent_id": "agent_id", "cell_id": "cell_id", "weight": "weight",
                               "attributes": "attributes"},
-            TwinAgent: {**AGENT_REPORTERS, "attributes": "attributes", "group": "group_id",
+            TwinAgent: {**reporters(), "attributes": "attributes", "group": "group_id",
                         "twin_status": "twin_status", "twin_reason": "twin_reason",
                         "twin_similarity": "twin_similarity", "source": lambda t: t.source.agent_id,
                         "source_attribute": lambda t: t.source.attributes[t.group_id]}})
@@ -212,15 +224,15 @@ class PopulationModel(mesa.Model):
         return PopulationAgent(self, int(self._ids[i]), {g: col[i] for g, col in self._groups.items()},
                                int(self._cells[i]), float(self._weights[i]), int(self._replicates[i]))
 
-    def step(self, on_done: Callable[[], None] | None = None) -> None:
+    def step(self) -> None:
         order = self.rng.permutation(self.size)  # the agents decide in a seeded random order
-        self.session.client.map(lambda a: a.step(), (self.person(int(i)) for i in order), on_done)
+        self.session.client.map(lambda a: a.step(), (self.person(int(i)) for i in order), self.on_done)
         people = self.agents_by_type[PopulationAgent]
         if self.twins:
             # made here (not in the worker threads): Mesa's agent registry is not thread-safe
             made = [TwinAgent(self, a, g.id, b) for a in sorted(people, key=lambda a: a.agent_id)
                     for g in self.twin_groups for b in g.attributes if b != a.attributes[g.id]]
-            self.session.client.map(lambda t: t.step(), made, on_done)
+            self.session.client.map(lambda t: t.step(), made, self.on_done)
         self.datacollector.collect(self)
 
 
@@ -266,45 +278,54 @@ def _case_frames(pm: PopulationModel, keys: dict) -> CaseFrames:
 
 def run_population_case(config: ExperimentConfig, session: ModelSession, run_id: str, population: Population,
                         agents: pd.DataFrame, item: tuple[str, str, str], tick=None) -> CaseFrames:
-    """One item (model × condition × scenario), each policy variant in turn (``run_variants``)."""
+    """One item (model × condition × scenario), each arm in turn (``run_arms``: policy variants ×
+    dimension levels)."""
     model_label, condition, scenario_id = item
     keys = dict(run_id=run_id, model=model_label, condition=condition, scenario=scenario_id)
+    pop = config.population
 
-    def one(variant: str, scenario: Scenario) -> CaseFrames:
-        case = PopulationCase(model_label, condition, scenario, variant, population, config.seed)
+    def one(variant: str, scenario: Scenario, levels: dict[str, str]) -> CaseFrames:
+        case = PopulationCase(model_label, condition, scenario, variant, population, config.seed, dict(levels))
         pm = PopulationModel(case, session, agents, stable_seed(config.seed, model_label, condition, scenario_id,
-                                                                 "population", population.id), config.twins,
-                             config.twin_groups)
-        pm.step(tick)
+                                                                 "population", population.id), pop.twins,
+                             pop.twin_groups)
+        pm.on_done = tick
+        pm.step()
         return _case_frames(pm, keys)
 
     # population runs always carry the variant column: their analysis keys on it
-    return run_variants(config.variants, load_scenario(scenario_id), one, label=True)
+    return run_arms(config, load_scenario(scenario_id), one, label=True)
 
 
 def population_calls(config: ExperimentConfig, population: Population, agents: pd.DataFrame, model: str,
                      condition: str, scenario_id: str, prompts: Prompts) -> tuple[Calls, ...]:
-    """The calls of one item: per population cell, one persona per drawn agent (shared by the
-    variants) and one decision per agent and variant; with twins, per agent and every other
+    """The calls of one item: per own-agents level (signal) and population cell, one persona per drawn
+    agent (shared by the variants and crossed levels) and one decision per agent, variant and crossed
+    levels (wordings × reasoning levels); with twins, per agent and every other
     attribute of every twin group a name call (groups that rename), a rewrite call (groups without a
     word list, a chat call whatever the model's API; ``twins.twin_calls_per_agent``) and a decision
     per variant. Counts assume every persona is valid and names its attributes (a failed one skips
     its calls, an unnamed attribute its rewrite)."""
     s = load_scenario(scenario_id)
-    calls = twin_calls(population, config.twin_groups, condition) if config.twins else {}
+    pop = config.population
+    calls = twin_calls(population, pop.twin_groups, condition) if pop.twins else {}
     out = []
-    for combo, n in agents.groupby(population.group_ids).size().items():
-        attrs = dict(zip(population.group_ids, combo if isinstance(combo, tuple) else (combo,)))
-        desc = agent_description(attrs, population.phrases, prompts)
-        out.append(persona_calls(config, model, condition, s, desc, int(n), prompts))
-        if calls.get("names"):
-            out.append(persona_calls(config, model, "no_persona", s, desc, int(n) * calls["names"], prompts))
-        if calls.get("rewrites"):
-            ask = prompts.twin_rewrite("group", desc, desc, stand_in_persona())
-            out.append(Calls(model, int(n) * calls["rewrites"], ask, "persona", config.extraction.max_tokens))
-        for v in config.variants:
-            out.append(decision_calls(config, model, condition, s.variant(v), desc,
-                                      int(n) * (1 + calls.get("twins", 0)), prompts))
+    for own in dimensions.combos(config, s, OWN):
+        for combo, n in agents.groupby(population.group_ids).size().items():
+            attrs = dict(zip(population.group_ids, combo if isinstance(combo, tuple) else (combo,)))
+            desc = agent_description(attrs, population.phrases, prompts)
+            out.append(persona_calls(config, model, condition, s, desc, int(n), prompts, own))
+            if calls.get("names"):
+                out.append(persona_calls(config, model, "no_persona", s, desc, int(n) * calls["names"], prompts))
+            if calls.get("rewrites"):
+                ask = prompts.twin_rewrite("group", desc, desc, stand_in_persona())
+                out.append(Calls(model, int(n) * calls["rewrites"], ask, "persona",
+                                 config.simulation.extraction.max_tokens))
+            for v in config.simulation.variants:
+                for crossed in dimensions.combos(config, s, CROSSED):
+                    levels = {**own, **crossed}
+                    out.append(decision_calls(config, model, condition, dimensions.say(s, v, levels), desc,
+                                              int(n) * (1 + calls.get("twins", 0)), prompts, levels=levels))
     return tuple(out)
 
 
@@ -315,34 +336,37 @@ def population_task(config: ExperimentConfig) -> Task:
     if config.executor == "ray":
         raise LouderError("executor: ray runs single-attribute simulations only; use executor: local for a "
                           "population run")
-    population = load_population(config.population)
+    pop, sim = config.population, config.simulation
+    population = load_population(pop.file)
     fitted = fit_population(population)
-    agents = draw_agents(fitted, config.agents, config.seed)
+    agents = draw_agents(fitted, sim.agents, config.seed)
     diag = fit_diagnostics(fitted, agents)
     gids = population.group_ids
-    per_agent = 1 + (twins_per_agent(population, config.twin_groups) if config.twins else 0)
+    per_agent = 1 + (twins_per_agent(population, pop.twin_groups) if pop.twins else 0)
     prompts = Prompts()
-    items = [Item((m.label, c, s), config.agents * len(config.variants) * per_agent,
+    items = [Item((m.label, c, s), sim.agents * arms(config, s) * per_agent,
                   population_calls(config, population, agents, m.label, c, s, prompts))
-             for m in config.models for c in config.conditions for s in config.scenarios]
+             for m in config.models for c in sim.conditions for s in sim.scenarios]
 
     def run_item(ctx, item, tick):
         return run_population_case(config, ctx.sessions[item[0]], ctx.run_id, population, agents, item, tick)
 
     def tables(ctx, results):
         attrs = [attr_column(g) for g in gids]
-        keys = ["model", "condition", "scenario", "variant", "agent_id"]
+        own = dimensions.labelled(config, OWN)
+        keys = ["model", "condition", "scenario", "variant", *own, *dimensions.labelled(config, CROSSED), "agent_id"]
         decisions = pd.concat([r.decisions for r in results], ignore_index=True)
         wave = ["wave"] if "wave" in decisions else []  # a sequential run's (issue 20)
-        decisions = typed(decisions[DECISION_COLUMNS + ["variant", *attrs, "cell_id", "weight", *wave]])
+        decisions = typed(decisions[DECISION_COLUMNS + dimensions.extra_columns()
+                                    + ["variant", *attrs, "cell_id", "weight", *wave]])
         decisions = decisions.sort_values(keys, ignore_index=True)
         personas = pd.DataFrame([p for r in results for p in r.personas],
-                                columns=PERSONA_COLUMNS + ["cell_id", *attrs])
-        personas = personas.sort_values(["model", "condition", "scenario", "agent_id"], ignore_index=True)
+                                columns=PERSONA_COLUMNS + ["cell_id", *attrs, *own])
+        personas = personas.sort_values(["model", "condition", "scenario", *own, "agent_id"], ignore_index=True)
         out = {"decisions.parquet": decisions, "personas.parquet": personas, "population.parquet": agents}
         counted = {"decisions": decisions, "personas": personas}
         twin_info = None
-        if config.twins:
+        if pop.twins:
             twins = pd.concat([r.extra["twins.parquet"] for r in results], ignore_index=True)[TWIN_COLUMNS + attrs]
             twins = typed(twins).sort_values(["model", "condition", "scenario", "variant", "group", "agent_id",
                                               "original", "attribute"], ascending=[True] * 6 + [False, True],
@@ -350,11 +374,11 @@ def population_task(config: ExperimentConfig) -> Task:
             out["twins.parquet"] = twins
             made = twins[~twins["original"]]  # the source rows repeat decisions already counted
             counted["twins"] = made
-            twin_info = {"groups": config.twin_groups or gids,
-                         "per_agent": twins_per_agent(population, config.twin_groups),
+            twin_info = {"groups": pop.twin_groups or gids,
+                         "per_agent": twins_per_agent(population, pop.twin_groups),
                          "twin_status": {s: int(n) for s, n in made["twin_status"].value_counts().items()}}
-        fields = status_block(counted, ["model", "condition", "scenario", "variant", "attribute"])
-        if config.twins:
+        fields = status_block(counted, ["model", "condition", "scenario", "variant", *own, "attribute"])
+        if pop.twins:
             fields["rows"]["twins"] = len(out["twins.parquet"])
         fields["population"] = dict(
             id=population.id, path=population.path, n=len(agents), groups=gids,
@@ -362,7 +386,7 @@ def population_task(config: ExperimentConfig) -> Task:
             max_table_error=diag.max_table_error, max_table_share_error=diag.max_table_share_error, chi2=diag.chi_square,
             df=diag.df, p_value=diag.p_value, ipf_converged=diag.ipf_converged, ipf_iterations=diag.ipf_iterations,
             ipf_max_error=diag.ipf_max_error, cells_drawn=int(agents["cell_id"].nunique()),
-            variants=list(config.variants), twins=twin_info)
+            variants=list(sim.variants), twins=twin_info)
         return out, fields
 
     return Task("population", items, run_item, tables, "manifest.json")

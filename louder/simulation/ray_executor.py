@@ -91,6 +91,7 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
         raise LouderError("executor: ray needs Ray: pip install 'louder[ray]' (or set executor: local)") from None
     from louder.llm.base import stable_hash
     from louder.scenarios import load_group
+    from louder.simulation.case import arms
 
     shards = ctx.out / "cache-shards"
     shards.mkdir(exist_ok=True)
@@ -118,8 +119,8 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
             merge_shard(ctx.cache, shard)
             ctx.add_counts(counts)
             results[i] = frames
-            for _ in range(config.agents * len(load_group(cases[i][3]).attributes) * len(config.variants)
-                           if tick else 0):
+            for _ in range(config.simulation.agents * len(load_group(cases[i][3]).attributes)
+                           * arms(config, cases[i][2]) if tick else 0):
                 tick()
         return results
     finally:

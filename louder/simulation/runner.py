@@ -13,13 +13,12 @@ from typing import Callable
 
 import pandas as pd
 
-from louder import kinds
+from louder import dimensions, kinds
 from louder.config import ExperimentConfig
+from louder.dimensions import CROSSED, OWN
 from louder.prompts import Prompts
 from louder.scenarios import load_group
-from louder.presentation import wordings_for
-from louder.scenarios import AS_WRITTEN, load_scenario
-from louder.simulation.case import labelled, labelled_signals, seed_case_calls, simulate_case
+from louder.simulation.case import arms, labelled, seed_case_calls, simulate_case
 from louder.status import status_block
 from louder.task import Item, Task, execute
 from louder.types import CASE_KEYS, DECISION_COLUMNS, PERSONA_COLUMNS, typed
@@ -35,8 +34,9 @@ class RunResult:
 
 def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
     """(model, condition, scenario, group) for every case, in run order."""
-    return [(m.label, c, s, g) for m in config.models for c in config.conditions
-            for s in config.scenarios for g in config.groups]
+    sim = config.simulation
+    return [(m.label, c, s, g) for m in config.models for c in sim.conditions for s in sim.scenarios
+            for g in sim.groups]
 
 
 def count_calls(config: ExperimentConfig) -> int:
@@ -49,9 +49,8 @@ def simulation_task(config: ExperimentConfig) -> Task:
     """The simulation as a ``Task``: one item per (model, condition, scenario, group) case, every case
     at its full N (a sequential run's task in waves is ``louder.simulation.sequential.simulation``)."""
     prompts = Prompts()
-    items = [Item(c, config.agents * len(load_group(c[3]).attributes) * len(config.variants) * len(config.signal)
-                  * len(wordings_for(config, load_scenario(c[2]))), seed_case_calls(config, c, prompts))
-             for c in plan_cases(config)]
+    items = [Item(c, config.simulation.agents * len(load_group(c[3]).attributes) * arms(config, c[2]),
+                  seed_case_calls(config, c, prompts)) for c in plan_cases(config)]
 
     def run_case(ctx, case_key: tuple[str, str, str, str], tick):
         return simulate_case(config, ctx.sessions[case_key[0]], ctx.run_id, case_key, tick)
@@ -62,12 +61,12 @@ def simulation_task(config: ExperimentConfig) -> Task:
         return run_cases_on_ray(config, ctx, cases, ctx.retry_errors, tick)
 
     def tables(ctx, results):
-        label = labelled(config.variants)
-        # the presentation dimensions key the rows only when a run varies them (default: main's order exactly)
-        signal = ["signal"] if labelled_signals(config) else []
-        wording = ["wording"] if list(config.wordings) != [AS_WRITTEN] else []
-        wording += ["reasoning"] if list(config.reasoning) != ["default"] else []
-        columns = DECISION_COLUMNS + (["variant"] if label else []) + (["wave"] if "wave" in results[0].decisions else [])
+        label = labelled(config.simulation.variants)
+        # the dimensions key the rows only when a run varies them (default: main's order exactly)
+        signal = dimensions.labelled(config, OWN)
+        wording = dimensions.labelled(config, CROSSED)
+        columns = DECISION_COLUMNS + dimensions.extra_columns() + (["variant"] if label else []) + (
+            ["wave"] if "wave" in results[0].decisions else [])
         dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + signal + wording + ["agent_id"]
         decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True)[columns])
         decisions = decisions.sort_values(dkeys, ignore_index=True)

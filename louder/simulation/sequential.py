@@ -34,12 +34,16 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
+from louder import dimensions
 from louder.analysis import sequential as S
 from louder.config import ExperimentConfig
+from louder.dimensions import OWN
 from louder.errors import LouderError
 from louder.llm.client import run_all
+from louder.scenarios import load_scenario
 from louder.simulation.case import CaseFrames
 from louder.task import Task
 
@@ -49,28 +53,31 @@ SEQUENTIAL_COLUMNS = ["waves", "agents_per_attribute", "stop_reason", "dpd", "cs
 
 def budget(config: ExperimentConfig) -> int:
     """The most agents per attribute (population runs: agents drawn) a case may use."""
-    return config.sequential.budget or config.agents
+    return config.sequential.budget or config.simulation.agents
 
 
 def at_budget(config: ExperimentConfig) -> ExperimentConfig:
     """The fixed run of the budget, whose plan and agents the sequential run walks through."""
-    check_presentation(config)
-    return config.model_copy(update={"agents": budget(config), "sequential": None})
+    simulation = config.simulation.model_copy(update={"agents": budget(config)})
+    return config.model_copy(update={"simulation": simulation, "sequential": None})
 
 
-def check_presentation(config: ExperimentConfig) -> None:
-    """A sequential run tests one presentation per case: several wordings (each agent answers every
-    one) or signals (agents of their own, cases of their own in the analysis) are not tested yet;
-    choice orders are (they belong to the agent's replicate)."""
-    if list(config.wordings) != ["as_written"]:
-        raise LouderError("sequential: a sequential run tests one wording per case; drop `wordings:` / --wording "
-                          "(or run the robustness design as a fixed run)")
-    if list(config.signal) != ["stated"]:
-        raise LouderError("sequential: a sequential run tests the stated signal only; drop `signal:` / --signal "
-                          "(or run the names signal as a fixed run)")
-    if len(config.reasoning) > 1:
-        raise LouderError("sequential: a sequential run tests one reasoning level per case; give one level in "
-                          "`reasoning:` / --reasoning (or compare levels in a fixed run)")
+def tested(config: ExperimentConfig, scenario_id: str, variant: str | None) -> list[tuple[dict, dict]]:
+    """(keys, rows) of the tests of one item under ``variant`` (None: a run without variants): one per
+    own-agents level (signal: agents of their own, a case of its own in the analysis, its level in the
+    keys when the run varies it), each reading the rows of the crossed dimensions' reference levels —
+    the file's own text, the least thinking: the rows cases.csv reads (``louder.dimensions``). The
+    other crossed levels are asked of the same agents as they go; robustness.csv and reasoning.csv
+    analyse them afterwards."""
+    scenario = load_scenario(scenario_id)
+    ref = dimensions.references(config, scenario)
+    shown = dimensions.labelled(config, OWN)
+    out = []
+    for own in dimensions.combos(config, scenario, OWN):
+        keys = {c: own[c] for c in shown}
+        rows = {**({"variant": variant} if variant is not None else {}), **own, **ref}
+        out.append((keys, rows))
+    return out
 
 
 def settings(config: ExperimentConfig) -> dict:
@@ -86,7 +93,7 @@ class Unit:
     keys: dict
     column: str
     attributes: list[str]
-    variant: str | None  # only the rows of this variant (None: all rows of the item)
+    where: dict  # only the rows with these values (column → value): its variant and dimension levels
     test: S.PairedStreams | None = None
     stop: str = ""
     row: dict | None = None  # its state at the stop
@@ -106,13 +113,21 @@ class Design:
 
 def value_column(config: ExperimentConfig) -> str:
     """What enters an attribute's mean: the target decision, or in score mode p_target (the probability DPD)."""
-    return "p_target" if config.decision_mode == "score" else "target"
+    return "p_target" if config.simulation.decision_mode == "score" else "target"
 
 
 def observations(rows: pd.DataFrame, column: str, attributes: list[str], value: str, order: str) -> list[list[float]]:
     """The valid answers of each attribute among ``rows``, in ``order``: what the test takes."""
     valid = rows[rows["status"] == "valid"].sort_values(order)
     return [valid.loc[valid[column] == a, value].astype(float).tolist() for a in attributes]
+
+
+def matching(rows: pd.DataFrame, where: dict) -> np.ndarray:
+    """The rows whose columns hold ``where``'s values."""
+    mask = np.ones(len(rows), dtype=bool)
+    for column, value in where.items():
+        mask &= rows[column].astype(str).to_numpy() == str(value)
+    return mask
 
 
 def check(config: ExperimentConfig, ctx) -> None:
@@ -165,7 +180,7 @@ def run_waves(design: Design, config: ExperimentConfig, ctx, keys: list, sizes: 
             f = CaseFrames(f.decisions.assign(wave=w), f.personas, f.extra)
             frames.append(f)
             for u in units[i]:
-                rows = f.decisions if u.variant is None else f.decisions[f.decisions["variant"] == u.variant]
+                rows = f.decisions[matching(f.decisions, u.where)]
                 u.test.add(observations(rows, u.column, u.attributes, value, design.order))
                 st = u.test.state()
                 reason = str(S.verdict(st.low, st.high, seq.precision))
@@ -244,16 +259,18 @@ def simulation(config: ExperimentConfig) -> Task:
     from louder.simulation.runner import simulation_task
 
     full = at_budget(config)
-    B, W = full.agents, config.sequential.wave
-    label = labelled(config.variants)
+    B, W = full.simulation.agents, config.sequential.wave
+    label = labelled(config.simulation.variants)
 
     def run_wave(ctx, key, w, tick):
         return simulate_case(full, ctx.sessions[key[0]], ctx.run_id, key, tick, range(w * W, min((w + 1) * W, B)))
 
     def units(key):
         attrs = list(load_group(key[3]).attributes)
-        return [Unit(dict(zip(("model", "condition", "scenario", "group"), key), **({"variant": v} if label else {})),
-                     "attribute", attrs, v if label else None) for v in config.variants]
+        case = dict(zip(("model", "condition", "scenario", "group"), key))
+        return [Unit({**case, **({"variant": v} if label else {}), **levels}, "attribute", attrs, where)
+                for v in config.simulation.variants
+                for levels, where in tested(config, key[2], v if label else None)]
 
     def finish(key, frames: CaseFrames, waves: int) -> CaseFrames:
         """agent_id as a fixed run of the case's total N writes it: 1 + i·N + replicate."""
@@ -276,8 +293,8 @@ def population(config: ExperimentConfig) -> Task:
     from louder.simulation.population_run import attr_column, population_task, run_population_case
 
     full = at_budget(config)
-    B, W = full.agents, config.sequential.wave
-    pop = load_population(config.population)
+    B, W = full.simulation.agents, config.sequential.wave
+    pop = load_population(config.population.file)
     fitted = fit_population(pop)
     drawn = draw_agents(fitted, B, config.seed)
     drawn = drawn.assign(replicate=drawn.groupby("cell_id").cumcount())  # identity in the whole draw
@@ -287,8 +304,10 @@ def population(config: ExperimentConfig) -> Task:
         return run_population_case(full, ctx.sessions[key[0]], ctx.run_id, pop, part, key, tick)
 
     def units(key):
-        return [Unit(dict(model=key[0], condition=key[1], scenario=key[2], variant=v, group=g.id), attr_column(g.id),
-                     list(g.attributes), v) for v in config.variants for g in pop.groups]
+        return [Unit(dict(model=key[0], condition=key[1], scenario=key[2], variant=v, group=g.id, **levels),
+                     attr_column(g.id), list(g.attributes), where)
+                for v in config.simulation.variants for levels, where in tested(config, key[2], v)
+                for g in pop.groups]
 
     def finish(key, frames: CaseFrames, waves: int) -> CaseFrames:
         """The weights of the item's own n agents (post-stratification to the fitted joint)."""

@@ -75,8 +75,14 @@ def make_page(run_dir: str, max_nodes: int = 2000):
     model = ReplayModel(run_dir, data.cases[0], 0, max_nodes)
     renderer = SpaceRenderer(model, backend="matplotlib")
     # Cells are drawn by the agents on them; the structure contributes only the ties.
-    renderer.draw_structure(node_kwargs={"node_size": 0}, edge_kwargs={"alpha": 0.3, "width": 0.6, "style": "-"})
-    renderer.draw_agents(portrayal)
+    structure = {"node_kwargs": {"node_size": 0}, "edge_kwargs": {"alpha": 0.3, "width": 0.6, "style": "-"}}
+    if hasattr(renderer, "setup_structure"):  # Mesa ≥ 3.4: set up first, then draw (arguments to draw deprecated)
+        renderer.setup_structure(**structure).setup_agents(portrayal)
+        renderer.draw_structure()
+        renderer.draw_agents()
+    else:
+        renderer.draw_structure(**structure)
+        renderer.draw_agents(portrayal)
     params = {
         "run_dir": run_dir,
         "max_nodes": max_nodes,

@@ -19,7 +19,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from louder.analysis.keys import CASE_KEYS
+from louder.analysis.keys import CASE_KEYS, arm_keys
 from louder.analysis.rates import target_rates
 from louder.analysis.run import written
 from louder.errors import LouderError
@@ -30,9 +30,17 @@ class ViewData:
     decisions: pd.DataFrame
     edges: pd.DataFrame
     control: pd.DataFrame | None
-    cases: tuple[str, ...]  # "model | condition | scenario | group" labels, in file order
+    cases: tuple[str, ...]  # "model | condition | scenario | group" labels (and the arm's levels), in file order
     archetype: bool = False  # agents of one archetype call share its randomness: intervals resample clusters
     rounds_table: pd.DataFrame | None = None  # network_rounds.csv of an analysis of this data (louder analyze)
+    keys: tuple[str, ...] = tuple(CASE_KEYS)  # the columns of a label's parts
+
+
+def view_keys(decisions: pd.DataFrame) -> list[str]:
+    """The case columns and, where the run varies them, the policy variant and the levels of a network
+    arm (``keys.arm_keys``: each wording, reasoning level or signal plays its own rounds)."""
+    variant = ["variant"] if "variant" in decisions.columns and decisions["variant"].nunique(dropna=False) > 1 else []
+    return CASE_KEYS + variant + arm_keys(decisions)
 
 
 def case_label(key) -> str:
@@ -59,10 +67,11 @@ def _load(run: str, stamp: tuple) -> ViewData:
     edges = pd.read_parquet(Path(run) / "network.parquet")
     control_path = Path(run) / "control.parquet"
     control = pd.read_parquet(control_path) if control_path.exists() else None
-    cases = tuple(dict.fromkeys(case_label(k) for k in d[CASE_KEYS].itertuples(index=False)))
+    keys = view_keys(d)
+    cases = tuple(dict.fromkeys(case_label(k) for k in d[keys].itertuples(index=False)))
     analysed = written(run, ["network_rounds"]) or {}
     return ViewData(d, edges, control, cases, is_archetype(d, _manifest(Path(run) / "manifest.json")),
-                    analysed.get("network_rounds"))
+                    analysed.get("network_rounds"), tuple(keys))
 
 
 def _manifest(path: Path) -> dict | None:
@@ -73,15 +82,16 @@ def _manifest(path: Path) -> dict | None:
 
 
 def case_frames(data: ViewData, label: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """(decisions, edges, control) of one case."""
+    """(decisions, edges, control) of one case (of one arm: the graph's edges are the case's)."""
     key = label.split(" | ")
 
     def pick(df):
         if df is None:
             return None
         mask = np.ones(len(df), dtype=bool)
-        for col, value in zip(CASE_KEYS, key):
-            mask &= df[col].astype(str).to_numpy() == value
+        for col, value in zip(data.keys, key):
+            if col in df.columns:
+                mask &= df[col].astype(str).to_numpy() == value
         return df[mask]
 
     return pick(data.decisions), pick(data.edges), pick(data.control)
@@ -127,8 +137,9 @@ def case_band(data: ViewData, label: str, B: int = 1000) -> pd.DataFrame:
     t = data.rounds_table
     if t is not None:
         rows = t[t["source"] == "LLM"]
-        for col, value in zip(CASE_KEYS, label.split(" | ")):
-            rows = rows[rows[col].astype(str) == value]
+        for col, value in zip(data.keys, label.split(" | ")):
+            if col in rows.columns:
+                rows = rows[rows[col].astype(str) == value]
         per_round = rows.drop_duplicates(["round", "dpd", "dpd_ci_low", "dpd_ci_high"])
         if len(rows) and not per_round["round"].duplicated().any():  # one band per round (policy variants: two)
             return (per_round.rename(columns={"dpd_ci_low": "low", "dpd_ci_high": "high"})

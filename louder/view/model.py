@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import mesa
 import networkx as nx
-from mesa.discrete_space import CellAgent, Network
+from mesa.discrete_space import CellAgent
 
+from louder.networks.space import topological_network
 from louder.view.data import case_band, case_frames, load_view_data, sample_nodes
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
@@ -29,7 +30,7 @@ class ReplayModel(mesa.Model):
 
     def __init__(self, run_dir: str = ".", case: str | None = None, round: int = 0, max_nodes: int = 2000,
                  seed: int = 0):
-        super().__init__(seed=seed)
+        super().__init__(rng=int(seed))  # not seed=: deprecated since Mesa 3.5, the same streams
         data = load_view_data(run_dir)
         self.case = case if case in data.cases else data.cases[0]
         self.archetype = data.archetype
@@ -46,8 +47,7 @@ class ReplayModel(mesa.Model):
                              if s in kept and t in kept)
         # Mesa's Network places agents by node id: relabel to 0..m−1 so no node is dropped.
         order = sorted(graph.nodes)
-        self.grid = Network(nx.relabel_nodes(graph, {n: i for i, n in enumerate(order)}), capacity=1,
-                            random=self.random)
+        self.grid = topological_network(nx.relabel_nodes(graph, {n: i for i, n in enumerate(order)}), self.random)
         attributes = decisions.drop_duplicates("node").set_index("node")["attribute"]
         self.attributes = sorted(attributes.unique())
         self.marker = {a: MARKERS[i % len(MARKERS)] for i, a in enumerate(self.attributes)}

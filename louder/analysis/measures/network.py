@@ -23,11 +23,12 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis.html import note, png, section, table
-from louder.analysis.keys import VARIANT_CASE, present
+from louder.analysis.keys import VARIANT_CASE, arm_keys, present
 from louder.analysis.network import amplification, dpd_by_round, flip_rates, rates_by_round, with_archetype_clusters
 from louder.analysis.registry import Column, Measure, Table, register
 
 NETWORK_TABLES = ("network_rounds", "network_flips", "amplification")
+ARM = ("signal", "wording", "reasoning")  # the arm columns a network table has where the run varies them
 ROUND_COLUMNS = ["source", "round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error",
                  "dpd", "dpd_ci_low", "dpd_ci_high"]
 FLIP_COLUMNS = ["source", "round", "attribute", "n_both_valid", "flips", "flip_rate"]
@@ -36,8 +37,10 @@ AMP_COLUMNS = ["round", "dpd_round0", "dpd_llm", "dpd_no_influence", "baseline",
 
 
 def case_keys(decisions: pd.DataFrame) -> list[str]:
-    """The columns that identify a case (``variant`` only in population runs)."""
-    return present(decisions, VARIANT_CASE)
+    """The columns that identify a case (``variant`` only in population runs), and the levels of a
+    network arm where the run varies them (``keys.arm_keys``: each wording, reasoning level or signal
+    plays its own rounds, control and no-influence arm)."""
+    return present(decisions, VARIANT_CASE) + arm_keys(decisions)
 
 
 def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
@@ -297,18 +300,20 @@ register(Measure(
         Table("network_rounds", "Network runs: one row per case × source × round × attribute.", (
             Column(("model", "condition", "scenario", "group"), "the case"),
             Column("variant", "archetype mode: the policy variant"),
+            Column(ARM, "the network arm, in runs that vary these dimensions (each level plays its own rounds)"),
             Column("source", "`LLM` (with influence), `no influence` (the no-influence arm) or `control` (the rule)"),
             Column(("round", "attribute"), "the round and attribute"),
             Column(("n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error"), "as in `attributes.csv`"),
             Column(("dpd", "dpd_ci_low", "dpd_ci_high"), "the round's DPD with its bootstrap interval (what "
                                                          "`louder view` draws)"))),
         Table("network_flips", "Network runs: one row per case × source × round ≥ 1 × attribute.", (
-            Column(("model", "condition", "scenario", "group", "variant", "source", "round", "attribute"),
+            Column(("model", "condition", "scenario", "group", "variant", *ARM, "source", "round", "attribute"),
                    "as in `network_rounds.csv` (round ≥ 1)"),
             Column("n_both_valid", "agents valid in this round and the previous one"),
             Column(("flips", "flip_rate"), "how many changed their decision, and the share"))),
         Table("amplification", "One row per case × round.", (
             Column(("model", "condition", "scenario", "group", "variant"), "the case (`variant`: archetype mode)"),
+            Column(ARM, "the network arm, in runs that vary these dimensions"),
             Column("round", "the round"),
             Column("dpd_round0", "the DPD of the independent decisions (round 0)"),
             Column("dpd_llm", "the DPD in this round, with influence"),

@@ -14,7 +14,7 @@ import pandas as pd
 
 from louder.analysis import reasoning as RS
 from louder.analysis.html import case_heading, note, png, section, table
-from louder.analysis.keys import CASE_KEYS
+from louder.analysis.keys import CASE_KEYS, by_population_group
 from louder.analysis.reasoning import SMALLEST, sentence
 from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
 
@@ -22,8 +22,9 @@ from louder.analysis.registry import Column, Measure, Show, Table, View, key, nu
 def build(a) -> dict[str, pd.DataFrame]:
     if not RS.varies(a.levels):
         return {}
-    return {"reasoning": RS.reasoning_table(RS.wording_view(a.levels), a.groups, B=a.settings.bootstrap,
-                                            seed=a.settings.seed)}
+    # population runs: per group of the population (``keys.by_population_group``)
+    return {"reasoning": RS.reasoning_table(by_population_group(RS.wording_view(a.levels)), a.groups,
+                                            B=a.settings.bootstrap, seed=a.settings.seed)}
 
 VERDICT_COLORS = {"raises": "#c0392b", "lowers": "#2980b9", "no change": "#2c3e50", "underpowered": "#7f8c8d",
                   "reference": "#34495e"}
@@ -115,7 +116,8 @@ register(Measure(
     "reasoning", "the DPD at each reasoning level and its change from the least thinking",
     tables=(Table("reasoning", "Runs at more than one reasoning level (`simulation.reasoning`; [Audit a reasoning "
                                "model](../how-to/reasoning-models.md)): one row per model × condition × scenario × "
-                               "group × signal × level. Does thinking change the bias?", (
+                               "group × signal × level (population runs: per group of the population). Does "
+                               "thinking change the bias?", (
         Column(("model", "condition", "scenario", "group", "signal"), "the case and its identity signal"),
         Column(("level", "reference"), "the reasoning level, and the reference level the change is measured from (the "
                                        "least thinking of the run: default, off, on, low, medium, high in that order)"),

@@ -16,6 +16,7 @@ import pandas as pd
 
 from louder.analysis import robustness as R
 from louder.analysis.html import case_heading, note, png, section, table
+from louder.analysis.keys import by_population_group
 from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
 from louder.analysis.robustness import sentence
 
@@ -23,7 +24,9 @@ from louder.analysis.robustness import sentence
 def build(a) -> dict[str, pd.DataFrame]:
     if not R.varies(a.presented):
         return {}
-    return {"robustness": R.robustness_table(a.presented, a.groups, B=a.settings.bootstrap, seed=a.settings.seed),
+    # population runs: per group of the population, its attributes in turn (``keys.by_population_group``)
+    return {"robustness": R.robustness_table(by_population_group(a.presented), a.groups, B=a.settings.bootstrap,
+                                             seed=a.settings.seed),
             "position_bias": R.position_bias_table(a.presented)}
 
 VERDICT_COLORS = {"robust": "#c0392b", "wording-dependent": "#e67e22", "underpowered": "#7f8c8d",
@@ -156,7 +159,8 @@ register(Measure(
     tables=(
         Table("robustness", "Runs with more than one wording, choice order or identity signal ([Is it the "
                             "wording?](../robustness.md)): one row per model × condition × scenario × group × "
-                            "signal.", (
+                            "signal (population runs: per group of the population, its attributes in turn; network "
+                            "runs: round 0).", (
             Column(("model", "condition", "scenario", "group", "signal"), "the case and its identity signal"),
             Column(("n_wordings", "n_orders"), "wordings and choice orders the case ran"),
             Column(("dpd_by_wording", "ci_by_wording"), "JSON: the DPD of each wording and its interval"),

@@ -21,7 +21,7 @@ import pandas as pd
 
 from louder.analysis import stats
 from louder.analysis.html import note, png, section, table
-from louder.analysis.keys import CASE_KEYS, POPULATION_KEYS, present, variants_as_scenarios
+from louder.analysis.keys import CASE_KEYS, POPULATION_KEYS, present, signals_as_conditions, variants_as_scenarios
 from louder.analysis.registry import Measure, Show, View, key, register
 
 BOOTSTRAP = "bootstrap"
@@ -33,7 +33,8 @@ NOTE = ("sequential run: intervals and p-values of its cases come from the anyti
 
 
 def case_keys(df: pd.DataFrame) -> list[str]:
-    return present(df, POPULATION_KEYS)
+    """A tested case's columns (``signal``: a run with several signals tests each as a case of its own)."""
+    return present(df, [*POPULATION_KEYS, "signal"])
 
 
 def last_waves(final: pd.DataFrame, waves: pd.DataFrame) -> pd.DataFrame:
@@ -54,7 +55,8 @@ def with_sequential(cases: pd.DataFrame, seq: tuple[pd.DataFrame, pd.DataFrame] 
     out["interval_method"] = BOOTSTRAP
     if seq is None or out.empty:
         return out
-    last = variants_as_scenarios(last_waves(*seq))  # a policy variant reads as its own scenario, as in the cases
+    # a policy variant reads as its own scenario and a signal other than stated as its own condition, as in the cases
+    last = variants_as_scenarios(signals_as_conditions(last_waves(*seq)))
     implicit = out["kind"] == "implicit"
     m = out[CASE_KEYS].merge(last, how="left", on=CASE_KEYS) if set(CASE_KEYS) <= set(last.columns) else \
         out[CASE_KEYS].assign(stop_reason=np.nan)
@@ -80,8 +82,8 @@ def with_sequential_groups(groups: pd.DataFrame, seq: tuple[pd.DataFrame, pd.Dat
     ``significant`` the run's rule on it (``stats.significant``)."""
     if seq is None or groups.empty:
         return groups
-    last = last_waves(*seq)
-    key = case_keys(last)
+    last = signals_as_conditions(last_waves(*seq))
+    key = present(last, POPULATION_KEYS)
     m = groups[key].merge(last, how="left", on=key)
     out = groups.copy()
     tested = m["stop_reason"].notna().to_numpy()

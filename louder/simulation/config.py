@@ -1,0 +1,138 @@
+"""The ``simulation:`` and ``sequential:`` sections of the config (issue 31.4): what every agent run
+(seed, population, network, archetype) reads — the design (scenarios, groups, conditions, agents,
+variants), the generation of personas and decisions, and the experiment dimensions
+(``louder.dimensions``: wordings, choice order, signal, reasoning levels)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from louder.errors import LouderError
+from louder.scenarios import builtin_groups, builtin_scenarios, load_group, load_scenario
+from louder.sections import GenerationParams, Section
+
+CONDITIONS = ("contextualized", "non_contextualized", "no_persona")
+Condition = Literal["contextualized", "non_contextualized", "no_persona"]
+
+
+class SimulationConfig(Section):
+    """``simulation:`` — the agents' runs (``louder run``): what is asked, of how many agents, how."""
+
+    # every field was a flat top-level key before sections (louder < 0.31)
+    FLAT = {name: name for name in (
+        "agents", "scenarios", "groups", "conditions", "persona", "decision", "completion_persona",
+        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask", "variants",
+        "choice_order", "wordings", "signal", "names", "reasoning")}
+
+    agents: int = Field(100, ge=1, le=1_000_000, description="agents per attribute per case (paper: 100); "
+                        "population runs: the number of agents drawn")
+    scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1,
+                                 description="scenario ids or YAML paths (default: the paper's four)")
+    groups: list[str] = Field(default_factory=builtin_groups, min_length=1,
+                              description="group ids or YAML paths (default: the paper's three)")
+    conditions: list[Condition] = Field(default_factory=lambda: ["contextualized"], min_length=1,
+                                        description="persona conditions (section 4.3 ablation)")
+    variants: list[str] = Field(default_factory=lambda: ["base"], min_length=1,
+                                description="policy variants of the scenarios to run ('base' = the text as written)")
+    persona: GenerationParams = Field(GenerationParams(temperature=0.7, max_tokens=400),
+                                      description="generation of the persona (appendix B)")
+    decision: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=200),
+                                       description="generation of the decision (appendix C)")
+    completion_persona: GenerationParams = Field(GenerationParams(temperature=0.5, max_tokens=150),
+                                                 description="completion models: the persona prompt")
+    completion_decision: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=50),
+                                                  description="completion models: the decision prompt")
+    extraction: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=400),
+                                         description="completion models: the chat call that extracts JSON")
+    constrain_choices: bool = Field(
+        True, description="JSON schema restricts 'decision' to the offered labels (off-list answers still counted)")
+    decision_mode: Literal["sample", "score"] = Field(
+        "sample", description="sample: the paper's JSON decision at temperature 0.2; score: the probability of "
+        "each choice from token log-probs (embedded: full sequence; OpenAI-compatible: first token)")
+    score_pick: Literal["argmax", "draw"] = Field(
+        "argmax", description="score mode: the decision is the most probable choice, or a seeded draw")
+    reask: int = Field(0, ge=0, le=10, description="re-ask an invalid or refused decision/probe answer up to "
+                       "this many more times (fresh seed); every try counts in `attempts`, the last answer is kept")
+    # --- experiment dimensions (louder/dimensions.py; docs/robustness.md): every agent run takes them ---
+    choice_order: Literal["as_written", "reversed", "balanced", "shuffled"] = Field(
+        "as_written", description="the order the choices are listed in: as written (the paper's), reversed, "
+        "balanced (each label in each position for an equal share of each attribute's agents; recommended) or "
+        "shuffled (a permutation per agent)")
+    wordings: list[str] = Field(default_factory=lambda: ["as_written"], min_length=1,
+                                description="wordings of the scenarios to run: as_written (the file's own text), ids "
+                                "of the file's `wordings:`, or all")
+    signal: list[Literal["stated", "names"]] = Field(
+        default_factory=lambda: ["stated"], min_length=1,
+        description="how the attribute reaches the persona: stated (the paper's) or names (only a first and last "
+        "name drawn from the attribute's name list; the audit-study design); one or both")
+    names: str | None = Field(None, description="signal names: the names file (YAML path or built-in id); default "
+                              "bertrand_mullainathan_2004")
+    reasoning: list[Literal["default", "off", "on", "low", "medium", "high"]] = Field(
+        default_factory=lambda: ["default"], min_length=1,
+        description="reasoning levels of the decisions, an experiment dimension like wordings (every agent decides "
+        "once per level, its persona shared): default (send no control: the model's own behaviour), off, on, low, "
+        "medium, high — sent as each model's `reasoning_control`; reasoning.csv compares the DPD between levels")
+
+    @field_validator("scenarios")
+    @classmethod
+    def _known_scenarios(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            try:
+                load_scenario(ref)
+            except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
+                raise ValueError(str(e)) from None
+        if len(set(v)) != len(v):
+            raise ValueError("scenarios are listed more than once")
+        return v
+
+    @field_validator("groups")
+    @classmethod
+    def _known_groups(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            try:
+                load_group(ref)
+            except LouderError as e:
+                raise ValueError(str(e)) from None
+        if len(set(v)) != len(v):
+            raise ValueError("groups are listed more than once")
+        return v
+
+    @field_validator("signal", "reasoning", mode="before")
+    @classmethod
+    def _one_level_is_a_list(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("conditions", "variants", "wordings", "signal", "reasoning")
+    @classmethod
+    def _distinct(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError("listed more than once")
+        return v
+
+    @model_validator(mode="after")
+    def _variants_of_every_scenario(self) -> SimulationConfig:
+        """Every variant of the run must exist in every scenario (a variant is a case dimension)."""
+        for ref in self.scenarios:
+            s = load_scenario(ref)
+            for v in self.variants:
+                if v not in s.variant_ids:
+                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}; its variants are "
+                                     f"{', '.join(s.variant_ids)} (add it under `variants:` in the scenario file "
+                                     f"or drop it from the run)")
+        return self
+
+
+class SequentialConfig(Section):
+    """``sequential:`` (``louder run --until decided``) — run each case in waves until an anytime-valid
+    test decides it (louder.simulation.sequential; statistics in louder.analysis.sequential)."""
+
+    budget: int | None = Field(None, ge=1, le=1_000_000, description="the most agents per attribute per case "
+                               "(population runs: agents drawn); default: `agents`")
+    wave: int = Field(10, ge=1, le=100_000, description="agents per attribute per wave (population runs: agents "
+                      "drawn per wave); the test looks after each wave")
+    precision: float = Field(0.1, gt=0, le=1, description="D: the smallest DPD of interest; a case stops at "
+                             "`parity within D` when its DPD confidence sequence lies below D")
+    alpha: float = Field(0.05, gt=0, lt=1, description="error level of every verdict of the run together "
+                         "(Bonferroni over the pairs of attributes of all its cases)")
