@@ -272,6 +272,10 @@ def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     voices = [voices_table(tables["voices"])] if "voices" in tables else []
     if "reasoning" in tables and len(tables["reasoning"]):  # issue 30
         voices.append(reasoning_levels_table(tables["reasoning"]))
+    if "interventions" in tables and len(tables["interventions"]):  # issue 33
+        from louder.analysis.interventions import console_table
+
+        voices.append(console_table(tables["interventions"]))
     if "population_groups" not in tables:
         return [cases_table(tables["cases"]), *robustness_tables(tables), *voices]
     return [population_groups_table(tables["population_groups"]),

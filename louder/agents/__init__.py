@@ -187,7 +187,7 @@ class PersonaAgent(mesa.Agent):
         tag = "" if round_ == 0 else f"|{arm}{round_}"
         labels = scenario.labels
         # the call under the agent's levels; at every default: no control, no system message, the paper's prompt
-        ask = dimensions.shape(self.levels)
+        ask = dimensions.shape(self.levels, session.config)
         text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", text)
         if sim.decision_mode == "score":

@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
+from louder.analysis.interventions import report_section as interventions_section
 from louder.analysis.reasoning_report import reasoning_section
 from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
@@ -36,10 +37,11 @@ def _accounting(a: Analysis) -> str:
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
     if a.decisions is not None:
-        # every wording (issue 25) and every reasoning level (issue 30)
-        d = next(x for x in (getattr(a, "levels", None), getattr(a, "presented", None), a.decisions) if x is not None)
+        # every wording (issue 25), every reasoning level (issue 30) and every intervention (issue 33)
+        d = next(x for x in (getattr(a, "every_intervention", None), getattr(a, "levels", None),
+                             getattr(a, "presented", None), a.decisions) if x is not None)
         keys = ["model", "condition", "scenario", "group", "attribute"]
-        keys += [c for c in ("signal", "wording", "reasoning") if c in d and d[c].nunique() > 1]
+        keys += [c for c in ("signal", "wording", "reasoning", "intervention") if c in d and d[c].nunique() > 1]
         t = pd.DataFrame(status_by(d, keys))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
     if a.personas is not None and len(a.personas):
@@ -426,6 +428,7 @@ def render(a: Analysis) -> str:
         *lead,
         robustness_section(t, getattr(a, "presented", None)),  # issue 25
         reasoning_section(t),  # issue 30
+        interventions_section(t, a.manifests),  # issue 33
         _rationales(a),
         _siblings(a),
         _accounting(a),

@@ -11,6 +11,7 @@ import pandas as pd
 
 from louder.analysis import cases as C
 from louder.analysis import sequential_tables as ST
+from louder.analysis import interventions as IV
 from louder.analysis import reasoning as RS
 from louder.analysis import robustness as R
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
@@ -54,6 +55,7 @@ class Analysis:
     presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal (``decisions``: the case view)
     beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
     levels: pd.DataFrame | None = None  # issue 30: every reasoning level (``presented``: the reference level)
+    every_intervention: pd.DataFrame | None = None  # issue 33: every intervention (``levels``: under none)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -155,6 +157,9 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     # (each agent answers once per wording) with the names signal as its own condition (docs/robustness.md)
     # issue 30: reasoning.csv reads every reasoning level (of the reference wording); every other table the
     # reference level (each agent answers once per level, as per wording)
+    # issue 33: interventions.csv reads every intervention; every other table the decisions under none
+    every_intervention = decisions
+    decisions = IV.reference_view(decisions)
     levels = decisions
     decisions = RS.level_view(decisions)
     presented = decisions
@@ -227,11 +232,18 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if RS.varies(levels):
         tables["reasoning"] = RS.reasoning_table(_by_population_group(RS.wording_view(levels)), attrs, B=bootstrap,
                                                  seed=seed)
+    if IV.varies(every_intervention):  # one wording, the reference reasoning level, once per population group
+        tables["interventions"] = IV.interventions_table(
+            _by_population_group(R.case_view(RS.level_view(every_intervention))), B=bootstrap, seed=seed)
+        if "none" not in IV.levels_of(every_intervention):
+            missing.append("interventions: the run has no `none` arm to compare the interventions with; add none to "
+                           "simulation.interventions")
     result = Analysis(run, tables, missing, manifests, decisions, probes, personas, association, decision_test,
                       rounds=rounds, control=control, no_influence=arm, sequential=sequential)
     result.presented = presented
     result.beliefs = beliefs
     result.levels = levels
+    result.every_intervention = every_intervention
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
@@ -287,7 +299,8 @@ def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | No
     return a
 
 
-ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning")  # issue 25; reasoning levels: issue 30
+ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning",  # issue 25; reasoning levels: issue 30
+                     "interventions")  # issue 33
 
 # --- population runs, policy variants and counterfactual twins (issue 11) ---
 POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",
