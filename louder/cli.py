@@ -147,6 +147,10 @@ def run(
     reasoning: Optional[list[str]] = typer.Option(None, "--reasoning", help="reasoning level of the decisions: "
                                                   "default | off | on | low | medium | high; repeatable (each agent "
                                                   "decides once per level; docs/how-to/reasoning-models.md)"),
+    intervention: Optional[list[str]] = typer.Option(None, "--intervention", help="prompt intervention: none, a "
+                                                     "built-in id (illegal, ignore_demographics, …) or an intervention "
+                                                     "file; repeatable (each agent decides once per intervention; "
+                                                     "docs/how-to/test-a-mitigation.md)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -157,7 +161,8 @@ def run(
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
-                     signal=signal or None, names=names, reasoning=reasoning or None)
+                     signal=signal or None, names=names, reasoning=reasoning or None,
+                     simulation={"interventions": intervention} if intervention else None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)

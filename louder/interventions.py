@@ -59,9 +59,17 @@ def builtins() -> dict[str, Intervention]:
     return {i.id: i for i in load_yaml_model(_Builtins, path, "interventions").interventions}
 
 
+FORMAT = "an intervention file gives `id: NAME`, `text: …` and `where: system` or `where: before_decision`"
+
+
 @cache
 def _parse(path: str, mtime: int | None) -> Intervention:
-    return load_yaml_model(Intervention, Path(path), "intervention")
+    try:
+        return load_yaml_model(Intervention, Path(path), "intervention")
+    except LouderError as e:
+        if "cannot be read" in str(e):
+            raise
+        raise LouderError(f"{e} — {FORMAT}") from None
 
 
 def load_intervention(ref: str) -> Intervention | None:
