@@ -402,7 +402,7 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", robust, "-m", FAKE, "--agents", 4, "--choice-order", "balanced", "--wording", "all", *one)
     levels = base / "levels"  # reasoning levels and a model that thinks (issue 30): reasoning.csv, thinking rows
     louder("run", "--out", levels, "-m", "fake:seed=1,think=field", "--agents", 4, "--reasoning", "off", "--reasoning",
-           "high", *one)
+           "high", "--intervention", "none", "--intervention", "illegal", *one)  # issue 33: interventions.csv
     seq, seqpop = base / "seq", base / "seqpop"  # sequential runs (issue 20): their extra files and columns
     louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
     louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
