@@ -151,6 +151,9 @@ def run(
                                                      "built-in id (illegal, ignore_demographics, …) or an intervention "
                                                      "file; repeatable (each agent decides once per intervention; "
                                                      "docs/how-to/test-a-mitigation.md)"),
+    adjustment: Optional[Path] = typer.Option(None, "--adjustment", help="calibrated agents: an adjustment file "
+                                              "(`louder adjust` writes it); each agent's choice probabilities are "
+                                              "shifted by its offsets before it decides (score mode)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -162,7 +165,8 @@ def run(
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
                      signal=signal or None, names=names, reasoning=reasoning or None,
-                     simulation={"interventions": intervention} if intervention else None)
+                     simulation={**({"interventions": intervention} if intervention else {}),
+                                 **({"adjustment": str(adjustment)} if adjustment else {})} or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)
@@ -521,6 +525,36 @@ def analyze(
     for m in a.missing:
         console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
     console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
+
+
+@app.command()
+def adjust(
+    run_dir: Path = typer.Argument(..., help="a finished run folder (score mode fits agents; sample mode fits rates)"),
+    to: str = typer.Option(..., "--to", help="parity: every attribute at the case's pooled rate; observed: the "
+                           "rates of --observed FILE"),
+    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md), for "
+                                            "--to observed"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write the offsets (default: "
+                                       "RUN_DIR/adjustment.yaml)"),
+) -> None:
+    """Fit logit offsets per model × condition × scenario × attribute that calibrate the run's agents to
+    parity or to observed rates; write adjustment.yaml for `louder run --adjustment FILE` and print them."""
+    from louder.analysis import calibrate
+
+    try:
+        table = calibrate.fit(run_dir, to, observed)
+        path = calibrate.write(table, out or run_dir / "adjustment.yaml", to, run_dir, observed)
+    except LouderError as e:
+        fail(str(e))
+    console.print(calibrate.console_table(table))
+    if (table["source"] == "sample").any():
+        console.print("[yellow]sample mode: these offsets move each attribute's rate exactly on this run, but the run "
+                      "stored no probabilities — applied to agents (a score-mode run, --adjustment) they shift each "
+                      "agent's probability by its attribute's offset, which moves the attribute's rate by a different "
+                      "amount wherever agents differ. They calibrate rates, not agents.[/]", highlight=False)
+    console.print(f"wrote {path} — apply it with `louder run --adjustment {path}` (score mode); fit on a run several "
+                  "times larger than the one you test (each offset's se is the residual you should expect)",
+                  highlight=False)
 
 
 @app.command()

@@ -80,6 +80,11 @@ class SimulationConfig(Section):
         "persona shared): none (the paper's prompt), ids of the built-ins (louder/data/interventions.yaml: "
         "really_dont_discriminate, illegal, ignore_demographics, …) or paths of intervention files (id, text, where: "
         "system | before_decision); interventions.csv compares each with none (docs/how-to/test-a-mitigation.md)")
+    adjustment: str | None = Field(
+        None, description="calibrated agents: an adjustment file of logit offsets (`louder adjust RUN --to parity | "
+        "observed` writes RUN/adjustment.yaml); each agent's target-choice probability is shifted by its attribute's "
+        "offset before it decides (score mode; network rounds hear the adjusted decisions) — "
+        "docs/how-to/test-a-mitigation.md")
 
     @field_validator("scenarios")
     @classmethod
