@@ -503,13 +503,16 @@ def analyze(
     patterns: Optional[Path] = typer.Option(None, "--patterns", help="rationale phrase patterns YAML"),
     observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md): gaps and "
                                             "amplification of the agents' gap in voices.csv"),
+    adjust: Optional[str] = typer.Option(None, "--adjust", help="parity | observed: a run with policy variants gets "
+                                         "sensitivity.csv — each variant's effect under raw and calibrated agents, "
+                                         "and whether the conclusion depends on the model's bias"),
 ) -> None:
     """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs."""
     from louder.analysis import analyze as run_analysis
 
     try:
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                         observed=observed)
+                         observed=observed, adjust=adjust)
     except LouderError as e:
         fail(str(e))
     for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)

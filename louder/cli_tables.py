@@ -276,6 +276,10 @@ def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
         from louder.analysis.interventions import console_table
 
         voices.append(console_table(tables["interventions"]))
+    if "sensitivity" in tables and len(tables["sensitivity"]):  # issue 33
+        from louder.analysis.sensitivity import console_table as sensitivity_table
+
+        voices.append(sensitivity_table(tables["sensitivity"]))
     if "population_groups" not in tables:
         return [cases_table(tables["cases"]), *robustness_tables(tables), *voices]
     return [population_groups_table(tables["population_groups"]),

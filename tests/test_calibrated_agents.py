@@ -137,3 +137,66 @@ def test_sample_mode_offsets_calibrate_rates(tmp_path):
     assert rates["Female"] > rates["Male"]
     assert {o.attribute: o.rate_adjusted for o in adj.offsets} == pytest.approx(
         {a: adj.offsets[0].target for a in rates.index})
+
+
+# --- policy sensitivity (issue 33.3): `louder analyze RUN --adjust parity | observed` -----------------
+
+def policy_run(out, model="fake:seed=4,bias=woman:0.9,pick=Evacuate", agents=240, **sim):
+    return louder.run({"models": [model], "population": "us_gender_ideology", "simulation": {
+        "scenarios": ["emergency_response_policy"], "variants": ["base", "mandatory"], "agents": agents,
+        "decision_mode": "score", **sim}}, out=out, progress=False)
+
+
+def test_a_population_run_with_variants_gets_sensitivity_under_raw_and_parity_agents(tmp_path):
+    """The issue's "done when": sensitivity.csv with raw and parity rows and a verdict, from the stored
+    probabilities (no new call); the report renders it again from analysis.json's settings."""
+    from louder.analysis import for_report
+    from louder.analysis.adjustment import SENSITIVITY_COLUMNS
+    from louder.analysis.report import write_report
+
+    policy_run(tmp_path / "pop")
+    calls = pd.read_json(tmp_path / "pop" / "manifest.json", typ="series")["model_calls"]
+    printed = " ".join(cli("analyze", tmp_path / "pop", "-B", 300, "--adjust", "parity").split())
+    assert "Policy sensitivity" in printed and "sensitivity.csv" in printed
+    t = pd.read_csv(tmp_path / "pop" / "sensitivity.csv")
+    assert list(t.columns) == SENSITIVITY_COLUMNS and set(t["agents"]) == {"raw", "parity"}
+    assert set(t["verdict"]) <= {"holds", "depends on the model's bias"} and set(t["variant"]) == {"mandatory"}
+    assert set(t["group"]) == {"(all)", "gender_identity", "political_ideology"}
+    assert ((t["ci_low"] <= t["effect"]) & (t["effect"] <= t["ci_high"])).all()
+    # parity agents: under the base variant every gender has the pooled rate
+    base = t[(t["agents"] == "parity") & (t["group"] == "gender_identity")]["rate_base"]
+    assert base.max() - base.min() < 1e-6
+    raw = t[(t["agents"] == "raw") & (t["group"] == "gender_identity")].set_index("attribute")["rate_base"]
+    assert raw["Female"] - raw["Male"] > 0.3  # the planted bias, under the raw agents
+    assert pd.read_json(tmp_path / "pop" / "manifest.json", typ="series")["model_calls"] == calls  # no new call
+    a = for_report(tmp_path / "pop")
+    assert "sensitivity" in a.tables and "Policy sensitivity" in write_report(a).read_text("utf-8")
+
+
+def test_sensitivity_to_observed_rates_and_what_it_cannot_read(tmp_path):
+    policy_run(tmp_path / "pop", model="fake:seed=5", agents=120)
+    observed = tmp_path / "observed.yaml"
+    from louder.populations import load_population
+
+    groups = [(g.id, a) for g in load_population("us_gender_ideology").groups for a in g.attributes]
+    observed.write_text(yaml.safe_dump([dict(scenario="emergency_response_policy", group=g, attribute=a, rate=0.6,
+                                             n=400, source="invented for this test", year=2026,
+                                             measure="share who evacuated") for g, a in groups]))
+    r = CliRunner().invoke(app, ["analyze", str(tmp_path / "pop"), "-B", "200", "--adjust", "observed"])
+    assert r.exit_code == 2 and "--adjust observed needs --observed FILE" in r.output
+    r = CliRunner().invoke(app, ["analyze", str(tmp_path / "pop"), "-B", "200", "--adjust", "parityy"])
+    assert r.exit_code == 2 and "--adjust parityy: use parity" in r.output
+    a = analyze(tmp_path / "pop", bootstrap=200, observed=observed, adjust="observed", write=False)
+    t = a.tables["sensitivity"]
+    assert set(t["agents"]) == {"raw", "parity", "observed"}
+    obs = t[(t["agents"] == "observed") & (t["group"] == "gender_identity")]
+    assert np.allclose(obs["rate_base"], 0.6, atol=1e-6)
+    # a run without variants, and a network run: a note, no table
+    louder.run({"models": ["fake"], "simulation": {**CASE, "agents": 4}}, out=tmp_path / "plain", progress=False)
+    a = analyze(tmp_path / "plain", bootstrap=200, adjust="parity", write=False)
+    assert "sensitivity" not in a.tables and any("compares policy variants" in m for m in a.missing)
+    net = {"network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}}, "influence": {"rounds": 1}}
+    louder.run({"models": ["fake"], "simulation": {**CASE, "agents": 4, "variants": ["base"]}, **net},
+               out=tmp_path / "net", progress=False)
+    a = analyze(tmp_path / "net", bootstrap=200, adjust="parity", write=False)
+    assert "sensitivity" not in a.tables and any("run again with `louder run --adjustment" in m for m in a.missing)

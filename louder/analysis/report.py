@@ -13,6 +13,7 @@ from louder.analysis import figures
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
 from louder.analysis.interventions import report_section as interventions_section
 from louder.analysis.reasoning_report import reasoning_section
+from louder.analysis.sensitivity import report_section as sensitivity_section
 from louder.analysis.robustness_report import robustness_section
 from louder.analysis.run import Analysis
 from louder.analysis.sequential_report import sequential_section
@@ -429,6 +430,7 @@ def render(a: Analysis) -> str:
         robustness_section(t, getattr(a, "presented", None)),  # issue 25
         reasoning_section(t),  # issue 30
         interventions_section(t, a.manifests),  # issue 33
+        sensitivity_section(t),  # issue 33
         _rationales(a),
         _siblings(a),
         _accounting(a),

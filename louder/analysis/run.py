@@ -133,12 +133,18 @@ def _network_split(run: Path, decisions: pd.DataFrame, missing: list[str]):
 
 
 def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
-            patterns: str | Path | None = None, write: bool = True, observed: str | Path | None = None) -> Analysis:
+            patterns: str | Path | None = None, write: bool = True, observed: str | Path | None = None,
+            adjust: str | None = None) -> Analysis:
     """Compute every table of the run folder (and, with ``write``, save them as CSV there). ``observed``:
-    a file of observed rates (docs/voices.md; default: the one the predictions file names, if any)."""
+    a file of observed rates (docs/voices.md; default: the one the predictions file names, if any).
+    ``adjust`` (parity | observed): add sensitivity.csv, the policy variants' effects under calibrated
+    agents (issue 33)."""
     start = time.perf_counter()
     if bootstrap < 100:
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
+    if adjust not in (None, "parity", "observed"):
+        raise LouderError(f"--adjust {adjust}: use parity (agents calibrated to the pooled rate) or observed (to the "
+                          "rates of --observed FILE)")
     run = Path(run_dir)
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
@@ -247,23 +253,26 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
+    if adjust is not None:
+        _add_sensitivity(result, adjust, observed, bootstrap, seed)
     check_unchanged(run, generations)  # no run rewrote a file while it was read
     result.seconds = time.perf_counter() - start
-    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
+    written = (TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
+               + ("sensitivity",))
     if write:
         for name in written:
             if name in tables:
                 write_csv(tables[name], run / f"{name}.csv")
         # the settings, so that `louder report` renders this analysis and never one with other settings
         write_json({"bootstrap": bootstrap, "seed": seed, **_paths(predictions=predictions, patterns=patterns,
-                                                                  observed=observed),
+                                                                  observed=observed), "adjust": adjust,
                     "missing": missing, "seconds": round(result.seconds, 3),
                     "tables": {n: f"{n}.csv" for n in written if n in tables}},
                    run / "analysis.json")
     return result
 
 
-SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed")  # what analysis.json records
+SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed", "adjust")  # what analysis.json records
 
 
 def _paths(**files) -> dict[str, str | None]:
@@ -343,6 +352,32 @@ def _add_population(a: Analysis, bootstrap: int, seed: int) -> None:
     a.tables.update(population_tables(d, a.twins, B=bootstrap, seed=seed))
     if "population_groups" in a.tables:
         a.tables["population_groups"] = ST.with_sequential_groups(a.tables["population_groups"], a.sequential)
+
+
+def _add_sensitivity(a: Analysis, adjust: str, observed, bootstrap: int, seed: int) -> None:
+    """sensitivity.csv (issue 33.3): a single-round run with policy variants, from its stored answers."""
+    from louder.analysis.sensitivity import sensitivity
+
+    if adjust == "observed" and observed is None:
+        raise LouderError("--adjust observed needs --observed FILE: observed rates per scenario, group and attribute "
+                          "(docs/voices.md)")
+    if a.decisions is None:
+        return
+    if a.rounds is not None:
+        a.missing.append("sensitivity: a network run's agents hear each other, so calibrated agents change their "
+                         "neighbours' decisions too — fit offsets with `louder adjust RUN --to parity`, run again with "
+                         "`louder run --adjustment RUN/adjustment.yaml` and compare the two runs' variant tables")
+        return
+    d = a.decisions
+    if "variant" not in d or d["variant"].nunique() < 2:
+        a.missing.append("sensitivity: --adjust compares policy variants; the run has one (add `--variant base "
+                         "--variant mandatory` with a scenario that has variants)")
+        return
+    d = d.assign(scenario=d["scenario"].str.replace(r" \[[^\]]*\]$", "", regex=True))
+    from louder.analysis.calibrate import observed_rates
+
+    rates = observed_rates(observed) if adjust == "observed" else None
+    a.tables["sensitivity"] = sensitivity(d, adjust, rates, B=bootstrap, seed=seed)
 
 
 # --- actions, words, beliefs and the world (issue 21) ---
