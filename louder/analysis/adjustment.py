@@ -386,10 +386,13 @@ def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: p
 
 # --- policy sensitivity ------------------------------------------------------------------------------
 
-def conclusion(lo: float, hi: float) -> str:
+def conclusion(lo: float, hi: float, tie: float = 1e-9) -> str:
+    """The sign class of an effect's interval: an end within ``tie`` of 0 is 0 (an effect that is exactly 0
+    in every resample — agents whose probability the variant does not move — reads no clear effect, not a
+    float's sign)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return "cannot be judged"
-    return "raises" if lo > 0 else "lowers" if hi < 0 else "no clear effect"
+    return "raises" if lo > tie else "lowers" if hi < -tie else "no clear effect"
 
 
 def sensitivity_table(decisions: pd.DataFrame, observed: pd.DataFrame | None = None, base: str | None = None,
