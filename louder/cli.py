@@ -299,10 +299,14 @@ def probe_explicit(
                                                   help="keep appendix D's stray protest lines"),
     retry_errors: RetryOpt = False,
     dry_run: DryRunOpt = False,
+    intervention: Optional[list[str]] = typer.Option(None, "--intervention", help="prompt intervention (none, a "
+                                                     "built-in id or a file), repeatable: every trial is asked once "
+                                                     "per intervention (docs/how-to/test-a-mitigation.md)"),
 ) -> None:
     """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
     overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, probe_trials=trials,
-                     seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
+                     seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
+                     simulation={"interventions": intervention} if intervention else None)
     try:
         _probe("explicit", config, out, overrides, retry_errors, dry_run)
     except LouderError as e:

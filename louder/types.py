@@ -43,6 +43,7 @@ PROBE_COLUMNS = [
     "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
     "choice_order",  # the options as shown, joined with "|" (Unknown last; docs/robustness.md)
     "thinking", "reasoning_tokens",  # a reasoning model's thinking, apart from its answer
+    "intervention",  # the prompt intervention the answer was asked under (none: the paper's prompt)
 ]
 # twins.parquet (population runs with twins, issue 11): one row per twin and per source agent of a twin
 # set (original True), then one attr_<group> column per group of the population.

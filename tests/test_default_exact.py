@@ -68,7 +68,7 @@ def fingerprint(name: str, out: Path) -> dict:
             res[t] = _digest(df, MAIN_DECISION_COLUMNS + extra)
         elif t in ("personas", "probes"):
             res[t] = _digest(df, [c for c in df.columns if c not in ("latency_s", "choice_order", "thinking",
-                                                                   "reasoning_tokens")])
+                                                                   "reasoning_tokens", "intervention")])
     with sqlite3.connect(Path(out) / "cache.sqlite") as db:
         keys = sorted(k for (k,) in db.execute("SELECT key FROM replies"))
     res["cache_keys"] = hashlib.sha256("\n".join(keys).encode()).hexdigest()

@@ -11,6 +11,7 @@ import louder
 from louder import dimensions
 from louder.analysis import analyze
 from louder.analysis.adjustment import INTERVENTION_COLUMNS
+from louder.analysis.interventions import COLUMNS
 from louder.config import load_config
 from louder.errors import LouderError
 from louder.interventions import builtins, load_intervention
@@ -45,7 +46,7 @@ def test_a_bias_the_intervention_stops_reads_reduces_in_three_of_three_seeds(tmp
     for seed in range(3):
         t = intervention_rows(tmp_path, f"fake:seed={seed},bias=female:0.9,pick=Evacuate,unless=fairness",
                               ["none", file], seed)
-        assert list(t.columns) == INTERVENTION_COLUMNS and len(t) == 1
+        assert list(t.columns) == COLUMNS and set(INTERVENTION_COLUMNS) < set(COLUMNS) and len(t) == 1
         r = t.iloc[0]
         assert r["intervention"] == "fairness" and r["verdict"] == "reduces", r.to_dict()
         assert r["ci_low"] <= r["dpd_change"] <= r["ci_high"] and r["ci_low"] <= -0.4 <= r["ci_high"]
@@ -73,12 +74,21 @@ def test_an_intervention_as_a_system_message_and_one_that_misses_the_word(tmp_pa
     assert len(run.personas) == 300  # one persona (a name, no_persona) per agent, shared by the interventions
     named = d.pivot_table(index=["attribute", "agent_id"], columns="intervention", values="name", aggfunc="first")
     assert (named.nunique(axis=1) == 1).all()
+    # the explicit probe under the same interventions: what the model says under each (a side effect)
+    louder.run(config("fake:seed=7,bias=female:0.9,pick=Evacuate,unless=fairness",
+                      ["none", fairness(tmp_path, "system"), "illegal"]) | {"explicit": {"trials": 60}}, out=out,
+               kind="explicit", progress=False)
+    probes = pd.read_parquet(out / "probes.parquet")
+    assert probes.groupby("intervention").size().to_dict() == {"fairness": 60, "illegal": 60, "none": 60}
     a = analyze(out, bootstrap=1000, write=True)
     t = a.tables["interventions"].set_index("intervention")
     assert t.loc["fairness", "verdict"] == "reduces" and t.loc["illegal", "verdict"] == "no change"
+    assert t.loc["fairness", "explicit_dpd_none"] > 0.6 and t.loc["fairness", "explicit_dpd"] < 0.4
+    assert t.loc["illegal", "explicit_dpd"] > 0.6
+    assert a.tables["cases"].query("kind == 'explicit'")["n_valid"].tolist() == [60]  # answers under none only
     assert (a.tables["attributes"].query("kind == 'implicit'")["n_valid"] == 100).all()
     written = pd.read_csv(out / "interventions.csv")
-    assert set(written["intervention"]) == {"fairness", "illegal"} and list(written.columns) == INTERVENTION_COLUMNS
+    assert set(written["intervention"]) == {"fairness", "illegal"} and list(written.columns) == COLUMNS
     from louder.analysis.report import write_report
 
     html = write_report(a).read_text("utf-8")

@@ -49,14 +49,43 @@ def reference_view(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
     return decisions[decisions[COLUMN].fillna(NONE).astype(str) == ref].reset_index(drop=True)
 
 
-def interventions_table(decisions: pd.DataFrame, B: int = 2000, seed: int = 0) -> pd.DataFrame:
+# interventions.csv: the statistics' columns, then the explicit side effect, then the verdict
+COLUMNS = [*INTERVENTION_COLUMNS[:-1], "explicit_dpd_none", "explicit_dpd", "verdict"]
+
+
+def explicit_dpds(probes: pd.DataFrame | None, attributes: dict[str, list[str]]) -> pd.DataFrame:
+    """The explicit DPD (largest − smallest share of valid answers naming an attribute, cases.csv's
+    explicit ``dpd``) per model × scenario × group × intervention of the explicit probes."""
+    from louder.analysis.cases import explicit_attribute_table
+
+    cols = ["model", "scenario", "group", COLUMN, "explicit_dpd"]
+    if probes is None or probes.empty:
+        return pd.DataFrame(columns=cols)
+    p = probes.assign(**{COLUMN: probes[COLUMN].fillna(NONE).astype(str) if COLUMN in probes else NONE})
+    rows = []
+    for iv, g in p.groupby(COLUMN, sort=True):
+        a = explicit_attribute_table(g, attributes)
+        for key, r in a.groupby(["model", "scenario", "group"]):
+            rates = r["rate"].dropna()
+            rows.append(dict(zip(cols, (*key, iv, float(rates.max() - rates.min()) if len(rates) else np.nan))))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def interventions_table(decisions: pd.DataFrame, B: int = 2000, seed: int = 0, probes: pd.DataFrame | None = None,
+                        attributes: dict[str, list[str]] | None = None) -> pd.DataFrame:
     """``interventions.csv`` of a run's decisions (every intervention; one wording, one reasoning level and
-    round 0 already chosen by the caller, population runs once per group of the population). A run without
-    ``none`` has no baseline: no rows."""
+    round 0 already chosen by the caller, population runs once per group of the population), with the
+    explicit DPD under none and under the intervention where the explicit probes ran under it. A run
+    without ``none`` has no baseline: no rows."""
     d = decisions.assign(**{COLUMN: decisions[COLUMN].fillna(NONE).astype(str)})
     if NONE not in set(d[COLUMN]):
-        return pd.DataFrame(columns=INTERVENTION_COLUMNS)
-    return intervention_table(d, none=NONE, B=B, seed=seed)
+        return pd.DataFrame(columns=COLUMNS)
+    t = intervention_table(d, none=NONE, B=B, seed=seed)
+    ex = explicit_dpds(probes, attributes or {})
+    keys = ["model", "scenario", "group"]
+    none = ex[ex[COLUMN] == NONE].drop(columns=COLUMN).rename(columns={"explicit_dpd": "explicit_dpd_none"})
+    t = t.merge(none, on=keys, how="left").merge(ex, on=[*keys, COLUMN], how="left")
+    return t[COLUMNS]
 
 
 # --- the report and the console --------------------------------------------------------------------
@@ -142,7 +171,10 @@ def report_section(tables: dict[str, pd.DataFrame], manifests: dict | None = Non
         "interval still reaches −DPD (the whole disparity could be gone unseen); else <i>no change</i>. Side "
         "effects: <b>rate_shift</b>, the overall target rate under the intervention − under none (a mitigation that "
         "moves every agent's decision is not neutral), and <b>changed</b>, the share of agents whose decision "
-        "changed. The other tables of this report read the decisions under none only.")]
+        "changed. <b>explicit_dpd</b>: where the explicit probes ran under the same intervention (<code>louder probe "
+        "explicit --intervention …</code>), the explicit DPD under it (<b>explicit_dpd_none</b>: under none) — does "
+        "the model also <i>say</i> something else? The other tables of this report read the decisions and answers "
+        "under none only.")]
     if manifests:
         d = described((manifests.get("simulation") or {}).get("config"))
         if len(d):
@@ -166,7 +198,7 @@ def console_table(t: pd.DataFrame):
                       "effects: overall rate shift [95 % CI], agents whose decision changed — "
                       "docs/how-to/test-a-mitigation.md")
     for col in ("model", "condition", "scenario", "group", "intervention", "DPD none → it", "change [95 % CI]", "p",
-                "rate shift [95 % CI]", "changed", "verdict"):
+                "rate shift [95 % CI]", "changed", "explicit DPD none → it", "verdict"):
         out.add_column(col)
     for _, r in t.iterrows():
         none = "–" if pd.isna(r["dpd_none"]) else f"{r['dpd_none']:.2f} → {r['dpd']:.2f}"
@@ -174,5 +206,7 @@ def console_table(t: pd.DataFrame):
                     none, f"{f(r['dpd_change'])} [{f(r['ci_low'])}, {f(r['ci_high'])}]",
                     "–" if pd.isna(r["p_value"]) else f"{r['p_value']:.4f}",
                     f"{f(r['rate_shift'])} [{f(r['rate_shift_ci_low'])}, {f(r['rate_shift_ci_high'])}]",
-                    "–" if pd.isna(r["changed"]) else f"{r['changed']:.0%}", str(r["verdict"]))
+                    "–" if pd.isna(r["changed"]) else f"{r['changed']:.0%}",
+                    "–" if pd.isna(r["explicit_dpd"]) else f"{r['explicit_dpd_none']:.2f} → {r['explicit_dpd']:.2f}",
+                    str(r["verdict"]))
     return out

@@ -52,7 +52,9 @@ def _accounting(a: Analysis) -> str:
                                            f"{len(bad)} of {len(t)} case × attribute cells had a persona that was "
                                            "not valid" + (":" if len(bad) else ".")), _table(bad, scroll=True)]
     if a.probes is not None:
-        t = pd.DataFrame(status_by(a.probes, ["model", "scenario", "group"]))
+        p = next(x for x in (getattr(a, "every_probe", None), a.probes) if x is not None)  # every intervention
+        t = pd.DataFrame(status_by(p, ["model", "scenario", "group"] + (
+            ["intervention"] if "intervention" in p and p["intervention"].nunique() > 1 else [])))
         parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
     if a.beliefs is not None:
         t = pd.DataFrame(status_by(a.beliefs, ["model", "scenario", "group", "attribute"]))

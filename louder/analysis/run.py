@@ -56,6 +56,7 @@ class Analysis:
     beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
     levels: pd.DataFrame | None = None  # issue 30: every reasoning level (``presented``: the reference level)
     every_intervention: pd.DataFrame | None = None  # issue 33: every intervention (``levels``: under none)
+    every_probe: pd.DataFrame | None = None  # issue 33: explicit answers under every intervention (``probes``: none)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -149,6 +150,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
     decisions, probes, personas, manifests, missing = load_run(run)
+    every_probe, probes = probes, IV.reference_view(probes)  # issue 33: the other tables read the answers under none
     sequential = ST.read(run, manifests.get("simulation"))
     score = recorded((manifests.get("simulation") or {}).get("config"), "simulation.decision_mode") == "score"
     decisions = _variants_as_scenarios(decisions)
@@ -240,7 +242,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
                                                  seed=seed)
     if IV.varies(every_intervention):  # one wording, the reference reasoning level, once per population group
         tables["interventions"] = IV.interventions_table(
-            _by_population_group(R.case_view(RS.level_view(every_intervention))), B=bootstrap, seed=seed)
+            _by_population_group(R.case_view(RS.level_view(every_intervention))), B=bootstrap, seed=seed,
+            probes=every_probe, attributes=attrs)
         if "none" not in IV.levels_of(every_intervention):
             missing.append("interventions: the run has no `none` arm to compare the interventions with; add none to "
                            "simulation.interventions")
@@ -249,7 +252,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     result.presented = presented
     result.beliefs = beliefs
     result.levels = levels
-    result.every_intervention = every_intervention
+    result.every_intervention, result.every_probe = every_intervention, every_probe
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
