@@ -49,8 +49,8 @@ CONFIGS = {
 MAIN_DECISION_COLUMNS = ["run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate",
                          "name", "persona", "decision", "target", "p_target", "rationale", "status", "raw_response",
                          "attempts", "input_tokens", "output_tokens", "choice_mass"]
-NEW = ["latency_s", "choice_order", "wording", "signal", "thinking", "reasoning_tokens", "reasoning",  # issue 30: thinking
-       "intervention"]  # issue 33
+NEW = ["latency_s", "choice_order", "wording", "signal", "thinking", "reasoning_tokens",  # issue 30: thinking
+       "reasoning", "intervention"]  # issue 33: intervention
 
 
 def _digest(df, cols) -> str:

@@ -109,7 +109,8 @@ def console_table(table: pd.DataFrame):
         t.add_column(col)
     for r in table.to_dict("records"):
         t.add_row(str(r["model"]), str(r["condition"]), str(r["scenario"]), str(r["group"]), str(r["attribute"]),
-                  str(r["n"]), f(r["rate"]), f(r["target"]), f"{r['offset']:+.3f} ± {f(r['se'])}", f(r["rate_adjusted"]))
+                  str(r["n"]), f(r["rate"]), f(r["target"]), f"{r['offset']:+.3f} ± {f(r['se'])}",
+                  f(r["rate_adjusted"]))
     return t
 
 

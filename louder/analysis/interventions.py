@@ -120,8 +120,8 @@ def figure(case: pd.DataFrame):
         left.plot([r["dpd_none"], r["dpd"]], [yi, yi], color="lightgrey", lw=2, zorder=1)
         left.scatter([r["dpd_none"]], [yi], marker="o", facecolors="none", edgecolors="grey", zorder=2)
         left.scatter([r["dpd"]], [yi], marker="s", color=color, zorder=3)
-        right.errorbar(r["dpd_change"], yi + 0.12, xerr=[[r["dpd_change"] - r["ci_low"]], [r["ci_high"] - r["dpd_change"]]],
-                       fmt="D", color=color, ecolor=color, capsize=3, ms=6)
+        right.errorbar(r["dpd_change"], yi + 0.12,
+                       xerr=[[r["dpd_change"] - r["ci_low"]], [r["ci_high"] - r["dpd_change"]]], fmt="D", color=color, ecolor=color, capsize=3, ms=6)
         right.errorbar(r["rate_shift"], yi - 0.18, xerr=[[r["rate_shift"] - r["rate_shift_ci_low"]],
                                                           [r["rate_shift_ci_high"] - r["rate_shift"]]],
                        fmt="^", color="#8e44ad", ecolor="#8e44ad", capsize=2, ms=4, alpha=0.8)
