@@ -51,6 +51,9 @@ class BackendInfo:
     # model name → its default reasoning control, where it depends on the model (langchain: the provider)
     default_control: Callable[[str], str | None] | None = None
     preflight: bool = False  # `louder check` and a run's preflight probe its endpoint (OpenAI, Ollama)
+    # it answers a prompt without a schema with text written for it (the fake model writes a filler
+    # sentence instead, so a test that reads free text — the word association — cannot read it)
+    free_text: bool = True
 
 
 def reasoning_control(info: BackendInfo, model: str, configured: str | None = None) -> str | None:
@@ -100,13 +103,9 @@ def backend_info(prefix: str) -> BackendInfo | None:
 
 def _load(ep: importlib.metadata.EntryPoint) -> None:
     """Import an outside backend's module (its import registers it); a broken one is one clear line."""
-    from louder.errors import LouderError
+    from louder.errors import LouderError, load_entry_point
 
-    try:
-        obj = ep.load()
-    except Exception as e:  # noqa: BLE001 - any import failure of someone else's package
-        raise LouderError(f"backend {ep.name!r} (entry point {ep.value} of package "
-                          f"{ep.dist.name if ep.dist else '?'}) cannot be loaded: {type(e).__name__}: {e}") from None
+    obj = load_entry_point(ep, "backend")
     if isinstance(obj, BackendInfo):  # an entry point may name the BackendInfo itself
         register(obj)
     if ep.name not in _REGISTRY:
