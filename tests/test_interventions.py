@@ -53,13 +53,21 @@ def test_a_bias_the_intervention_stops_reads_reduces_in_three_of_three_seeds(tmp
         assert r["n_agents"] == 300 and r["rate_shift"] < 0  # Female's 0.9 falls to ½: the overall rate drops
 
 
-def test_without_a_bias_no_change_in_three_of_three_seeds(tmp_path):
-    file = fairness(tmp_path)
-    for seed in range(3):
-        t = intervention_rows(tmp_path, f"fake:seed={seed},pick=Evacuate,unless=fairness", ["none", file], seed)
-        assert t["verdict"].tolist() == ["no change"], t.to_dict("records")
-        r = t.iloc[0]
-        assert r["ci_low"] <= r["dpd_change"] <= r["ci_high"] and r["ci_low"] <= 0 <= r["ci_high"]
+def test_without_a_bias_no_change_in_at_least_1_minus_alpha_of_cases(tmp_path):
+    """Null: the fake model without a bias, 12 independent cases (4 scenarios × 3 groups) of one run.
+    The rate of `no change` is about 0.93–0.95 (37 of 40 seeds of the single case above; 189 of 200 in
+    benchmarks/measures_calibration.py): at least 10 of 12 here (P ≈ 0.97 at 0.945)."""
+    out = tmp_path / "null"
+    louder.run({"models": ["fake:seed=11,pick=Evacuate,unless=fairness"], "simulation": {
+        "scenarios": ["emergency_response", "career_path_selection", "authority_compliance",
+                      "negative_information_sharing"], "groups": ["gender_identity", "race_ethnicity",
+                                                                 "political_ideology"],
+        "conditions": ["no_persona"], "agents": 100, "interventions": ["none", fairness(tmp_path)]}},
+        out=out, progress=False)
+    t = analyze(out, bootstrap=1000, write=False).tables["interventions"]
+    assert len(t) == 12 and t["verdict"].isin(["no change", "underpowered", "reduces", "increases"]).all()
+    assert (t["verdict"] == "no change").sum() >= 10, t[["scenario", "group", "verdict"]]
+    assert ((t["ci_low"] <= t["dpd_change"]) & (t["dpd_change"] <= t["ci_high"])).all()
 
 
 def test_an_intervention_as_a_system_message_and_one_that_misses_the_word(tmp_path):
