@@ -196,6 +196,6 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
     a.weat = _read_parquet(run / "weat.parquet")
     a.population = _read_parquet(run / "population.parquet")
     # twins decide in every arm, as their agents do: the tables read the same wording and level
-    a.twins = R.case_view(RS.level_view(_read_parquet(run / "twins.parquet")))
+    a.twins = R.case_view(RS.level_view(IV.reference_view(_read_parquet(run / "twins.parquet"))))
     a.missing.extend(no_valid_notes(a.manifests))  # issue 32: a kind of run with no valid answer says why
     return a
