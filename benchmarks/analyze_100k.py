@@ -52,7 +52,7 @@ def synthetic_run(out: Path, agents: int = 595, seed: int = 0, score: bool = Fal
                         "rationale": np.where(valid, [" ".join(w) for w in words], None),
                         "status": status, "raw_response": "{}", "attempts": 1, "latency_s": 0.1,
                         "input_tokens": 100, "output_tokens": 30, "choice_mass": None,
-                        "thinking": None, "reasoning_tokens": None, "reasoning": "default",
+                        "thinking": None, "reasoning_tokens": None, "reasoning": "default", "intervention": "none",
                         "choice_order": "|".join(s.labels), "wording": "as_written", "signal": "stated"}))
     df = pd.concat(frames, ignore_index=True)[DECISION_COLUMNS]
     df.to_parquet(out / "decisions.parquet", index=False)

@@ -153,6 +153,13 @@ def run(
     reasoning: Optional[list[str]] = typer.Option(None, "--reasoning", help="reasoning level of the decisions: "
                                                   "default | off | on | low | medium | high; repeatable (each agent "
                                                   "decides once per level; docs/how-to/reasoning-models.md)"),
+    intervention: Optional[list[str]] = typer.Option(None, "--intervention", help="prompt intervention: none, a "
+                                                     "built-in id (illegal, ignore_demographics, …) or an intervention "
+                                                     "file; repeatable (each agent decides once per intervention; "
+                                                     "docs/how-to/test-a-mitigation.md)"),
+    adjustment: Optional[Path] = typer.Option(None, "--adjustment", help="calibrated agents: an adjustment file "
+                                              "(`louder adjust` writes it); each agent's choice probabilities are "
+                                              "shifted by its offsets before it decides (score mode)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -163,7 +170,9 @@ def run(
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
-                     signal=signal or None, names=names, reasoning=reasoning or None)
+                     signal=signal or None, names=names, reasoning=reasoning or None,
+                     simulation={**({"interventions": intervention} if intervention else {}),
+                                 **({"adjustment": str(adjustment)} if adjustment else {})} or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)
@@ -294,10 +303,14 @@ def probe_explicit(
                                                   help="keep appendix D's stray protest lines"),
     retry_errors: RetryOpt = False,
     dry_run: DryRunOpt = False,
+    intervention: Optional[list[str]] = typer.Option(None, "--intervention", help="prompt intervention (none, a "
+                                                     "built-in id or a file), repeatable: every trial is asked once "
+                                                     "per intervention (docs/how-to/test-a-mitigation.md)"),
 ) -> None:
     """Ask the model directly (appendix D) and write probes.parquet into the run folder."""
     overrides = dict(models=model or None, scenarios=scenario or None, groups=group or None, probe_trials=trials,
-                     seed=seed, concurrency=concurrency, paper_faithful=paper_faithful)
+                     seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
+                     simulation={"interventions": intervention} if intervention else None)
     try:
         _probe("explicit", config, out, overrides, retry_errors, dry_run)
     except LouderError as e:
@@ -521,6 +534,9 @@ def analyze(
                                                      "that fit the terminal)"),
     columns: Optional[str] = typer.Option(None, "--columns", help="print these columns of the tables, comma-separated "
                                           "(e.g. scenario,dpd,p_holm,power)"),
+    adjust: Optional[str] = typer.Option(None, "--adjust", help="parity | observed: a run with policy variants gets "
+                                         "sensitivity.csv — each variant's effect under raw and calibrated agents, "
+                                         "and whether the conclusion depends on the model's bias"),
 ) -> None:
     """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs (once per data
     state and settings: the same analysis again is read back, not recomputed)."""
@@ -528,7 +544,7 @@ def analyze(
 
     try:
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                         observed=observed)
+                         observed=observed, adjust=adjust)
         _print_analysis(a, wide, [c.strip() for c in columns.split(",") if c.strip()] if columns else None)
     except LouderError as e:
         fail(str(e))
@@ -538,6 +554,36 @@ def analyze(
                       f"read in {a.seconds:.1f} s)", highlight=False, width=_width())
     else:
         console.print(f"wrote {names} in {run_dir} ({a.seconds:.1f} s)", highlight=False, width=_width())
+
+
+@app.command()
+def adjust(
+    run_dir: Path = typer.Argument(..., help="a finished run folder (score mode fits agents; sample mode fits rates)"),
+    to: str = typer.Option(..., "--to", help="parity: every attribute at the case's pooled rate; observed: the "
+                           "rates of --observed FILE"),
+    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md), for "
+                                            "--to observed"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write the offsets (default: "
+                                       "RUN_DIR/adjustment.yaml)"),
+) -> None:
+    """Fit logit offsets per model × condition × scenario × attribute that calibrate the run's agents to
+    parity or to observed rates; write adjustment.yaml for `louder run --adjustment FILE` and print them."""
+    from louder.analysis import calibrate
+
+    try:
+        table = calibrate.fit(run_dir, to, observed)
+        path = calibrate.write(table, out or run_dir / "adjustment.yaml", to, run_dir, observed)
+    except LouderError as e:
+        fail(str(e))
+    console.print(calibrate.console_table(table))
+    if (table["source"] == "sample").any():
+        console.print("[yellow]sample mode: these offsets move each attribute's rate exactly on this run, but the run "
+                      "stored no probabilities — applied to agents (a score-mode run, --adjustment) they shift each "
+                      "agent's probability by its attribute's offset, which moves the attribute's rate by a different "
+                      "amount wherever agents differ. They calibrate rates, not agents.[/]", highlight=False)
+    console.print(f"wrote {path} — apply it with `louder run --adjustment {path}` (score mode); fit on a run several "
+                  "times larger than the one you test (each offset's se is the residual you should expect)",
+                  highlight=False)
 
 
 @app.command()

@@ -144,6 +144,14 @@ class ExperimentConfig(BaseModel):
         check(self)
         return self
 
+    @model_validator(mode="after")
+    def _adjustment(self) -> ExperimentConfig:
+        """Calibrated agents (``simulation.adjustment``): score mode, agents mode, an offset for every case."""
+        from louder.calibration import check
+
+        check(self)
+        return self
+
 
 # --- the sections and the flat keys of earlier versions -------------------------------------------
 

@@ -14,17 +14,16 @@ A ``Dimension`` declares everything the runs, the planner and the tables need to
 * what a level changes, as small hooks on plain values: ``text`` (the scenario text of a case),
   ``show`` (the scenario one agent sees), ``persona`` (the name a persona is written for, instead of
   the stated attribute), ``ask`` (the decision call: a text before the choices, a system message, the
-  reasoning level sent);
+  reasoning level sent; it gets the run's config, to read what a level stands for);
 * ``check(config)`` — what a config may not combine it with (a ValueError naming the field).
 
 A dimension at its ``default`` changes nothing: the same prompts, seeds and cache keys as a run
 without it (tests/test_default_exact.py). A new dimension is one ``register(Dimension(...))`` and its
 field under ``simulation:``; the runs, the plan (``--dry-run``), the decision columns and the
-network arms follow. Interventions (issue 33) would be one more::
+network arms follow. Prompt interventions (issue 33, ``louder.interventions``) are one more::
 
-    register(Dimension("intervention", "interventions", CROSSED, "none",
-                       levels=lambda config, s: list(config.simulation.interventions),
-                       ask=lambda ask, level: replace(ask, system=intervention_text(level))))
+    register(Dimension("intervention", "interventions", CROSSED, "none", _interventions, "intervention",
+                       ask=_intervene, check=_check_interventions))
 
 **Network runs.** Each combination of the crossed and own-agents levels is its own network arm: the
 agents play every round under that level, hear what their neighbours chose under it, and have their
@@ -79,7 +78,7 @@ class Dimension:
     # split: (config, scenario, replicate, seed) → the agent's level
     assign: Callable[[Any, Scenario, int, int], str] | None = None
     persona: Callable[[str, Any], str | None] | None = None  # (level, agent) → the name a persona is written for
-    ask: Callable[[Ask, str], Ask] | None = None  # (call, level) → the call under this level
+    ask: Callable[[Ask, str, Any], Ask] | None = None  # (call, level, config) → the call under this level
     check: Callable[[Any], None] | None = None  # (config) → ValueError naming the field
     value: Callable[[Any], Any] | None = None  # (config) → its setting; default: ``simulation.<field>``
 
@@ -137,12 +136,12 @@ def say(scenario: Scenario, variant: str, levels: dict[str, str]) -> Scenario:
     return scenario.variant(variant)
 
 
-def shape(levels: dict[str, str]) -> Ask:
-    """The decision call under ``levels``."""
+def shape(levels: dict[str, str], config) -> Ask:
+    """The decision call under ``levels`` in a run of ``config``."""
     ask = Ask()
     for d in registered():
         if d.ask is not None and d.id in levels:
-            ask = d.ask(ask, levels[d.id])
+            ask = d.ask(ask, levels[d.id], config)
     return ask
 
 
@@ -308,13 +307,44 @@ def _check_signal(config) -> None:
                              "be named — give a names file whose lists overlap, or use signal: stated")
 
 
+def _interventions(config, scenario: Scenario) -> list[str]:
+    from louder.interventions import by_id
+
+    return list(by_id(config))
+
+
+def _reference_intervention(levels: Sequence[str]) -> str:
+    """``none`` (the paper's prompt) when the run has it: every intervention is compared with it."""
+    from louder.interventions import NONE
+
+    return NONE if NONE in levels else levels[0]
+
+
+def _intervene(ask: Ask, level: str, config) -> Ask:
+    """The call under an intervention: its text as a system message, or before the choices."""
+    from louder.interventions import by_id
+
+    iv = by_id(config).get(level)
+    if iv is None:  # none: the paper's call
+        return ask
+    return replace(ask, system=iv.text) if iv.where == "system" else replace(ask, before_choices=iv.text)
+
+
+def _check_interventions(config) -> None:
+    from louder.interventions import check
+
+    check(config)
+
+
 register(Dimension("wording", "wordings", CROSSED, AS_WRITTEN, _wordings, "wording", _reference_wording,
                    text=lambda s, variant, w: s.text(variant, w), check=_check_wordings))
 register(Dimension("reasoning", "reasoning", CROSSED, "default", lambda config, s: list(config.simulation.reasoning),
                    "reasoning level", _reference_level,
-                   ask=lambda ask, level: replace(ask, reasoning=None if level == "default" else level),
+                   ask=lambda ask, level, config: replace(ask, reasoning=None if level == "default" else level),
                    check=_check_reasoning))
 register(Dimension("choice_order", "choice_order", SPLIT, "as_written",
                    lambda config, s: [config.simulation.choice_order], "choice order", assign=_order, show=_shown))
 register(Dimension("signal", "signal", OWN, "stated", lambda config, s: list(config.simulation.signal), "signal",
                    persona=_named, check=_check_signal))
+register(Dimension("intervention", "interventions", CROSSED, "none", _interventions, "intervention",
+                   _reference_intervention, ask=_intervene, check=_check_interventions))

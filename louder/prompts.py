@@ -121,9 +121,10 @@ class Prompts:
 
     # --- explicit question answering (Appendix D) ---
     def explicit(self, scenario: Scenario, group: Group, paper_faithful: bool, api: str,
-                 order: list[str] | None = None) -> str:
+                 order: list[str] | None = None, before_question: str | None = None) -> str:
         """``order``: the option labels in the order shown (``simulation.choice_order``); None: as written.
-        Unknown stays last."""
+        Unknown stays last. ``before_question``: a text after the situation, before the question (a prompt
+        intervention, louder.interventions); None: the paper's prompt."""
         if scenario.explicit is None or group.explicit is None:
             raise ValueError(f"scenario {scenario.id} or group {group.id} has no explicit-probe text")
         ex, q = scenario.explicit, group.explicit
@@ -133,6 +134,8 @@ class Prompts:
         situation = ex.situation + "\n" + ex.decision_sentence
         if paper_faithful and ex.extra_as_printed:
             situation += "\n" + ex.extra_as_printed
+        if before_question:
+            situation += "\n" + before_question
         d = self.doc["explicit"]
         if api == "completion":
             return render(d["completion"], situation=situation, completion_question=q.completion_question or q.question,

@@ -25,6 +25,8 @@ DECISION_COLUMNS = [
     # a reasoning model's thinking (apart from its answer), the tokens it took where reported, and the
     # reasoning level the decision was asked at (default: none sent; docs/how-to/reasoning-models.md)
     "thinking", "reasoning_tokens", "reasoning",
+    # the prompt intervention the decision was asked under (none: the paper's prompt; docs/how-to/test-a-mitigation.md)
+    "intervention",
     # how the scenario was presented (docs/robustness.md): the labels as shown joined with "|", the
     # wording (as_written: the file's own text) and the identity signal (stated | names)
     "choice_order", "wording", "signal",
@@ -41,6 +43,7 @@ PROBE_COLUMNS = [
     "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
     "choice_order",  # the options as shown, joined with "|" (Unknown last; docs/robustness.md)
     "thinking", "reasoning_tokens",  # a reasoning model's thinking, apart from its answer
+    "intervention",  # the prompt intervention the answer was asked under (none: the paper's prompt)
 ]
 # twins.parquet (population runs with twins, issue 11): one row per twin and per source agent of a twin
 # set (original True), then one attr_<group> column per group of the population.
@@ -66,6 +69,7 @@ DTYPES = {
     "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64", "written_name": "string",
     "choice_order": "string", "wording": "string", "signal": "string",
     "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
+    "intervention": "string",
 }
 
 

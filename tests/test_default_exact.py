@@ -52,7 +52,8 @@ CONFIGS = {
 MAIN_DECISION_COLUMNS = ["run_id", "model", "condition", "scenario", "group", "attribute", "agent_id", "replicate",
                          "name", "persona", "decision", "target", "p_target", "rationale", "status", "raw_response",
                          "attempts", "input_tokens", "output_tokens", "choice_mass"]
-NEW = ["latency_s", "choice_order", "wording", "signal", "thinking", "reasoning_tokens", "reasoning"]  # issue 30: thinking
+NEW = ["latency_s", "choice_order", "wording", "signal", "thinking", "reasoning_tokens",  # issue 30: thinking
+       "reasoning", "intervention"]  # issue 33: intervention
 
 
 def _digest(df, cols) -> str:
@@ -70,7 +71,7 @@ def fingerprint(name: str, out: Path) -> dict:
             res[t] = _digest(df, MAIN_DECISION_COLUMNS + extra)
         elif t in ("personas", "probes"):
             res[t] = _digest(df, [c for c in df.columns if c not in ("latency_s", "choice_order", "thinking",
-                                                                   "reasoning_tokens")])
+                                                                   "reasoning_tokens", "intervention")])
     with sqlite3.connect(Path(out) / "cache.sqlite") as db:
         keys = sorted(k for (k,) in db.execute("SELECT key FROM replies"))
     res["cache_keys"] = hashlib.sha256("\n".join(keys).encode()).hexdigest()

@@ -177,7 +177,8 @@ def toy():
     """An intervention-like dimension (issue 33's shape): a system message, crossed with the agents."""
     d = Dimension("toy", "toy", CROSSED, "none", levels=lambda config, s: ["none", "egal"],
                   value=lambda config: ["none", "egal"],
-                  ask=lambda ask, level: replace(ask, system=None if level == "none" else "Treat everyone alike."))
+                  ask=lambda ask, level, config: replace(ask, system=None if level == "none" else
+                                                         "Treat everyone alike."))
     dimensions.register(d)
     SENT.clear()
     yield d

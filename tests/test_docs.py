@@ -402,7 +402,7 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", robust, "-m", FAKE, "--agents", 4, "--choice-order", "balanced", "--wording", "all", *one)
     levels = base / "levels"  # reasoning levels and a model that thinks (issue 30): reasoning.csv, thinking rows
     louder("run", "--out", levels, "-m", "fake:seed=1,think=field", "--agents", 4, "--reasoning", "off", "--reasoning",
-           "high", *one)
+           "high", "--intervention", "none", "--intervention", "illegal", *one)  # issue 33: interventions.csv
     seq, seqpop = base / "seq", base / "seqpop"  # sequential runs (issue 20): their extra files and columns
     louder("run", "--out", seq, "-m", FAKE, "--until", "decided", "--budget", 40, "--wave", 20, *one)
     louder("run", "--out", seqpop, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
@@ -414,20 +414,20 @@ def reference_runs(tmp_path_factory):
             "--reasoning", "default"]  # (score mode, as net.yaml: levels without thinking)
     louder("run", base / "net.yaml", "--out", netdims, "-m", FAKE, "--agents", 2, "--rounds", 1, *dims)
     louder("run", "--out", seqdims, "-m", FAKE, "--until", "decided", "--budget", 4, "--wave", 2, *dims)
-    poptwins = base / "poptwins"  # twins in every arm: their arm columns
-    louder("run", "--out", poptwins, "-m", FAKE, "--population", "us_gender_ideology", "--twins", "--agents", 4,
-           "--scenario", "emergency_response", "--wording", "as_written", "--wording", "plain", "--reasoning", "off",
-           "--reasoning", "default")
+    twindims = base / "twindims"  # twins in every arm: twins.parquet's arm columns (names cannot have twins)
+    louder("run", "--out", twindims, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
+           "--twins", "--twin-group", "gender_identity", "--agents", 12, "--wording", "as_written", "--wording",
+           "plain", "--reasoning", "off", "--reasoning", "default", "--intervention", "none", "--intervention", "illegal")
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, poptwins):
-        louder("analyze", run, "-B", 200)
+    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims):
+        louder("analyze", run, "-B", 200, *(("--adjust", "parity") if run == pop else ()))  # issue 33: sensitivity.csv
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, poptwins):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

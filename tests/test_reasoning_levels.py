@@ -162,4 +162,4 @@ def test_a_sequential_run_decides_on_the_reference_level():
     from louder.simulation.sequential import tested
 
     assert tested(cfg, "emergency_response", None) == [({}, {"signal": "stated", "wording": "as_written",
-                                                             "reasoning": "off"})]
+                                                             "reasoning": "off", "intervention": "none"})]

@@ -187,7 +187,7 @@ class PersonaAgent(mesa.Agent):
         tag = "" if round_ == 0 else f"|{arm}{round_}"
         labels = scenario.labels
         # the call under the agent's levels; at every default: no control, no system message, the paper's prompt
-        ask = dimensions.shape(self.levels)
+        ask = dimensions.shape(self.levels, session.config)
         text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", text)
         if sim.decision_mode == "score":
@@ -223,10 +223,29 @@ class PersonaAgent(mesa.Agent):
                      latency_s=reply.latency_s, input_tokens=reply.input_tokens, choice_mass=scored.mass)
         if scored.status != "valid":
             return d
+        probs = self.calibrated(scored.probs, labels, scenario.target)
         if session.config.simulation.score_pick == "argmax":
-            decision = max(labels, key=lambda c: scored.probs[c])
+            decision = max(labels, key=lambda c: probs[c])
         else:
             rng = np.random.default_rng(stable_seed(seed, "draw"))
-            decision = str(rng.choice(labels, p=[scored.probs[c] for c in labels]))
-        return replace(d, decision=decision, target=decision == scenario.target,
-                       p_target=scored.probs[scenario.target])
+            decision = str(rng.choice(labels, p=[probs[c] for c in labels]))
+        return replace(d, decision=decision, target=decision == scenario.target, p_target=probs[scenario.target])
+
+    def groups(self) -> dict[str, str]:
+        """The agent's attribute in each group: here its case's group (population agents: every group)."""
+        return {self.model.case.group.id: self.attribute}
+
+    def calibrated(self, probs: dict[str, float], labels: list[str], target: str) -> dict[str, float]:
+        """The choice probabilities the agent decides with: the model's, or under ``simulation.adjustment``
+        (calibrated agents, louder.calibration) the target's shifted by the agent's logit offset and the
+        other choices rescaled. Without an adjustment: ``probs`` as they are."""
+        session = self.model.session
+        path = session.config.simulation.adjustment
+        if path is None:
+            return probs
+        from louder.calibration import apply_offsets, load_adjustment, offset_for
+
+        c = self.model.case
+        delta = offset_for(load_adjustment(path), c.model, c.condition, c.scenario.id, self.groups())
+        shifted = apply_offsets([probs[x] for x in labels], labels.index(target), delta)
+        return dict(zip(labels, map(float, shifted)))

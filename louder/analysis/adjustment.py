@@ -77,6 +77,7 @@ from scipy.special import expit, logit
 from louder.analysis import intervals as I
 from louder.analysis.keys import CASE_KEYS, is_valid
 from louder.analysis.stats import dpd
+from louder.calibration import P_CLIP, adjust_probability, apply_offsets  # noqa: F401  (the agents apply them too)
 from louder.errors import LouderError
 
 KEYS = CASE_KEYS  # the case (louder.analysis.keys)
@@ -85,7 +86,6 @@ INTERVENTION_COLUMNS = [*KEYS, "intervention", "n_agents", "dpd_none", "dpd", "d
 OFFSET_COLUMNS = ["group", "attribute", "source", "to", "n", "rate", "target", "offset", "se", "rate_adjusted"]
 SENSITIVITY_COLUMNS = ["model", "condition", "scenario", "variant", "base", "agents", "group", "attribute", "rate_base",
                        "rate_variant", "effect", "ci_low", "ci_high", "verdict"]
-P_CLIP = 1e-6
 NAN = float("nan")
 
 
@@ -385,33 +385,15 @@ def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: p
     return pd.DataFrame(rows, columns=[*by, *OFFSET_COLUMNS])
 
 
-def adjust_probability(p, offset) -> np.ndarray:
-    """p' = expit(logit p + δ) (p clipped to [1e-6, 1 − 1e-6] first)."""
-    return expit(_logits(np.asarray(p, dtype=float)) + np.asarray(offset, dtype=float))
-
-
-def apply_offsets(probabilities, target: int, offset) -> np.ndarray:
-    """A choice distribution after the offset: the target choice's probability becomes
-    p'_t = expit(logit p_t + δ); the other choices share 1 − p'_t in their old proportions
-    (p'_j = p_j (1 − p'_t)/(1 − p_t); equally when p_t was 1). ``probabilities``: (…, C) rows summing
-    to 1; ``offset``: a number or one per row."""
-    p = np.asarray(probabilities, dtype=float)
-    pt = p[..., target]
-    new_t = adjust_probability(pt, offset)
-    rest = 1 - pt
-    others = np.delete(p, target, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scaled = np.where(rest[..., None] > 0, others * ((1 - new_t) / np.where(rest > 0, rest, 1))[..., None],
-                          ((1 - new_t) / max(p.shape[-1] - 1, 1))[..., None])
-    return np.insert(scaled, target, new_t, axis=-1)
-
-
 # --- policy sensitivity ------------------------------------------------------------------------------
 
-def conclusion(lo: float, hi: float) -> str:
+def conclusion(lo: float, hi: float, tie: float = 1e-9) -> str:
+    """The sign class of an effect's interval: an end within ``tie`` of 0 is 0 (an effect that is exactly 0
+    in every resample — agents whose probability the variant does not move — reads no clear effect, not a
+    float's sign)."""
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return "cannot be judged"
-    return "raises" if lo > 0 else "lowers" if hi < 0 else "no clear effect"
+    return "raises" if lo > tie else "lowers" if hi < -tie else "no clear effect"
 
 
 def sensitivity_table(decisions: pd.DataFrame, observed: pd.DataFrame | None = None, base: str | None = None,

@@ -17,27 +17,29 @@ from louder.scenarios import load_group
 from louder.status import no_valid_notes
 
 DEFAULT_BOOTSTRAP = 10_000
-SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed")  # what analysis.json records
+SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed", "adjust")  # what analysis.json records
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What an analysis depends on beside the data: bootstrap draws, seed, and the files given with
-    ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own)."""
+    """What an analysis depends on beside the data: bootstrap draws, seed, the files given with
+    ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own), and
+    ``--adjust`` (parity | observed: the policy sensitivity of calibrated agents; None: none)."""
 
     bootstrap: int = DEFAULT_BOOTSTRAP
     seed: int = 0
     predictions: str | None = None
     patterns: str | None = None
     observed: str | None = None
+    adjust: str | None = None
 
     @classmethod
     def of(cls, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, predictions=None, patterns=None,
-           observed=None) -> Settings:
+           observed=None, adjust=None) -> Settings:
         def path(v):
             return None if v is None else str(Path(v).resolve())
 
-        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed))
+        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed), adjust)
 
 
 @dataclass
@@ -63,6 +65,9 @@ class Analysis:
     presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal
     beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
     levels: pd.DataFrame | None = None  # issue 30: every reasoning level
+    interventions: pd.DataFrame | None = None  # issue 33: every prompt intervention (one wording, one level)
+    intervention_probes: pd.DataFrame | None = None  # issue 33: the explicit answers under every intervention
+    every_intervention: pd.DataFrame | None = None  # every intervention, wording and level: the report's accounting
     weat: pd.DataFrame | None = None  # issue 14: `louder probe weat`
     groups: dict[str, list[str]] = field(default_factory=dict)  # group id → its attributes
     score: bool = False  # decision_mode: score
@@ -171,6 +176,15 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
         # a policy variant reads as its own scenario in the control and arm too, so each variant meets its own
         a.control = keys.variants_as_scenarios(a.control)
         a.no_influence = keys.variants_as_scenarios(_read_parquet(run / "no_influence.parquet"))
+    # issue 33: interventions.csv reads every prompt intervention (one wording, the reference reasoning level);
+    # every other table the decisions and explicit answers under none
+    from louder.analysis import interventions as IV
+
+    if IV.varies(decisions):
+        a.every_intervention, a.interventions = decisions, R.case_view(RS.level_view(decisions))
+    if IV.varies(a.probes):
+        a.intervention_probes = a.probes
+    decisions, a.probes = IV.reference_view(decisions), IV.reference_view(a.probes)
     # issue 30: reasoning.csv reads every reasoning level (of the reference wording); every other table the
     # reference level. Issue 25: robustness.csv reads every wording, order and signal; the per-case tables
     # one wording, with the names signal as its own condition (docs/robustness.md)
@@ -182,6 +196,6 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
     a.weat = _read_parquet(run / "weat.parquet")
     a.population = _read_parquet(run / "population.parquet")
     # twins decide in every arm, as their agents do: the tables read the same wording and level
-    a.twins = R.case_view(RS.level_view(_read_parquet(run / "twins.parquet")))
+    a.twins = R.case_view(RS.level_view(IV.reference_view(_read_parquet(run / "twins.parquet"))))
     a.missing.extend(no_valid_notes(a.manifests))  # issue 32: a kind of run with no valid answer says why
     return a

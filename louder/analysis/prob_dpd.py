@@ -28,6 +28,7 @@ from louder.analysis import intervals as I
 from louder.analysis.keys import CASE_KEYS, is_valid
 
 COLUMNS = [*CASE_KEYS, "dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
+TIE = 1e-9  # DPDs closer than this are equal in the permutation tests
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ def permutation_p(samples: list[np.ndarray], B: int = 10_000, seed: int = 0) -> 
     draws = np.concatenate([_dpd_of_means(np.add.reduceat(
         rng.permuted(np.broadcast_to(pooled, (min(rows, B - i), pooled.size)), axis=1), starts, axis=1), n)
         for i in range(0, B, rows)])
-    return float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
+    # means equal to 1e-9 are ties (calibrated agents' means agree to the offsets' solver tolerance, not to 1e-12)
+    return float((1 + np.count_nonzero(draws >= observed - TIE)) / (B + 1))
 
 
 def _cluster_sums(p: np.ndarray, attribute: np.ndarray, cluster: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
@@ -154,7 +156,7 @@ def cluster_permutation_p(p, attribute, cluster, B: int = 10_000, seed: int = 0)
     chunk = max(1, 5_000_000 // max(label.size, 1))
     draws = np.concatenate([stat(rng.permuted(np.broadcast_to(label, (min(chunk, B - i), label.size)), axis=1))
                             for i in range(0, B, chunk)])
-    return float((1 + np.count_nonzero(draws >= observed - 1e-12)) / (B + 1))
+    return float((1 + np.count_nonzero(draws >= observed - TIE)) / (B + 1))
 
 
 def prob_dpd_clustered(p, attribute, cluster, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ProbDPD:

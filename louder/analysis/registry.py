@@ -42,9 +42,13 @@ INPUTS = {
     "rounds": "every round of a network run", "control": "control.parquet (a network run's rule-based control)",
     "no_influence": "no_influence.parquet (the no-influence arm)", "population": "population.parquet",
     "twins": "twins.parquet", "sequential": "sequential.csv and sequential_waves.csv of a sequential run",
+    "interventions": "every prompt intervention of a run that varies them (one wording, the reference reasoning "
+                     "level, round 0); every other input holds the decisions and answers under none",
+    "intervention_probes": "probes.parquet under every prompt intervention, when the probe varied them",
 }
 BUILTIN = ("attributes", "cases", "voices", "compare", "rationales", "bai", "weat", "network", "robustness",
-           "reasoning", "sequential", "population", "archetype")  # modules of louder.analysis.measures
+           "reasoning", "sequential", "population", "archetype", "interventions",
+           "sensitivity")  # modules of louder.analysis.measures
 GROUP = "louder.measures"  # the entry-point group of measures from other packages
 
 

@@ -36,10 +36,11 @@ def _accounting(a: Analysis) -> str:
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
     if a.decisions is not None:
-        # every wording (issue 25) and every reasoning level (issue 30)
-        d = next(x for x in (getattr(a, "levels", None), getattr(a, "presented", None), a.decisions) if x is not None)
+        # every wording (issue 25), every reasoning level (issue 30) and every prompt intervention (issue 33)
+        d = next(x for x in (getattr(a, "every_intervention", None), getattr(a, "levels", None),
+                             getattr(a, "presented", None), a.decisions) if x is not None)
         keys = list(ATTRIBUTE_KEYS)
-        keys += [c for c in ("signal", "wording", "reasoning") if c in d and d[c].nunique() > 1]
+        keys += [c for c in ("signal", "wording", "reasoning", "intervention") if c in d and d[c].nunique() > 1]
         t = pd.DataFrame(status_by(d, keys))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
     if a.personas is not None and len(a.personas):
@@ -49,7 +50,8 @@ def _accounting(a: Analysis) -> str:
                                            f"{len(bad)} of {len(t)} case × attribute cells had a persona that was "
                                            "not valid" + (":" if len(bad) else ".")), _table(bad, scroll=True)]
     if a.probes is not None:
-        t = pd.DataFrame(status_by(a.probes, ["model", "scenario", "group"]))
+        p = a.probes if getattr(a, "intervention_probes", None) is None else a.intervention_probes
+        t = pd.DataFrame(status_by(p, ["model", "scenario", "group"] + (["intervention"] if p is not a.probes else [])))
         parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
     if a.beliefs is not None:
         t = pd.DataFrame(status_by(a.beliefs, ["model", "scenario", "group", "attribute"]))

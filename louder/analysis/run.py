@@ -95,21 +95,28 @@ def written(run_dir: str | Path, names: list[str] | None = None) -> dict[str, pd
 
 def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
             predictions: str | Path | None = None, patterns: str | Path | None = None, write: bool = True,
-            observed: str | Path | None = None) -> Analysis:
+            observed: str | Path | None = None, adjust: str | None = None) -> Analysis:
     """Every table of the run folder's measures (``louder.analysis.registry``) and, with ``write``, the
     CSVs and analysis.json in the folder. ``observed``: a file of observed rates (docs/voices.md;
-    default: the one the predictions file names, if any). With ``write``, an analysis of the same
+    default: the one the predictions file names, if any). ``adjust`` (parity | observed): sensitivity.csv,
+    the policy variants' effects under calibrated agents (issue 33). With ``write``, an analysis of the same
     data with the same settings is read back from its CSVs (``Analysis.cached``), not computed or
     written again; ``write=False`` computes in memory and touches no file."""
     start = time.perf_counter()
     if bootstrap < 100:
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
+    if adjust not in (None, "parity", "observed"):
+        raise LouderError(f"--adjust {adjust}: use parity (agents calibrated to the pooled rate) or observed (to the "
+                          "rates of --observed FILE)")
+    if adjust == "observed" and observed is None:
+        raise LouderError("--adjust observed needs --observed FILE: observed rates per scenario, group and attribute "
+                          "(docs/voices.md)")
     run = Path(run_dir)
     if not run.is_dir():
         raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
-    settings = Settings.of(bootstrap, seed, predictions, patterns, observed)
+    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, adjust)
     state = data_state(run, generations, settings)
     done = read_json(run / "analysis.json")
     cached = _cached(run, done, settings, state) if write else None

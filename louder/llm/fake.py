@@ -1,7 +1,7 @@
 """``fake``: a deterministic stand-in model, for tests and for checking an analysis end to end
 without any model.
 
-Spec: ``fake`` or ``fake:seed=N,bias=WORD:P[,bias=WORD:P...][,pick=LABEL][,only=WORD][,first=P]``.
+Spec: ``fake`` or ``fake:seed=N,bias=WORD:P[,bias=WORD:P...][,pick=LABEL][,only=WORD][,unless=WORD][,first=P]``.
 Each answer is drawn from a random generator seeded by ``seed`` and the request (so the same request
 always gets the same answer, and different replicates differ). A choice field of the request's
 schema (a ``Literal``, i.e. a JSON-schema ``enum``) gets one of its options: uniformly, or — when a
@@ -9,6 +9,8 @@ bias WORD occurs in the prompt (whole word, any case) — the first option with 
 others uniformly with the rest. Options for checking robustness (docs/robustness.md): ``pick=LABEL``
 makes a bias favour the option LABEL wherever it is listed (instead of whichever is listed first);
 ``only=WORD`` lets the biases act only when WORD is in the prompt too (e.g. a word of one wording);
+``unless=WORD`` stops the biases whenever WORD is in the prompt (a prompt intervention that works,
+docs/how-to/test-a-mitigation.md);
 ``first=P`` gives the first-listed option probability P whenever no bias acts — a model that prefers
 position and ignores personas. An integer field gets a Binomial draw over its range with the same
 probability (``count``). Free-text fields get a short filler sentence — a ``name`` field a first name
@@ -53,9 +55,10 @@ def parse_options(text: str) -> tuple[int, dict[str, float]]:
 
 
 def parse_all(text: str) -> dict:
-    """Every option of the spec: seed, bias {word: P}, pick (label or None), only (word or None), first (P or None),
+    """Every option of the spec: seed, bias {word: P}, pick (label or None), only and unless (word or None),
+    first (P or None),
     think (inline | field | unclosed | None), level {reasoning level: {word: P}}."""
-    out: dict = dict(seed=0, bias={}, pick=None, only=None, first=None, think=None, level={})
+    out: dict = dict(seed=0, bias={}, pick=None, only=None, unless=None, first=None, think=None, level={})
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         try:
@@ -67,7 +70,7 @@ def parse_all(text: str) -> dict:
                 if word and 0.0 <= float(p) <= 1.0:
                     out["bias"][word.lower()] = float(p)
                     continue
-            if key in ("pick", "only") and value:
+            if key in ("pick", "only", "unless") and value:
                 out[key] = value
                 continue
             if key == "first" and 0.0 <= float(value) <= 1.0:
@@ -85,7 +88,7 @@ def parse_all(text: str) -> dict:
         except ValueError:
             pass
         raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER, bias=WORD:P, pick=LABEL, only=WORD, "
-                          f"first=P, think={'|'.join(THINK)} or level=LEVEL:WORD:P (LEVEL one of "
+                          f"unless=WORD, first=P, think={'|'.join(THINK)} or level=LEVEL:WORD:P (LEVEL one of "
                           f"{', '.join(LEVELS)}) with 0 ≤ P ≤ 1 (e.g. fake:seed=3,bias=woman:0.9)")
     return out
 
@@ -113,7 +116,7 @@ class FakeModel:
         self.options = options
         o = parse_all(options)
         self.seed, self.bias, self.pick, self.only, self.first = o["seed"], o["bias"], o["pick"], o["only"], o["first"]
-        self.think, self.levels = o["think"], o["level"]
+        self.think, self.levels, self.unless = o["think"], o["level"], o["unless"]
         self.reasoning_control = "fake"  # honours every reasoning level
 
     def identity(self) -> dict:
@@ -123,9 +126,12 @@ class FakeModel:
         return random.Random(stable_hash([self.seed, request.key_material(), *extra]))
 
     def _hits(self, request: Request, gated: bool = True) -> dict[str, float]:
-        """The bias words in the request's prompt (when ``gated``, none unless the ``only`` word is there too)."""
+        """The bias words in the request's prompt (when ``gated``, none unless the ``only`` word is there too,
+        and none when the ``unless`` word is)."""
         text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
         if gated and self.only and not re.search(rf"\b{re.escape(self.only)}\b", text, re.IGNORECASE):
+            return {}
+        if gated and self.unless and re.search(rf"\b{re.escape(self.unless)}\b", text, re.IGNORECASE):
             return {}
         if gated:
             bias = {**self.bias, **self.levels.get(request.reasoning or "default", {})}

@@ -16,6 +16,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from louder.config import ExperimentConfig, part
+from louder.interventions import NONE, by_id
 from louder.llm.base import stable_seed
 from louder.session import ModelSession
 from louder.presentation import joined, shown_order
@@ -42,15 +43,20 @@ def count_probe_calls(config: ExperimentConfig) -> int:
 
 
 def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: int, run_id: str,
-               on_done: Callable[[], None] | None = None) -> list[dict]:
-    """N explicit answers for one scenario × group, one row each (in trial order)."""
+               on_done: Callable[[], None] | None = None, intervention: str = NONE) -> list[dict]:
+    """N explicit answers for one scenario × group, one row each (in trial order), under ``intervention``
+    (``simulation.interventions``: its text before the question or as a system message; the same trial
+    seeds under every intervention, so the answers are paired by trial)."""
     cfg, prompts = session.config, session.prompts
     if scenario.explicit is None or group.explicit is None:
         raise ValueError(f"scenario {scenario.id} or group {group.id} has no explicit-probe text")
     q = group.explicit
     options = [o.label for o in q.options]
     to_attribute = {o.label: o.attribute for o in q.options}
-    completion_prompt = (prompts.explicit(scenario, group, cfg.paper_faithful, "completion")
+    iv = by_id(cfg).get(intervention)
+    before = iv.text if iv is not None and iv.where == "before_decision" else None
+    system = iv.text if iv is not None and iv.where == "system" else None
+    completion_prompt = (prompts.explicit(scenario, group, cfg.paper_faithful, "completion", before_question=before)
                          if session.api == "completion" else None)
 
     def one(trial: int) -> dict:
@@ -59,11 +65,12 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
         order = list(shown_order(options, cfg.simulation.choice_order, trial, seed))
         labels = order + [q.unknown.label]
         schema = answer_schema(labels, cfg.simulation.constrain_choices)
-        prompt = prompts.explicit(scenario, group, cfg.paper_faithful, "chat", None if order == options else order)
+        prompt = prompts.explicit(scenario, group, cfg.paper_faithful, "chat", None if order == options else order,
+                                  before)
         out, v = session.ask_choice(
             prompt, schema, cfg.explicit.params, seed, f"explicit|{scenario.id}|{group.id}|{trial}", labels, "answer",
             completion_prompt=completion_prompt, completion_params=cfg.explicit.completion_params,
-            extraction_prompt=lambda text: prompts.explicit_extraction(text, group))
+            extraction_prompt=lambda text: prompts.explicit_extraction(text, group), system=system)
         raw = out.raw if out.raw else (out.reply.error or "")
         if session.api == "completion" and v.status != "error":
             raw = f"{out.raw}\n[extracted] {out.text}"
@@ -71,7 +78,8 @@ def probe_case(session: ModelSession, scenario: Scenario, group: Group, trials: 
                     trial=trial, answer=v.choice, attribute=to_attribute.get(v.choice) if v.choice else None,
                     rationale=v.rationale, status=v.status, raw_response=raw, attempts=out.attempts,
                     latency_s=out.latency_s, input_tokens=out.input_tokens, output_tokens=out.output_tokens,
-                    choice_order=joined(labels), thinking=out.thinking, reasoning_tokens=out.reasoning_tokens)
+                    choice_order=joined(labels), thinking=out.thinking, reasoning_tokens=out.reasoning_tokens,
+                    intervention=intervention)
 
     return session.client.map(one, range(trials), on_done)
 
@@ -87,9 +95,12 @@ def explicit_task(config: ExperimentConfig) -> Task:
             for g in config.simulation.groups:
                 scenario, group = load_scenario(s), load_group(g)
                 n = trials_for(config, group)
-                prompt = prompts.explicit(scenario, group, config.paper_faithful, "chat")
-                items.append(Item((m.label, scenario, group), n,
-                                  (Calls(m.label, n * per, prompt, "explicit", own.params.max_tokens),)))
+                # every trial again under each intervention of the run (issue 33): the explicit side of a mitigation
+                for iv_id, iv in by_id(config).items():
+                    text = None if iv is None else iv.text
+                    prompt = prompts.explicit(scenario, group, config.paper_faithful, "chat", before_question=text)
+                    key = (m.label, scenario, group) if iv is None else (m.label, scenario, group, iv_id)
+                    items.append(Item(key, n, (Calls(m.label, n * per, prompt, "explicit", own.params.max_tokens),)))
 
     def tables(ctx, results):
         rows = [r for case_rows in results for r in case_rows]
@@ -99,7 +110,7 @@ def explicit_task(config: ExperimentConfig) -> Task:
 
     return Task("explicit", items,
                 lambda ctx, p, tick: probe_case(ctx.sessions[p[0]], p[1], p[2], trials_for(config, p[2]),
-                                                ctx.run_id, tick),
+                                                ctx.run_id, tick, p[3] if len(p) > 3 else NONE),
                 tables, "probes_manifest.json")
 
 

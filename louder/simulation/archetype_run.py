@@ -293,6 +293,7 @@ def agent_rows(plan: Plan, sim: pd.DataFrame, run_id: str, model: str, scenario_
         "output_tokens": pd.array([None] * len(sim), dtype="Int64"), "choice_mass": sim["choice_mass"],
         "thinking": pd.array([None] * len(sim), dtype="string"),
         "reasoning_tokens": pd.array([None] * len(sim), dtype="Int64"), "reasoning": "default",
+        "intervention": "none",  # archetype mode takes no experiment dimension (louder.dimensions.check)
         # one shared prompt per cell, its choices listed as written (choice_order: as_written only)
         "choice_order": "|".join(load_scenario(scenario_id, plan.config.simulation.scenarios).labels),
         "wording": "as_written", "signal": "stated",

@@ -121,7 +121,7 @@ def decision_calls(config: ExperimentConfig, model: str, condition: str, scenari
     under no_persona), with a neighbour message in rounds of influence, asked as the dimensions'
     ``levels`` shape the call (``PersonaAgent.decide``)."""
     persona = demographic if condition == "no_persona" else stand_in_persona()
-    ask = dimensions.shape(levels or {})
+    ask = dimensions.shape(levels or {}, config)
     text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
     prompt = prompts.action(STAND_IN_NAME, persona, scenario, "chat", text)
     if ask.system:

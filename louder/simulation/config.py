@@ -1,7 +1,7 @@
 """The ``simulation:`` and ``sequential:`` sections of the config (issue 31.4): what every agent run
 (seed, population, network, archetype) reads — the design (scenarios, groups, conditions, agents,
 variants), the generation of personas and decisions, and the experiment dimensions
-(``louder.dimensions``: wordings, choice order, signal, reasoning levels)."""
+(``louder.dimensions``: wordings, choice order, signal, reasoning levels, interventions)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,17 @@ class SimulationConfig(Section):
         description="reasoning levels of the decisions, an experiment dimension like wordings (every agent decides "
         "once per level, its persona shared): default (send no control: the model's own behaviour), off, on, low, "
         "medium, high — sent as each model's `reasoning_control`; reasoning.csv compares the DPD between levels")
+    interventions: list[str] = Field(
+        default_factory=lambda: ["none"], min_length=1,
+        description="prompt interventions, an experiment dimension (every agent decides once per intervention, its "
+        "persona shared): none (the paper's prompt), ids of the built-ins (louder/data/interventions.yaml: "
+        "really_dont_discriminate, illegal, ignore_demographics, …) or paths of intervention files (id, text, where: "
+        "system | before_decision); interventions.csv compares each with none (docs/how-to/test-a-mitigation.md)")
+    adjustment: str | None = Field(
+        None, description="calibrated agents: an adjustment file of logit offsets (`louder adjust RUN --to parity | "
+        "observed` writes RUN/adjustment.yaml); each agent's target-choice probability is shifted by its attribute's "
+        "offset before it decides (score mode; network rounds hear the adjusted decisions) — "
+        "docs/how-to/test-a-mitigation.md")
 
     @field_validator("scenarios", "groups")
     @classmethod
@@ -89,12 +100,12 @@ class SimulationConfig(Section):
             raise ValueError(str(e)) from None
         return v
 
-    @field_validator("signal", "reasoning", mode="before")
+    @field_validator("signal", "reasoning", "interventions", mode="before")
     @classmethod
     def _one_level_is_a_list(cls, v):
         return [v] if isinstance(v, str) else v
 
-    @field_validator("conditions", "variants", "wordings", "signal", "reasoning")
+    @field_validator("conditions", "variants", "wordings", "signal", "reasoning", "interventions")
     @classmethod
     def _distinct(cls, v):
         if len(set(v)) != len(v):

@@ -98,6 +98,9 @@ class PopulationAgent(PersonaAgent):
     def demographic(self) -> str:
         return agent_description(self.attributes, self.model.case.population.phrases, self.model.session.prompts)
 
+    def groups(self) -> dict[str, str]:
+        return dict(self.attributes)
+
     def persona_row(self) -> dict:
         return {**super().persona_row(), "cell_id": self.cell_id,
                 **{attr_column(g): v for g, v in self.attributes.items()}}
@@ -132,6 +135,7 @@ class TwinAgent(PersonaAgent):
         return f"{self.source.key}|twin:{self.group_id}={self.attribute}"
 
     demographic = PopulationAgent.demographic  # all of its attributes, the changed one included
+    groups = PopulationAgent.groups  # calibrated agents: the twin's offsets are those of its own attributes
 
     def _failed(self, persona: Persona, status: str | None = None) -> None:
         self.twin_status, self.twin_reason, self.persona = status or persona.status, persona.reason, persona
