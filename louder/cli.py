@@ -147,6 +147,9 @@ def run(
     reasoning: Optional[list[str]] = typer.Option(None, "--reasoning", help="reasoning level of the decisions: "
                                                   "default | off | on | low | medium | high; repeatable (each agent "
                                                   "decides once per level; docs/how-to/reasoning-models.md)"),
+    humans: Optional[Path] = typer.Option(None, "--humans", help="a human study of the run's scenarios (CSV): each "
+                                          "respondent gets a paired agent, and anchored.csv aligns the agents with "
+                                          "the humans (docs/how-to/anchor-to-humans.md)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -157,7 +160,8 @@ def run(
                      conditions=condition or None, seed=seed, concurrency=concurrency, paper_faithful=paper_faithful,
                      rounds=rounds, population=population, variants=variant or None, twins=twins,
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
-                     signal=signal or None, names=names, reasoning=reasoning or None)
+                     signal=signal or None, names=names, reasoning=reasoning or None,
+                     simulation={"humans": str(humans)} if humans else None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)

@@ -174,7 +174,15 @@ def sequential_cases_table(seq: pd.DataFrame, s: dict) -> Table:
 
 
 def simulation_console(result) -> list:
-    return [rates_table(result.tables["decisions.parquet"]), *sequential_table(result), *_footer(result)]
+    d = result.tables["decisions.parquet"]
+    if "respondent" not in d.columns:
+        return [rates_table(d), *sequential_table(result), *_footer(result)]
+    # a human study (issue 34): the usual agents, then the respondents' paired agents apart
+    paired = d["respondent"].notna()
+    title = ("Paired agents of the human study's respondents: target rate and statuses (`louder analyze` anchors the "
+             "agents to the humans)")
+    return [rates_table(d[~paired]), rates_table(d[paired], title),
+            *sequential_table(result), *_footer(result)]
 
 
 def network_console(result) -> list:
@@ -270,6 +278,8 @@ def analysis_tables(tables: dict[str, pd.DataFrame]) -> list[Table]:
     """What `louder analyze` prints, in order. A population run leads with its per-group DPDs and the
     regression; its cases table (the joint label) comes after them, titled as the intersections it is."""
     voices = [voices_table(tables["voices"])] if "voices" in tables else []
+    if "anchored" in tables and len(tables["anchored"]):  # issue 34
+        voices.append(anchored_table(tables["anchored"]))
     if "reasoning" in tables and len(tables["reasoning"]):  # issue 30
         voices.append(reasoning_levels_table(tables["reasoning"]))
     if "population_groups" not in tables:
@@ -347,4 +357,26 @@ def voices_table(voices: pd.DataFrame) -> Table:
                       ci(r, "belief_dpd", "belief_ci_low", "belief_ci_high"),
                       ci(r, "explicit_dpd", "explicit_ci_low", "explicit_ci_high"), obs,
                       ci(r, "action_gap", "action_gap_ci_low", "action_gap_ci_high"), amp)
+    return table
+
+
+def anchored_table(anchored: pd.DataFrame) -> Table:
+    """Issue 34: per attribute the humans', agents' and PPI rates [95 % CI] (``anchored.csv``)."""
+    table = Table(title="Anchored to a human study: target rate [95 % CI] of the humans, the agents and both by "
+                        "prediction-powered inference; DPD of the PPI rates — docs/how-to/anchor-to-humans.md")
+    for col in ("model", "condition", "scenario", "group", "attribute", "n humans", "humans", "agents", "PPI",
+                "ess gained", "agreement", "DPD PPI [95 % CI]", "ratio agents ÷ humans"):
+        table.add_column(col)
+
+    def ci(r, est, lo, hi):
+        return "–" if pd.isna(r[est]) else f"{_f(r[est], 2)} [{_f(r[lo], 2)}, {_f(r[hi], 2)}]"
+
+    for _, r in anchored.iterrows():
+        gained = "–" if pd.isna(r["ess_gained"]) else f"{round(r['ess_gained']) + 0.0:.0f}"  # never "-0"
+        table.add_row(str(r["model"]), str(r["condition"]), str(r["scenario"]), str(r["group"]), str(r["attribute"]),
+                      str(r["n_humans"]), ci(r, "rate_humans", "ci_low_humans", "ci_high_humans"),
+                      ci(r, "rate_agents", "ci_low_agents", "ci_high_agents"),
+                      ci(r, "rate_ppi", "ci_low_ppi", "ci_high_ppi"), gained, _f(r["agreement"], 2),
+                      ci(r, "dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi"),
+                      ci(r, "ratio", "ratio_ci_low", "ratio_ci_high"))
     return table

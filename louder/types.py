@@ -65,6 +65,7 @@ DTYPES = {
     "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64",
     "choice_order": "string", "wording": "string", "signal": "string",
     "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
+    "respondent": "string",  # a human study's respondent of a paired agent (louder.simulation.humans)
 }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis import figures
+from louder.analysis.anchored_report import anchored_section
 from louder.analysis.html import note as _p, png as _png, section as _section, table as _table
 from louder.analysis.reasoning_report import reasoning_section
 from louder.analysis.robustness_report import robustness_section
@@ -404,6 +405,7 @@ def render(a: Analysis) -> str:
                     "the explicit DPD is a difference of shares of answers (next section)."),
                  _table(t["contrast"])),
         voices_section(t),
+        anchored_section(t),  # issue 34
         _section("Target-decision rate per attribute (cf. Fig. 4)",
                  _png(figures.rates_figure(t["attributes"])), _table(_rates_table(t["attributes"]), scroll=True)),
         _choices(t.get("choices")),

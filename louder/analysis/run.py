@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from louder.analysis import anchored as A
 from louder.analysis import cases as C
 from louder.analysis import sequential_tables as ST
 from louder.analysis import reasoning as RS
@@ -54,6 +55,7 @@ class Analysis:
     presented: pd.DataFrame | None = None  # issue 25: every wording, order and signal (``decisions``: the case view)
     beliefs: pd.DataFrame | None = None  # issue 21: `louder probe beliefs`
     levels: pd.DataFrame | None = None  # issue 30: every reasoning level (``presented``: the reference level)
+    humans: pd.DataFrame | None = None  # issue 34: humans.parquet, the respondents of a human study
 
 
 def _read_json(path: Path) -> dict | None:
@@ -159,6 +161,10 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     decisions = RS.level_view(decisions)
     presented = decisions
     decisions = R.case_view(decisions)
+    # issue 34: a human study's paired agents are read by anchored.csv only; every other table reads the usual agents
+    paired_view = decisions
+    levels, presented, decisions, personas = (A.split(f) for f in (levels, presented, decisions, personas))
+    humans = _read_parquet(run / "humans.parquet")
 
     attr_frames, case_frames = [], []
     if decisions is not None:
@@ -224,6 +230,8 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     if R.varies(presented):
         tables["robustness"] = R.robustness_table(_by_population_group(presented), attrs, B=bootstrap, seed=seed)
         tables["position_bias"] = R.position_bias_table(presented)
+    if humans is not None and paired_view is not None:
+        tables["anchored"] = A.anchored(paired_view, humans, B=bootstrap, seed=seed)
     if RS.varies(levels):
         tables["reasoning"] = RS.reasoning_table(_by_population_group(RS.wording_view(levels)), attrs, B=bootstrap,
                                                  seed=seed)
@@ -232,12 +240,14 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     result.presented = presented
     result.beliefs = beliefs
     result.levels = levels
+    result.humans = humans
     if sequential is not None:
         tables["sequential"], tables["sequential_waves"] = sequential
     _add_population(result, bootstrap, seed)
     check_unchanged(run, generations)  # no run rewrote a file while it was read
     result.seconds = time.perf_counter() - start
-    written = TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
+    written = (TABLES + SIBLING_TABLES + NETWORK_TABLES + POPULATION_TABLES + ROBUSTNESS_TABLES + VOICES_TABLES
+               + ANCHORED_TABLES)
     if write:
         for name in written:
             if name in tables:
@@ -288,6 +298,7 @@ def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | No
 
 
 ROBUSTNESS_TABLES = ("robustness", "position_bias", "reasoning")  # issue 25; reasoning levels: issue 30
+ANCHORED_TABLES = ("anchored",)  # issue 34: a human study (louder.analysis.anchored)
 
 # --- population runs, policy variants and counterfactual twins (issue 11) ---
 POPULATION_TABLES = ("population_groups", "population_rates", "population_intersections", "population_regression",
