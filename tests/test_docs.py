@@ -414,16 +414,19 @@ def reference_runs(tmp_path_factory):
             "--reasoning", "default"]  # (score mode, as net.yaml: levels without thinking)
     louder("run", base / "net.yaml", "--out", netdims, "-m", FAKE, "--agents", 2, "--rounds", 1, *dims)
     louder("run", "--out", seqdims, "-m", FAKE, "--until", "decided", "--budget", 4, "--wave", 2, *dims)
+    humans = base / "humans"  # issue 34: a human study (humans.parquet, the respondent column, anchored.csv)
+    louder("run", "--out", humans, "-m", FAKE, "--agents", 4, "--humans", ROOT / "examples" / "humans-synthetic.csv",
+           *one)
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims):
+    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, humans):
         louder("analyze", run, "-B", 200)
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, humans):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))
