@@ -143,9 +143,10 @@ def table(config) -> pd.DataFrame | None:
 
 
 def paired(config, scenario_ref: str, group_ref: str) -> list[Paired]:
-    """The paired agents of a case of ``scenario_ref`` × ``group_ref``, in the file's order."""
+    """The paired agents of a case of ``scenario_ref`` × ``group_ref``, by respondent id (the file's
+    order changes no agent: not its place, so not its balanced choice order either)."""
     t = table(config)
     if t is None:
         return []
-    rows = t[(t["scenario"] == scenario_ref) & (t["group"] == group_ref)]
+    rows = t[(t["scenario"] == scenario_ref) & (t["group"] == group_ref)].sort_values("respondent", kind="stable")
     return [Paired(r, a) for r, a in zip(rows["respondent"], rows["attribute"])]

@@ -66,7 +66,8 @@ class BiasModel(mesa.Model):
 
     ``paired``: the case's respondents of a human study (``louder.simulation.humans.Paired``), each
     with an agent of its attribute after the usual ones (``agent_id`` continues; ``replicate`` is the
-    respondent's place in the case; None: a run without one, and no ``respondent`` column).
+    respondent's place among the case's respondents of its attribute; None: a run without one, and no
+    ``respondent`` column).
 
     Agents are made as the step reaches them (a million-agent case makes its first call after its
     first agent, not after building a million agents); ``populate`` makes them all up front. Either
@@ -83,6 +84,13 @@ class BiasModel(mesa.Model):
         self.replicates = range(agents) if replicates is None else replicates
         # the respondents' paired agents of a human study (louder.simulation.humans), after the usual ones
         self.paired = list(paired or [])
+        # a paired agent's replicate: its place among the case's respondents of its attribute (so that a
+        # balanced choice order balances them within each attribute, as it does the usual agents)
+        counts: dict[str, int] = {}
+        self._paired_replicates = []
+        for p in self.paired:
+            self._paired_replicates.append(counts.get(p.attribute, 0))
+            counts[p.attribute] = counts.get(p.attribute, 0) + 1
         self.usual = len(case.group.attributes) * len(self.replicates)
         self.size = self.usual + len(self.paired)
         self._made: dict[int, PersonaAgent] = {}
@@ -96,7 +104,8 @@ class BiasModel(mesa.Model):
         if a is None and k >= self.usual:  # a paired agent: the j-th respondent of the case
             j = k - self.usual
             p = self.paired[j]
-            a = self._made[k] = PersonaAgent(self, p.attribute, j, agent_id=k + 1, respondent=p.respondent)
+            a = self._made[k] = PersonaAgent(self, p.attribute, self._paired_replicates[j], agent_id=k + 1,
+                                             respondent=p.respondent)
         if a is None:
             n = len(self.replicates)
             a = self._made[k] = PersonaAgent(self, self.case.group.attributes[k // n], self.replicates[k % n],
