@@ -115,6 +115,10 @@ def test_paired_agents_are_planned_accounted_and_resumed_and_leave_the_usual_age
     again = louder.run(cfg, tmp_path / "run", progress=False)
     assert cached_replies(tmp_path / "run" / "cache.sqlite") == before == m["planned_calls"]
     pd.testing.assert_frame_equal(again.decisions.drop(columns="latency_s"), d.drop(columns="latency_s"))
+    # the file's rows in another order: the same agents, nothing asked again
+    pd.read_csv(humans).sample(frac=1, random_state=1).to_csv(humans, index=False)
+    louder.run(cfg, tmp_path / "run", progress=False)
+    assert cached_replies(tmp_path / "run" / "cache.sqlite") == before
     t = run.analyze(bootstrap=200)
     a = t["anchored"]
     assert list(a.columns) == COLUMNS and len(a) == 2 * 3
