@@ -25,11 +25,13 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/louder demo
 
+# The suite runs on every core (pytest-xdist): its tests are independent, and the embedded model's
+# threads sleep while they wait, so two of its runs side by side share the cores.
 test: setup
-	$(PY) -m pytest -ra
+	$(PY) -m pytest -ra -n auto
 
 test-fast: setup
-	$(PY) -m pytest -ra -m "not slow"
+	$(PY) -m pytest -ra -n auto -m "not slow"
 
 bench: setup
 	$(PY) benchmarks/run.py

@@ -85,6 +85,10 @@ def _execute(kind, config, out: Path, retry_errors: bool, **options):
         _interrupted(getattr(e, "kept", None), config, out)
     for part in kind.show(result):
         console.print(part, highlight=False)
+    from louder.status import no_valid_notes
+
+    for note in no_valid_notes({kind.name: result.manifest}):  # issue 32: why none is valid, what to change
+        err_console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
     return Run(out, result)
 
 

@@ -24,7 +24,6 @@ nested shape; ``recorded`` reads a field of a manifest's config in either shape.
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,7 +32,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from louder.errors import LouderError, describe_validation_error
+from louder.errors import LouderError, closest, describe_validation_error
 from louder.llm.spec import ModelConfig
 from louder.networks.config import ControlConfig, InfluenceConfig
 from louder.networks.graphs import NetworkConfig
@@ -186,8 +185,9 @@ def _name(key) -> str:
 
 
 def _did_you_mean(key, choices, prefix: str = "") -> str:
-    hits = difflib.get_close_matches(str(key), list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {prefix}{hits[0]}?" if hits else ""
+    """``; did you mean simulation.agents?`` — a config key's ``closest`` match at its full path, else ``""``."""
+    hit = closest(key, choices)
+    return f"; did you mean {prefix}{hit}?" if hit else ""
 
 
 def nest(data: dict, where: str = "config", unknown: list[str] | None = None) -> tuple[dict, list[str]]:
@@ -247,10 +247,11 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None) ->
             out[key] = value
         else:
             # a misspelt flat key is suggested at its new place
-            hits = difflib.get_close_matches(str(key), [*TOP, *SECTION_MODELS, *MOVED], n=1, cutoff=0.6)
-            hint = f"; did you mean {MOVED.get(hits[0], hits[0])}?" if hits else (
+            hit = closest(key, [*TOP, *SECTION_MODELS, *MOVED])
+            hint = f"; did you mean {MOVED.get(hit, hit)}?" if hit else (
                 f" (top-level keys: {', '.join([*TOP, *SECTION_MODELS])})")
-            refuse(f"{where}: {_name(key)}: unknown field{hint}")
+            refuse(f"{where}: {_name(key)}: unknown field{hint} — docs/reference/config.md lists every field "
+                   "with its default")
     pop = out.get("population")
     if isinstance(pop, dict) and "file" not in pop:
         _no_population(pop, where)
@@ -288,8 +289,8 @@ def _suggest(loc: tuple) -> str | None:
             model = next((t for t in args if isinstance(t, type) and issubclass(t, BaseModel)), None)
     if model is None:
         return None
-    hits = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
-    return ".".join(str(p) for p in (*loc[:-1], hits[0])) if hits else None
+    hit = closest(loc[-1], model.model_fields)
+    return ".".join(str(p) for p in (*loc[:-1], hit)) if hit else None
 
 
 def part(config: ExperimentConfig, section: str) -> SimpleNamespace:

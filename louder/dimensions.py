@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any, Callable, Iterator, Sequence
 
+from louder.errors import did_you_mean
 from louder.scenarios import AS_WRITTEN, Scenario, load_group, load_scenario
 
 CROSSED = "crossed"
@@ -220,7 +221,8 @@ def _check_wordings(config) -> None:
         s = load_scenario(ref)
         for w in sim.wordings:
             if w != ALL and w not in s.wording_ids:
-                raise ValueError(f"simulation.wordings: scenario {s.id} has no wording {w!r}; its wordings are "
+                raise ValueError(f"simulation.wordings: scenario {s.id} has no wording {w!r}"
+                                 f"{did_you_mean(w, s.wording_ids)}; its wordings are "
                                  f"{', '.join(s.wording_ids)} (add it under `wordings:` in the scenario file, write "
                                  "some with `louder scenario paraphrase`, or use wordings: [all])")
         for v in sim.variants:

@@ -12,6 +12,23 @@ class LouderError(Exception):
     """Bad input (config, CLI flag, data file) or an unusable environment; the message says the fix."""
 
 
+def closest(word, candidates) -> str | None:
+    """The one of ``candidates`` closest to ``word`` (difflib's ratio ≥ 0.6, case ignored), or None —
+    also when that is ``word`` itself."""
+    import difflib
+
+    names = {str(c).lower(): str(c) for c in candidates}
+    close = difflib.get_close_matches(str(word).lower(), list(names), n=1, cutoff=0.6)
+    return names[close[0]] if close and names[close[0]] != str(word) else None
+
+
+def did_you_mean(word, candidates) -> str:
+    """`` (did you mean 'x'?)`` with the ``closest`` candidate, else ``""`` — for the one-line error
+    about an unknown id, value or flag."""
+    close = closest(word, candidates)
+    return f" (did you mean {close!r}?)" if close else ""
+
+
 def _part(p) -> str:
     """A location part as printed: plain names as they are, anything odd quoted with escapes."""
     s = str(p)
@@ -30,7 +47,9 @@ def describe_validation_error(err: ValidationError, where: str, suggest=None) ->
         if e.get("type") == "extra_forbidden":
             hit = suggest(tuple(e["loc"])) if suggest and e["loc"] else None
             msg = f"unknown field; did you mean {hit}?" if hit else \
-                "unknown field (check the spelling; see docs/reference/config.md for the allowed fields)"
+                "unknown field (check the spelling; docs/reference/config.md lists every field with its default)"
+        elif e.get("type") == "literal_error":  # a misspelt choice: name the one meant
+            msg += did_you_mean(e.get("input"), re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", ""))))
         if not e["loc"] and re.match(r"[a-z_]+(\.[a-z_]+)*: ", msg):
             lines.append(f"{where}: {msg}")
             continue

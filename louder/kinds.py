@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from louder.config import ExperimentConfig
-from louder.errors import LouderError
+from louder.errors import LouderError, did_you_mean
 
 DEFAULT = "simulation"  # the `louder run` kind of a config no other run kind recognises
 RUN_ALIASES = ("simulation", "run")  # batch --kind names for "whatever `louder run` runs with this config"
@@ -74,7 +74,7 @@ def names(command: str | None = None) -> list[str]:
 
 def get(name: str) -> Kind:
     if name not in _KINDS:
-        raise LouderError(f"unknown kind of run {name!r}; one of {', '.join(_KINDS)}")
+        raise LouderError(f"unknown kind of run {name!r}{did_you_mean(name, _KINDS)}; one of {', '.join(_KINDS)}")
     return _KINDS[name]
 
 

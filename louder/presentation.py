@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from louder.datafiles import load_yaml_model
-from louder.errors import LouderError
+from louder.errors import LouderError, did_you_mean
 from louder.llm.base import stable_seed
 from louder.scenarios import Scenario
 
@@ -130,7 +130,8 @@ def load_names(ref: str | None) -> NameLists:
         return _load_names(Path(ref))
     if ref in builtin_names():
         return _load_names(NAMES_DIR / f"{ref}.yaml")
-    raise LouderError(f"unknown names file {ref!r}; built-in: {', '.join(builtin_names())} (or give the path of a "
+    raise LouderError(f"unknown names file {ref!r}{did_you_mean(ref, builtin_names())}; built-in: "
+                      f"{', '.join(builtin_names())} (or give the path of a "
                       "names YAML file, format in docs/robustness.md)")
 
 

@@ -65,3 +65,76 @@ def thinking_counts(tables: dict[str, pd.DataFrame]) -> dict:
             out[name] = {"with_thinking": with_thinking, "thinking_truncated": cut,
                          "reasoning_tokens": int(sum(tokens)) if len(tokens) else None}
     return out
+
+
+# --- a run that cannot show what it claims says so (issue 32) -----------------------------------------
+
+# What each kind's answers are, and the table its raw text is in.
+ANSWERS = {"simulation": ("decisions", "decisions.parquet"), "population": ("decisions", "decisions.parquet"),
+           "network": ("decisions", "decisions.parquet"), "archetype": ("decisions", "decisions.parquet"),
+           "explicit": ("explicit-probe answers", "probes.parquet"), "beliefs": ("beliefs answers", "beliefs.parquet"),
+           "association": ("word-association answers", "association.parquet"),
+           "decision": ("decision-test answers", "decision_test.parquet")}
+FREE_TEXT_KINDS = ("association",)  # kinds whose answers are free text, read by a parser of louder's
+
+
+def filler_models(specs) -> list[str]:
+    """The model specs among ``specs`` whose backend writes filler for free text (``free_text`` false
+    in the backend registry: the fake model)."""
+    from louder.llm.registry import backend_info
+
+    out = []
+    for spec in specs:
+        prefix = str(spec).removeprefix("completion:").partition(":")[0]
+        info = backend_info(prefix)
+        if info is not None and not info.free_text:
+            out.append(str(spec))
+    return out
+
+
+def filler_line(kind: str, models: list[str], before: bool = True) -> str:
+    """One line: why ``models`` (filler writers) cannot answer ``kind``, and what to run instead
+    (``before`` the run: also what will happen)."""
+    what = ANSWERS.get(kind, (f"{kind} answers", ""))[0]
+    will = f", so every one of its {what} will be invalid" if before else ""
+    return (f"{', '.join(models)} writes a filler sentence, not the word pairs the {kind} test reads{will}; run "
+            "the test on a real model (e.g. --model embedded or openai:MODEL) — the fake model checks the pipeline, "
+            "not a model")
+
+
+def no_valid_notes(manifests: dict[str, dict]) -> list[str]:
+    """One line per kind of run × model whose answers include none that is valid: what happened and
+    what to change (not "run it again", which asks the same question the same way)."""
+    notes = []
+    for m in manifests.values():
+        kind = m.get("louder_kind", "")
+        what, file = ANSWERS.get(kind, (f"{kind} answers", f"the {kind} files"))
+        by = next((v for k, v in m.items() if k.startswith("status_by") and isinstance(v, list)), None)
+        per_model: dict[str, dict[str, int]] = {}
+        for row in by or []:
+            c = per_model.setdefault(str(row.get("model", "")), dict.fromkeys(("valid", "invalid", "refused", "error"), 0))
+            for s in c:
+                c[s] += int(row.get(s, 0))
+        if not per_model:  # no per-model block: the main table's totals
+            counts = next(iter(m.get("status_counts", {}).values()), None)
+            per_model = {"": counts} if counts else {}
+        for model, c in per_model.items():
+            total = sum(c.values())
+            if not total or c["valid"]:
+                continue
+            worst = max(("invalid", "refused", "error"), key=lambda s: c[s])
+            head = f"{kind}: none of the {total} {what}" + (f" of {model}" if model else "") + \
+                f" is valid ({', '.join(f'{c[s]} {s}' for s in ('invalid', 'refused', 'error') if c[s])})"
+            if worst == "invalid" and kind in FREE_TEXT_KINDS and model and filler_models([model]):
+                notes.append(f"{head}: {filler_line(kind, [model], before=False)}")
+            elif worst == "invalid":
+                notes.append(f"{head}: the answers are not in the format louder reads — `raw_response` in {file} "
+                             "shows what the model wrote; an answer cut at max_tokens needs a larger max_tokens, a "
+                             "model too small for the format a larger model (docs/how-to/statuses.md)")
+            elif worst == "refused":
+                notes.append(f"{head}: the model declined the questions — `raw_response` in {file} has its words; "
+                             "another model, or the same questions worded otherwise (docs/how-to/statuses.md)")
+            else:
+                notes.append(f"{head}: every call failed — `raw_response` in {file} starts with the cause; fix it, "
+                             "then run the same command with --retry-errors (docs/how-to/statuses.md)")
+    return notes

@@ -49,6 +49,7 @@ TWIN_COLUMNS = [
     "source_attribute", "original", "name", "persona", "decision", "target", "p_target", "status", "twin_status",
     "twin_reason", "twin_similarity", "raw_response", "attempts", "latency_s", "input_tokens", "output_tokens",
     "choice_mass",
+    "written_name",  # issue 32: the model's name for the twin where it did not fit the new attribute and was replaced
 ]
 # decisions.parquet of a network run: DECISION_COLUMNS, then these.
 NETWORK_COLUMNS = ["round", "node", "neighbours", "neighbours_valid", "neighbour_share", "changed"]
@@ -62,7 +63,7 @@ DTYPES = {
     "status": "string", "variant": "string", "cell_id": "int64", "weight": "float64", "twin_status": "string",
     "original": "bool", "round": "int64", "node": "int64", "neighbours": "int64", "neighbours_valid": "Int64",
     "neighbour_share": "Float64", "changed": "boolean", "trial": "int64", "answer": "string", "prompt": "string",
-    "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64",
+    "twin_reason": "string", "twin_similarity": "Float64", "reason": "string", "wave": "int64", "written_name": "string",
     "choice_order": "string", "wording": "string", "signal": "string",
     "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
     "respondent": "string",  # a human study's respondent of a paired agent (louder.simulation.humans)

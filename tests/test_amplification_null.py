@@ -131,7 +131,7 @@ def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
                               "network": {"generator": "homophily_sbm", "seed": seed,
                                           "params": {"group": "gender_identity", "within": 0.95, "mean_degree": 8}},
                               "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
-                                             "agents": 200, "conditions": ["no_persona"]}},
+                                             "agents": 100, "conditions": ["no_persona"]}},
                              out=tmp_path / f"{seed}-{rule}", progress=False)
             amp = run.analyze(bootstrap=400, write=False)["amplification"]
             verdicts[rule].append(amp[amp["final"]]["verdict"].iloc[0])

@@ -1,7 +1,10 @@
 """Issue 25: with the default presentation (choices as written, the file's own text, the attribute
 stated) every prompt, seed and cache key is main's. The fingerprints in tests/data/default_run_golden.json
 were taken from main (3d6d30f) before the presentation dimensions existed: the decisions (main's columns; wall
-time left out), personas, probes and the sorted cache keys of small fake-model runs of every kind.
+time left out), personas, probes and the sorted cache keys of small fake-model runs of every kind. Issue 32
+regenerated them once, for one deliberate change: the fake model's names come from the curated name lists
+(louder/llm/fake.py), which changes every fake run whose prompts carry a name (explicit and archetype runs did
+not change); the runs matched the earlier file exactly before that change.
 
 If a deliberate change to the default prompts or seeds breaks this, regenerate the file with
 ``python tests/test_default_exact.py > tests/data/default_run_golden.json`` — and say so in the commit."""

@@ -60,7 +60,10 @@ def test_empty_short_and_placeholder_texts_are_problems(text, kind, why):
 
 
 def test_the_fake_models_personas_and_names_pass():
+    from louder.llm.fake import curated_names
+
     fake = FakeModel("seed=4,bias=woman:0.9")
+    seen = set()
     for i in range(200):
         req = Request(messages=(("user", f"a persona for a woman, number {i}"),), schema=PersonaOut, replicate=str(i))
         out = json.loads(fake.generate(req).text)
@@ -68,7 +71,10 @@ def test_the_fake_models_personas_and_names_pass():
                                                                                   PROMPTS) is None
         assert "woman" in out["persona"]  # the bias word still reaches the decision prompt
         name = json.loads(fake.generate(Request(messages=(("user", str(i)),), schema=NameOut)).text)["name"]
-        assert re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", name)
+        # issue 32: a name a publication printed (the names signal's curated lists), never a made-up string
+        assert re.fullmatch(r"[A-Z][a-z]+", name) and name in curated_names()
+        seen.add(name)
+    assert len(seen) > 30  # every one of the 36 names can be drawn
 
 
 class EchoModel:

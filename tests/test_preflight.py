@@ -177,10 +177,11 @@ def test_check_prints_one_parseable_row_per_capability(server):
 
 
 def test_check_unreachable_is_one_line_in_seconds():
+    """Fails at once instead of retrying for minutes (60 s: a bound that holds on a loaded machine)."""
     from conftest import free_port
 
     r, seconds = cli(["check", "--model", f"openai:x@http://127.0.0.1:{free_port()}/v1"])
-    assert r.returncode != 0 and seconds < 15 and "cannot reach" in r.stderr and "connection" in r.stderr
+    assert r.returncode != 0 and seconds < 60 and "cannot reach" in r.stderr and "connection" in r.stderr
 
 
 @pytest.mark.slow

@@ -200,8 +200,14 @@ def test_files_of_another_generation_are_refused_and_the_rerun_rebuilds_them(tmp
 
 
 def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
-    server = FakeOpenAIServer()
-    server.delay_s = 0.05
+    gate = threading.Event()  # from its 11th request on the server holds its answers: the run cannot end first
+
+    def behaviour(n, prompt, body):
+        if n > 10:
+            gate.wait(60)
+        return None
+
+    server = FakeOpenAIServer(behaviour=behaviour)
     server.start()
     out = tmp_path / "run"
     try:
@@ -210,6 +216,8 @@ def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
         while cached_replies(out / "cache.sqlite") < 10 and p.poll() is None and time.time() < deadline:
             time.sleep(0.05)
         p.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        gate.set()  # the calls in flight answer; the interrupted run keeps what lands
         _, err = p.communicate(timeout=60)
         assert p.returncode == 130, err
         line = next(ln for ln in err.splitlines() if ln.startswith("interrupted:"))

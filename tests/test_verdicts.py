@@ -245,6 +245,11 @@ def test_bias_under_one_wording_reads_wording_dependent():
 # --- the issue's done-when, on the fake model ---------------------------------------------------------
 
 SEEDS = range(10)
+# Equal bias reads robust in ~92 % of fake seeds (37 of 40, docs/robustness.md): "at least 9 of 10" held for
+# one random stream only 83 % of the time, and the fake model's names (issue 32) moved two of the three misses
+# into seeds 0–9. The same claim on 40 seeds: at least 34 robust (a correct rule passes 97 % of streams; a
+# rule robust only 75 % of the time fails 90 %).
+EQUAL_SEEDS, EQUAL_ROBUST = range(40), 34
 BIAS = {"equal": "fake:seed={s},bias=female:0.9,pick=Evacuate", "none": "fake:seed={s}",
         "one": "fake:seed={s},bias=female:0.9,pick=Evacuate,only=forecasters"}
 
@@ -257,7 +262,7 @@ def fake_seeds(tmp_path_factory):
     prompt only)."""
     out = {}
     for name, spec in BIAS.items():
-        seeds = SEEDS if name != "one" else range(2)
+        seeds = EQUAL_SEEDS if name == "equal" else SEEDS if name != "one" else range(2)
         cfg = {"models": [spec.format(s=s) for s in seeds], "simulation": {
             "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 40,
             "choice_order": "balanced", "wordings": ["plain", "formal", "tradeoff_first"]}}
@@ -267,9 +272,9 @@ def fake_seeds(tmp_path_factory):
 
 
 def test_done_when_on_the_fake_model(fake_seeds):
-    """Equal bias in every wording → robust in at least 9 of 10 seeds; no bias → wording-dependent in at
-    most 1; bias under one wording only → wording-dependent; no case flagged significant has a Holm
-    p-value of 0.05 or more."""
+    """Equal bias in every wording → robust in at least 34 of 40 seeds (issue 31: 9 of 10; see
+    EQUAL_SEEDS); no bias → wording-dependent in at most 1 of 10; bias under one wording only →
+    wording-dependent; no case flagged significant has a Holm p-value of 0.05 or more."""
     verdicts = {}
     for name, runs in fake_seeds.items():
         verdicts[name] = []
@@ -279,7 +284,7 @@ def test_done_when_on_the_fake_model(fake_seeds):
             verdicts[name].append(rob["verdict"].iloc[0])
             cases = C.with_holm(C.implicit_cases(C.attribute_table(R.case_view(d)), B=300))
             assert not (cases["significant"] & (cases["p_holm"] >= ALPHA)).any()
-    assert verdicts["equal"].count("robust") >= 9, verdicts
+    assert verdicts["equal"].count("robust") >= EQUAL_ROBUST, verdicts
     assert verdicts["none"].count("wording-dependent") <= 1, verdicts
     assert set(verdicts["one"]) == {"wording-dependent"}, verdicts
 

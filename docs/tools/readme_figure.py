@@ -28,6 +28,7 @@ def main() -> None:
     import pandas as pd
 
     from louder.analysis import analyze
+    from louder.analysis.cases import with_holm
     from louder.analysis.figures import dpd_figure
     from louder.config import build_config
     from louder.probes.explicit import run_explicit
@@ -40,12 +41,14 @@ def main() -> None:
         "agents": 50, "probe_trials": 150, "seed": 0,
     })
     unbiased = config.model_copy(update={"models": build_config({"models": ["fake:seed=1"]}).models})
-    with tempfile.TemporaryDirectory() as tmp:
-        run_experiment(config, tmp)
-        run_explicit(unbiased, tmp)
-        probes = Path(tmp) / "probes.parquet"  # one panel: the explicit answers beside the agents'
-        pd.read_parquet(probes).assign(model=config.models[0].spec).to_parquet(probes, index=False)
-        cases = analyze(tmp, write=False).tables["cases"]
+    with tempfile.TemporaryDirectory() as agents, tempfile.TemporaryDirectory() as asked:
+        run_experiment(config, agents)
+        run_explicit(unbiased, asked)  # its own folder: a run folder holds one write's files (issue 36)
+        implicit = analyze(agents, write=False).tables["cases"]
+        explicit = analyze(asked, write=False).tables["cases"]
+    # one panel: the explicit answers beside the agents', Holm across all of them as in one run folder
+    explicit = explicit.assign(model=config.models[0].spec)
+    cases = with_holm(pd.concat([implicit, explicit], ignore_index=True))
     fig = dpd_figure(cases)
     fig.axes[0].set_title("DPD per case on louder's fake model: a bias planted in the agents' decisions "
                           "(female: 0.9), 50 agents per attribute", fontsize=9)

@@ -18,6 +18,11 @@ CONTRAST_COLUMNS = ["model", "implicit_condition", "n_implicit", "mean_implicit"
                     # issue 21: the beliefs probe's DPDs, and Welch's test of implicit vs belief
                     "n_belief", "mean_belief", "sd_belief", "significant_belief", "t_belief", "df_belief",
                     "p_value_belief"]
+# issue 32: the same contrast per case — each implicit case beside the explicit probe of its scenario × group
+CONTRAST_CASE_COLUMNS = ["model", "condition", "scenario", "group", "implicit_dpd", "implicit_ci_low",
+                         "implicit_ci_high", "implicit_significant", "implicit_underpowered", "explicit_dpd",
+                         "explicit_ci_low", "explicit_ci_high", "explicit_significant", "difference", "diff_ci_low",
+                         "diff_ci_high", "note"]
 ABLATION_COLUMNS = ["model", "scenario", "group", "condition", "dpd", "threshold", "significant", "ci_low",
                     "ci_high", "diff_vs_contextualized", "diff_ci_low", "diff_ci_high"]
 DIRECTION_COLUMNS = ["id", "model", "condition", "scenario", "group", "prediction", "higher", "lower",
@@ -58,6 +63,54 @@ def contrast(cases: pd.DataFrame, implicit_condition: str = "contextualized",
                          sd_belief=_sd(bel), significant_belief=sig_b, t_belief=tb.t, df_belief=tb.df,
                          p_value_belief=tb.p_value))
     return pd.DataFrame(rows, columns=CONTRAST_COLUMNS)
+
+
+def contrast_cases(cases: pd.DataFrame, attributes: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """Per case: the implicit DPD (each persona condition) beside the explicit DPD of the same model ×
+    scenario × group (keys are ids, however the files were named), both as in ``cases.csv`` (interval,
+    ``significant`` after the run's Holm correction), and their difference implicit − explicit with
+    the interval of ``stats.implicit_explicit_difference``. A case with one side only is kept, its
+    ``note`` saying what is missing and the command that adds it."""
+    keys = ["model", "scenario", "group"]
+    imp = cases[cases["kind"] == "implicit"].sort_values(["model", "condition", "scenario", "group"])
+    exp = {tuple(e[keys]): e for _, e in cases[cases["kind"] == "explicit"].sort_values(keys).iterrows()}
+    rows = []
+
+    def counts(kind: str, condition: str, key: tuple) -> pd.DataFrame:
+        a = attributes
+        return a[(a["kind"] == kind) & (a["condition"] == condition) & (a["model"] == key[0])
+                 & (a["scenario"] == key[1]) & (a["group"] == key[2])]
+
+    def side(c, kind: str) -> dict:
+        if c is None:
+            return {f"{kind}_{k}": np.nan for k in ("dpd", "ci_low", "ci_high")} | {f"{kind}_significant": np.nan}
+        return {f"{kind}_dpd": c["dpd"], f"{kind}_ci_low": c["ci_low"], f"{kind}_ci_high": c["ci_high"],
+                f"{kind}_significant": bool(c["significant"])}
+
+    for i, (_, c) in enumerate(imp.iterrows()):
+        key = (c["model"], c["scenario"], c["group"])
+        e = exp.get(key)
+        diff, note = stats.Difference(np.nan, np.nan, np.nan), ""
+        if e is None:
+            note = (f"no explicit probe of {key[1]} × {key[2]} for this model: run `louder probe explicit` into "
+                    "this folder with the same --scenario and --group")
+        else:
+            a, x = counts("implicit", c["condition"], key), counts("explicit", "explicit", key)
+            diff = stats.implicit_explicit_difference(a["n_valid"], a["n_target"], x["n_target"], int(e["n_valid"]),
+                                                      B=B, seed=int(np.random.SeedSequence([seed, 32, i])
+                                                                    .generate_state(1)[0]))
+        rows.append(dict(model=key[0], condition=c["condition"], scenario=key[1], group=key[2], **side(c, "implicit"),
+                         implicit_underpowered=bool(c["underpowered"]), **side(e, "explicit"),
+                         difference=diff.estimate, diff_ci_low=diff.low, diff_ci_high=diff.high, note=note))
+    paired = set(map(tuple, imp[keys].to_numpy()))
+    for key, e in exp.items():
+        if key not in paired:
+            rows.append(dict(model=key[0], condition=None, scenario=key[1], group=key[2], **side(None, "implicit"),
+                             implicit_underpowered=np.nan, **side(e, "explicit"), difference=np.nan,
+                             diff_ci_low=np.nan, diff_ci_high=np.nan,
+                             note=f"no implicit case of {key[1]} × {key[2]} for this model: run `louder run` into "
+                                  "this folder with the same --scenario and --group"))
+    return pd.DataFrame(rows, columns=CONTRAST_CASE_COLUMNS)
 
 
 def _mean(v: np.ndarray) -> float:

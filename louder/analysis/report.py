@@ -403,7 +403,12 @@ def render(a: Analysis) -> str:
                     "implicit vs belief (t_belief, p_value_belief) — does the model act more biased than it believes "
                     "people are? Implicit and belief DPDs are both differences of rates of choosing the target; "
                     "the explicit DPD is a difference of shares of answers (next section)."),
-                 _table(t["contrast"])),
+                 _table(t["contrast"]),
+                 *([_p("Per case: each implicit case beside the explicit probe of its scenario × group, and the "
+                       "difference implicit − explicit with an interval that contains it (conservative: it holds "
+                       "both cases' intervals at once). A case with one side only says in <i>note</i> what adds "
+                       "the other."),
+                    _table(t["contrast_cases"], scroll=True)] if len(t.get("contrast_cases", ())) else [])),
         voices_section(t),
         anchored_section(t),  # issue 34
         _section("Target-decision rate per attribute (cf. Fig. 4)",

@@ -19,15 +19,16 @@ from louder.analysis.choices import choice_rates, independence_table
 from louder.analysis.network_tables import NETWORK_TABLES, network_tables
 from louder.analysis.prob_dpd import prob_dpd_table
 from louder.analysis.weat import correlation as weat_correlation
-from louder.analysis.compare import ablation, contrast, directions, load_predictions
+from louder.analysis.compare import ablation, contrast, contrast_cases, directions, load_predictions
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 from louder.config import recorded
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged
 from louder.scenarios import load_group
+from louder.status import no_valid_notes
 
-TABLES = ("cases", "attributes", "choices", "contrast", "ablation", "directions", "rationales")
+TABLES = ("cases", "attributes", "choices", "contrast", "contrast_cases", "ablation", "directions", "rationales")
 SIBLING_TABLES = ("association_stats", "decision_stats", "association_decision_link", "weat",
                   "weat_association_correlation")
 
@@ -103,7 +104,11 @@ def load_run(run_dir: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, p
                                    ("explicit_probes", _read_json(run_dir / "probes_manifest.json"))) if m}
     missing = []
     if decisions is None:
-        started = (run_dir / "cache.sqlite").exists()
+        # a cache and no probe's manifest: only an agent run can have started it (a probe's cache is not one)
+        started = (run_dir / "cache.sqlite").exists() and not any(
+            (run_dir / f).exists() for f in ("probes_manifest.json", "beliefs_manifest.json",
+                                             "association_manifest.json", "decision_manifest.json",
+                                             "weat_manifest.json"))
         missing.append("simulation: no decisions.parquet" + (
             " — a run was started here but has not finished; run the same `louder run` command again to complete it"
             if started else " — run `louder run --out RUN_DIR` to add implicit-bias results"))
@@ -188,6 +193,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
     voice_tables = _voices(run, attributes, cases, beliefs, attrs, predictions, observed, missing, bootstrap, seed)
     tables = {"cases": cases, "attributes": attributes,
               "contrast": contrast(cases, beliefs=voice_tables.get("voices")),
+              "contrast_cases": contrast_cases(cases, attributes, B=bootstrap, seed=seed),  # issue 32
               "choices": rates if decisions is not None else choice_rates(None), **voice_tables}
     imp_attr = attributes[attributes["kind"] == "implicit"]
     tables["ablation"] = ablation(cases, imp_attr, B=bootstrap, seed=seed)
@@ -225,6 +231,7 @@ def analyze(run_dir: str | Path, bootstrap: int = 10_000, seed: int = 0, predict
                     ("decision_test", _read_json(run / "decision_manifest.json"))):
         if m:
             manifests[name] = m
+    missing.extend(no_valid_notes(manifests))  # issue 32: a kind of run with no valid answer says why
     if rounds is not None:
         tables.update(network_tables(rounds, control, manifests.get("simulation"), B=bootstrap, seed=seed, arm=arm))
     if R.varies(presented):

@@ -290,6 +290,36 @@ def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
     return Difference(float(delta), lo, hi)
 
 
+def implicit_explicit_difference(n, x, counts, n_total: int, B: int = 10_000, seed: int = 0,
+                                 level: float = 0.95) -> Difference:
+    """One case's implicit DPD minus its explicit DPD (the per-case view of section 5.1), with an
+    interval that contains the difference and keeps its coverage when either DPD is 0.
+
+    Δ = DPD(x/n) − explicit_dpd(counts, N). The implicit side resampled within attributes
+    (x_a^b ~ Binomial(n_a, r_a), as ``dpd_confidence_interval``), the explicit side as one
+    multinomial of its N valid answers (as ``explicit_dpd_confidence_interval``) — independent
+    samples (agents vs direct questions); one bootstrap-t critical value for both cases' pair
+    differences, each projected onto [lo_i, hi_i]; Δ ∈ [lo_imp − hi_exp, hi_imp − lo_exp]
+    (``intervals.dpd_difference_interval``). The two DPDs are in different units (a rate difference
+    vs a difference of shares of answers, docs/voices.md): the difference reads as the paper's
+    "implicit ≫ explicit", not as one quantity. NaNs when a side has fewer than two attributes.
+    """
+    n, x, c = (np.asarray(v, dtype=np.int64) for v in (n, x, counts))
+    keep = n > 0
+    n, x = n[keep], x[keep]
+    if n.size < 2 or c.size < 2 or n_total <= 0:
+        return Difference(NAN, NAN, NAN)
+    delta = dpd(x / n) - explicit_dpd(c, n_total)
+    rng = np.random.default_rng(seed)
+    rb, vb = _binomial_draws(rng, n, x, B)
+    implicit = I.band(x / n, rb, I.pair_sum(I.binomial_variance(x, n)), vb)
+    draws = rng.multinomial(n_total, np.append(c, n_total - c.sum()) / n_total, size=B)[:, :-1]
+    explicit = I.band(c / n_total, draws / n_total, _multinomial_pair_variance(c, n_total),
+                      _multinomial_pair_variance(draws, n_total))
+    lo, hi = I.dpd_difference_interval(implicit, explicit, level=level)
+    return Difference(float(delta), lo, hi)
+
+
 def welch(a, b) -> TTest:
     """Welch's two-sample t-test of mean(a) vs mean(b) (unequal variances, scipy).
 

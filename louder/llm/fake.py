@@ -11,8 +11,9 @@ makes a bias favour the option LABEL wherever it is listed (instead of whichever
 ``only=WORD`` lets the biases act only when WORD is in the prompt too (e.g. a word of one wording);
 ``first=P`` gives the first-listed option probability P whenever no bias acts — a model that prefers
 position and ignores personas. An integer field gets a Binomial draw over its range with the same
-probability (``count``). Free-text fields get a short filler sentence — a ``name`` field a made-up name of
-letters, a ``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
+probability (``count``). Free-text fields get a short filler sentence — a ``name`` field a first name
+drawn from the curated lists the names signal uses (``louder/data/names``, never a made-up string), a
+``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
 ``score`` returns the same probabilities as log-probs. Nothing here imitates a real model: it exists
 to make the pipeline's arithmetic checkable.
 
@@ -32,6 +33,10 @@ import json
 import math
 import random
 import re
+from functools import cache
+from importlib import resources
+
+import yaml
 
 from louder.errors import LouderError
 from louder.llm.base import Reply, Request, stable_hash
@@ -85,15 +90,22 @@ def parse_all(text: str) -> dict:
     return out
 
 
-SYLLABLES = ("ka", "lo", "mi", "ra", "ten", "vo", "sa", "dor", "li", "ne", "ta", "ber", "jo", "ru", "el", "an",
-             "ko", "mar", "si", "pe")
+# The curated first names the names signal draws from by default (louder/data/names): a made-up
+# string of letters once spelt an offensive word, so the fake model writes only names a publication printed.
+NAMES_FILE = "bertrand_mullainathan_2004.yaml"
+
+
+@cache
+def curated_names() -> tuple[str, ...]:
+    """Every first name of the default names file (Bertrand & Mullainathan 2004, Table A1), once each,
+    in the file's order."""
+    doc = yaml.safe_load((resources.files("louder") / "data" / "names" / NAMES_FILE).read_text("utf-8"))
+    return tuple(dict.fromkeys(n for lists in doc["attributes"].values() for n in lists["first"]))
 
 
 def _fake_name(rng: random.Random) -> str:
-    """"Tenlo Marsaber": two made-up parts of letters (20² × 20³ names, so two draws rarely agree)."""
-    first = "".join(rng.choice(SYLLABLES) for _ in range(2))
-    last = "".join(rng.choice(SYLLABLES) for _ in range(3))
-    return f"{first.capitalize()} {last.capitalize()}"
+    """A first name drawn from ``curated_names`` (uniformly: the fake model knows no attribute)."""
+    return rng.choice(curated_names())
 
 
 class FakeModel:
@@ -193,4 +205,5 @@ class FakeModel:
 
 
 register(BackendInfo("fake", lambda model, url, cfg: FakeModel(model), forms=("fake", "fake:seed=N,bias=WORD:P"),
-                     can_score=True, local=True, takes_url=False, model_optional=True, reasoning_controls=("fake",)))
+                     can_score=True, local=True, takes_url=False, model_optional=True, reasoning_controls=("fake",),
+                     free_text=False))

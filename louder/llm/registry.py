@@ -51,6 +51,9 @@ class BackendInfo:
     # model name → its default reasoning control, where it depends on the model (langchain: the provider)
     default_control: Callable[[str], str | None] | None = None
     preflight: bool = False  # `louder check` and a run's preflight probe its endpoint (OpenAI, Ollama)
+    # it answers a prompt without a schema with text written for it (the fake model writes a filler
+    # sentence instead, so a test that reads free text — the word association — cannot read it)
+    free_text: bool = True
 
 
 def reasoning_control(info: BackendInfo, model: str, configured: str | None = None) -> str | None:

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from louder.errors import LouderError
-from louder.llm.registry import backend_info, spec_forms
+from louder.errors import LouderError, closest
+from louder.llm.registry import backend_info, prefixes, spec_forms
 
 
 
@@ -113,7 +113,9 @@ def parse_spec(spec: str) -> tuple[str, str, str, str | None]:
     backend, _, tail = rest.partition(":")
     info = backend_info(backend)
     if info is None or not (tail or info.model_optional):
-        raise ValueError(f"model spec {spec!r} is not one of: {spec_forms()} (optionally prefixed completion:)")
+        close = closest(backend, prefixes()) if info is None else None  # a misspelt prefix: the spec with it
+        hint = f" (did you mean {spec.replace(backend, close, 1)!r}?)" if close else ""
+        raise ValueError(f"model spec {spec!r}{hint} is not one of: {spec_forms()} (optionally prefixed completion:)")
     if not info.takes_url:
         return api, backend, tail, None
     model, _, url = tail.partition("@")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from louder.errors import LouderError
+from louder.errors import LouderError, did_you_mean
 from louder.sections import Section
 
 
@@ -66,5 +66,6 @@ class PopulationConfig(Section):
             unknown = [g for g in self.twin_groups if g not in ids]
             if unknown or not self.twin_groups:
                 raise ValueError(f"twin_groups: {', '.join(unknown) or '(empty)'} not a group of population "
-                                 f"{self.file}; its groups are {', '.join(ids)}")
+                                 f"{self.file}{did_you_mean(unknown[0], ids) if unknown else ''}; its groups are "
+                                 f"{', '.join(ids)}")
         return self

@@ -15,7 +15,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from louder.datafiles import load_yaml_model
-from louder.errors import LouderError, describe_validation_error
+from louder.errors import LouderError, describe_validation_error, did_you_mean
 from louder.scenarios import Group, load_group
 
 DATA = resources.files("louder") / "data" / "populations"
@@ -188,8 +188,8 @@ def _group(where: str, groups: tuple[Group, ...], gid: str, field: str) -> Group
     for g in groups:
         if g.id == gid:
             return g
-    raise LouderError(f"{where}: {field} names group {gid!r}, which is not in `groups` "
-                      f"({', '.join(g.id for g in groups)}); add it there or fix the spelling")
+    raise LouderError(f"{where}: {field} names group {gid!r}{did_you_mean(gid, [g.id for g in groups])}, which is "
+                      f"not in `groups` ({', '.join(g.id for g in groups)}); add it there or fix the spelling")
 
 
 def _check_totals(where: str, totals: dict[str, float], tol: float) -> None:
@@ -218,7 +218,8 @@ def load_population(ref: str) -> Population:
         path = DATA / f"{ref}.yaml"
         base = Path(str(DATA))
     else:
-        raise LouderError(f"unknown population {ref!r}; built-in populations: {', '.join(builtin_populations())} "
+        raise LouderError(f"unknown population {ref!r}{did_you_mean(ref, builtin_populations())}; built-in "
+                          f"populations: {', '.join(builtin_populations())} "
                           f"(or give the path of a .yaml file)")
     doc = load_yaml_model(PopulationFile, path, "population")
     where = f"population file {path}"

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import random
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -308,6 +310,40 @@ def name_problem(name: str | None, old_name: str | None = None, forbidden: set[s
     if hit:
         return f"the name carries an attribute word: {hit[0]!r}"
     return None
+
+
+def fitting_name(name: str | None, new: str, group_attributes: Sequence[str], lists: Mapping[str, Sequence[str]],
+                 prefer: Sequence[Sequence[str]] = (), avoid: str | None = None,
+                 seed: int = 0) -> tuple[str | None, str | None]:
+    """A twin's name that fits its new attribute ``new`` (of a group whose attributes are
+    ``group_attributes``), judged by curated first-name ``lists`` (attribute → first names: the names
+    file of the names signal, Bertrand & Mullainathan 2004 by default). Returns (name, None) when
+    ``name`` fits or cannot be judged, else (a replacement, why).
+
+    A name **fits** unless its first part is on the list of another attribute of the group and not
+    on ``new``'s — "Emily" for a Male twin; the lists are judged only where they speak: a new
+    attribute without a list (Non-binary, Hispanic/Latino …) or a first name on no list ("Alex")
+    is left as written. A misfit's first part is replaced by one drawn (``seed``) from ``new``'s list,
+    the rest of the name kept; among those, the names on every list of ``prefer`` (the twin's other
+    attributes, then the written name's own standing, e.g. White) where some are, and never ``avoid``
+    (the source's first name, which the twin must not keep)."""
+    parts = (name or "").split()
+    own = lists.get(new)
+    if not parts or own is None:
+        return name, None
+    first = _fold(parts[0])
+    if first in {_fold(n) for n in own}:
+        return name, None
+    others = [a for a in group_attributes if a != new and first in {_fold(n) for n in lists.get(a, ())}]
+    if not others:
+        return name, None
+    candidates = [n for n in own if avoid is None or _fold(n) != _fold(avoid)] or list(own)
+    for keep in prefer:
+        folded = {_fold(n) for n in keep}
+        narrowed = [n for n in candidates if _fold(n) in folded]
+        candidates = narrowed or candidates
+    replacement = " ".join([random.Random(seed).choice(candidates), *parts[1:]])
+    return replacement, f"{parts[0]!r} is on the {others[0]} name list, not {new}'s"
 
 
 def twin_check(original: str, twin: str, lex: GroupLexicon, old: str, new: str, old_name: str | None = None,

@@ -4,6 +4,7 @@ into the run folder."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -14,7 +15,7 @@ from louder.cost import numbers
 from louder.probes.association import association_rows, make_trial
 from louder.probes.decision_test import decision_rows, make_decision_trial
 from louder.probes.stimuli import get_stereotype, stereotypes
-from louder.status import status_block
+from louder.status import filler_line, filler_models, status_block
 from louder.task import Calls, Item, Task, execute
 
 FILES = {"association": "association.parquet", "decision": "decision_test.parquet"}
@@ -44,6 +45,15 @@ def test_task(config: ExperimentConfig, test: str, generated: dict[str, list[dic
     (× variation for the association test; × generated scenario for the decision test).
     ``generated`` (stereotype → generated scenarios) adds their trials beside the seed's."""
     own = part(config, "association" if test == "association" else "decision_test")
+    # a run that cannot show what it claims says so, before any call (issue 32)
+    filler = filler_models(m.spec for m in own.models)
+    if filler and test == "association":
+        warnings.warn(filler_line("association", filler), UserWarning, stacklevel=2)
+    elif filler and own.variant == "chained":
+        warnings.warn(f"{', '.join(filler)} writes a filler sentence, not word pairs, so the chained decision "
+                      "test's association scores (and association_decision_link.csv) will be empty; its decisions "
+                      "are read as usual. Run it on a real model (e.g. --model embedded) for the link",
+                      UserWarning, stacklevel=2)
     if test == "association":
         items = [Item((m.label, st, v), own.trials,
                       (Calls(m.label, own.trials, make_trial(st, v, 0, own.seed).prompt, "association",

@@ -10,7 +10,7 @@ from importlib import resources
 
 import yaml
 
-from louder.errors import LouderError
+from louder.errors import LouderError, did_you_mean
 
 DATA = resources.files("louder") / "data" / "bai"
 # The CSV files the association responses of the authors are named by; louder uses the CSV's names.
@@ -87,7 +87,8 @@ def get_stereotype(name: str) -> Stereotype:
     all_ = stereotypes()
     key = ALIASES.get(name, name)
     if key not in all_:
-        raise LouderError(f"unknown stereotype {name!r}; known: {', '.join(all_)}")
+        raise LouderError(f"unknown stereotype {name!r}{did_you_mean(name, [*all_, *ALIASES])}; known: "
+                          f"{', '.join(all_)}")
     return all_[key]
 
 

@@ -10,12 +10,12 @@ import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from louder.datafiles import load_yaml_model
-from louder.errors import LouderError
+from louder.errors import LouderError, did_you_mean
 
 DATA = resources.files("louder") / "data"
 
@@ -152,7 +152,8 @@ class Scenario(_Strict):
         for w in self.wordings:
             if w.id == wording_id:
                 return _apply(self, w).model_copy(update={"variants": self.variants})
-        raise LouderError(f"scenario {self.id}: no wording {wording_id!r}; its wordings are "
+        raise LouderError(f"scenario {self.id}: no wording {wording_id!r}{did_you_mean(wording_id, self.wording_ids)}; "
+                          "its wordings are "
                           f"{', '.join(self.wording_ids)} (add it under `wordings:` in the scenario file, or write "
                           f"some with `louder scenario paraphrase`)")
 
@@ -189,7 +190,8 @@ class Scenario(_Strict):
         for v in self.variants:
             if v.id == variant_id:
                 return _apply(self, v)
-        raise LouderError(f"scenario {self.id}: no variant {variant_id!r}; its variants are "
+        raise LouderError(f"scenario {self.id}: no variant {variant_id!r}{did_you_mean(variant_id, self.variant_ids)}; "
+                          "its variants are "
                           f"{', '.join(self.variant_ids)} (add it under `variants:` in the scenario file)")
 
     @property
@@ -285,17 +287,21 @@ def builtin_groups() -> list[str]:
     return [g for g in _builtin_ids("groups") if not load_group(g).example]
 
 
-def _load(kind: str, ref: str, cls: type[BaseModel]):
+def _is_path(ref: str) -> bool:
+    return ref.endswith((".yaml", ".yml")) or "/" in ref
+
+
+def _load(kind: str, ref: str, cls: type[BaseModel], among: Iterable[str] = ()):
     what = kind[:-1]
-    if ref.endswith((".yaml", ".yml")) or "/" in ref:
+    if _is_path(ref):
         path: Any = Path(ref)
+    elif own := [r for r in among if _is_path(r) and _load(kind, r, cls).id == ref]:
+        return _load(kind, own[0], cls)  # the id of a file the run names by path (ids key the cases)
     elif ref in _builtin_ids(kind):
         path = DATA / kind / f"{ref}.yaml"
     else:
-        raise LouderError(
-            f"unknown {what} {ref!r}; built-in {kind}: {', '.join(_builtin_ids(kind))} "
-            f"(or give the path of a .yaml file)"
-        )
+        raise LouderError(f"unknown {what} {ref!r}{did_you_mean(ref, _builtin_ids(kind))}; built-in {kind}: "
+                          f"{', '.join(_builtin_ids(kind))} (or give the path of a .yaml file)")
     # Keyed on the file's modification time, so a file edited while the process runs is read again.
     try:
         mtime = os.stat(str(path)).st_mtime_ns
@@ -309,11 +315,47 @@ def _parse(cls: type[BaseModel], path: Any, what: str, mtime: int | None):
     return load_yaml_model(cls, path, what)
 
 
-def load_scenario(ref: str) -> Scenario:
-    """A built-in scenario by id, or a scenario file by path."""
-    return _load("scenarios", ref, Scenario)
+def load_scenario(ref: str, among: Iterable[str] = ()) -> Scenario:
+    """A built-in scenario by id, or a scenario file by path. ``among``: the scenario refs of a run
+    (``config.scenarios``), so that the id of a file it names by path finds that file — a run keys
+    its cases by id, whether the scenario was named by id or by path."""
+    return _load("scenarios", ref, Scenario, among)
 
 
-def load_group(ref: str) -> Group:
-    """A built-in group by id, or a group file by path."""
-    return _load("groups", ref, Group)
+def load_group(ref: str, among: Iterable[str] = ()) -> Group:
+    """A built-in group by id, or a group file by path; ``among``: as for ``load_scenario``."""
+    return _load("groups", ref, Group, among)
+
+
+def scenario_ids(refs: Iterable[str]) -> list[str]:
+    """The ids of the scenarios ``refs`` name (by id or by path), in order: what keys a run's cases."""
+    return [load_scenario(r).id for r in refs]
+
+
+def group_ids(refs: Iterable[str]) -> list[str]:
+    """The ids of the groups ``refs`` name (by id or by path), in order."""
+    return [load_group(r).id for r in refs]
+
+
+def check_distinct(kind: str, refs: list[str]) -> None:
+    """One id per scenario (``kind`` "scenarios") or group ("groups") of a run: the same one named
+    twice, or two different files with the same id, is a LouderError naming both (the caller names
+    the field)."""
+    cls = Scenario if kind == "scenarios" else Group
+    seen: dict[str, str] = {}
+    for ref in refs:
+        sid = _load(kind, ref, cls).id
+        if sid in seen:
+            first = seen[sid]
+            if first == ref or _where(kind, first) == _where(kind, ref):
+                raise LouderError(f"listed more than once: {first!r} and {ref!r} are the same {kind[:-1]} "
+                                  f"{sid!r}; list it once")
+            raise LouderError(f"{first!r} and {ref!r} are two files with the same id {sid!r}; a run keys its "
+                              f"{kind} by id, so give one of them another `id:`")
+        seen[sid] = ref
+
+
+def _where(kind: str, ref: str) -> str:
+    """The file ``ref`` names, resolved (a built-in by its place in the package)."""
+    return str(Path(ref).resolve()) if _is_path(ref) else str(DATA / kind / f"{ref}.yaml")
+

@@ -50,7 +50,7 @@ from louder.networks.archetype import ROUND0, assign_replicates, bucket_of, shar
 from louder.networks.rounds import Outcome, control_rule, run_rounds, share_message
 from louder.populations import agent_description, draw_agents, fit_diagnostics, load_population
 from louder.prompts import Prompts, or_list, render
-from louder.scenarios import load_scenario
+from louder.scenarios import group_ids, load_scenario, scenario_ids
 from louder.status import status_block
 from louder.task import Calls, Item, Task
 from louder.types import DECISION_COLUMNS, STATUSES
@@ -88,7 +88,7 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
     except ValueError as e:
         raise LouderError(f"population.buckets: {e}; give a count such as 4 or a list such as [0, 0.5, 1]") from None
     pop = load_population(pop_cfg.file)
-    missing = [g for g in sim.groups if g not in pop.group_ids]
+    missing = [g for g in group_ids(sim.groups) if g not in pop.group_ids]
     if missing:
         raise LouderError(f"groups: {', '.join(missing)} is not a group of population {pop.id} "
                           f"({', '.join(pop.group_ids)}); list the population's groups to analyse under `groups:`")
@@ -175,7 +175,7 @@ def _request(config, model: str, scenario_id: str, cell: int, b: int, k: int, me
 def ask_archetypes(config, plan: Plan, session, run_id: str, model: str, scenario_id: str, tick=None) -> pd.DataFrame:
     """Every call of the plan for one model × scenario, concurrently through the session's client:
     one row per call (CALL_COLUMNS) plus one ``p_<label>`` column per choice (NaN unless valid)."""
-    scenario = load_scenario(scenario_id)
+    scenario = load_scenario(scenario_id, config.simulation.scenarios)
     labels = scenario.labels
     desc = plan.descriptions
     jobs = [(int(c), b, k) for c in plan.cells for b in plan.call_buckets for k in range(config.population.replicates)]
@@ -294,7 +294,8 @@ def agent_rows(plan: Plan, sim: pd.DataFrame, run_id: str, model: str, scenario_
         "thinking": pd.array([None] * len(sim), dtype="string"),
         "reasoning_tokens": pd.array([None] * len(sim), dtype="Int64"), "reasoning": "default",
         # one shared prompt per cell, its choices listed as written (choice_order: as_written only)
-        "choice_order": "|".join(load_scenario(scenario_id).labels), "wording": "as_written", "signal": "stated",
+        "choice_order": "|".join(load_scenario(scenario_id, plan.config.simulation.scenarios).labels),
+        "wording": "as_written", "signal": "stated",
     })[DECISION_COLUMNS]
     extra = {"variant": "base", "cell_id": agents["cell_id"].to_numpy(dtype=np.int64)[node],
              "weight": agents["weight"].to_numpy()[node],
@@ -322,7 +323,8 @@ def archetype_task(config: ExperimentConfig) -> Task:
     """The archetype run as a ``Task``: one item per model × scenario (its whole call plan)."""
     plan = Plan(config, check_config(config))
     per_case = plan.calls_per_case()
-    keys = [(m.label, s) for m in config.models for s in config.simulation.scenarios]
+    keys = [(m.label, s) for m in config.models for s in scenario_ids(config.simulation.scenarios)]
+    groups = group_ids(config.simulation.groups)
     items = [Item(k, per_case, (archetype_calls(plan, *k),)) for k in keys]
 
     def run_case(ctx, item, tick):
@@ -339,14 +341,14 @@ def archetype_task(config: ExperimentConfig) -> Task:
         descriptions = plan.descriptions
         decisions, controls, calls_all = [], [], []
         for (model, scenario_id), calls in zip(keys, results):
-            scenario = load_scenario(scenario_id)
+            scenario = load_scenario(scenario_id, config.simulation.scenarios)
             sim = simulate(plan, calls, scenario, stable_seed(config.seed, "archetype-draws", model, scenario_id),
                            adjacency)
-            for g in config.simulation.groups:
+            for g in groups:
                 decisions.append(agent_rows(plan, sim, ctx.run_id, model, scenario.id, g, descriptions))
             if abm is not None and config.influence.rounds:
                 ctl = control_rows(plan, abm, sim, scenario, model)
-                for g in config.simulation.groups:
+                for g in groups:
                     controls.append(ctl.assign(group=g, attribute=plan.agents[g].to_numpy(object)[ctl["node"]]))
             calls_all.append(calls)
         decisions = pd.concat(decisions, ignore_index=True)
@@ -360,7 +362,7 @@ def archetype_task(config: ExperimentConfig) -> Task:
             out["network.parquet"] = pd.concat(
                 [pd.DataFrame({"model": m, "condition": CONDITION, "scenario": s, "group": g,
                                "source": edges[:, 0], "target": edges[:, 1]})
-                 for m, s in keys for g in config.simulation.groups], ignore_index=True)
+                 for m, s in keys for g in groups], ignore_index=True)
         return out, manifest_fields(plan, decisions, calls)
 
     return Task("archetype", items, run_case, tables, "manifest.json")
@@ -396,7 +398,7 @@ def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) ->
 def archetype_calls(plan: Plan, model: str, scenario_id: str) -> Calls:
     """The calls of one model × scenario: cells × K × (1 + B·[rounds ≥ 1]), one scored call each
     (a short JSON decision, at most 16 tokens)."""
-    s = load_scenario(scenario_id)
+    s = load_scenario(scenario_id, plan.config.simulation.scenarios)
     share = None if len(plan.call_buckets) == 1 else 0.5
     first = int(plan.cells[0])
     text = "".join(t for _, t in archetype_prompt(Prompts(), plan.descriptions[first, 0], s, share))

@@ -78,7 +78,8 @@ def run_arms(config: ExperimentConfig, scenario: Scenario, one: Callable[[str, S
 def arms(config: ExperimentConfig, scenario_id: str) -> int:
     """How many arms a case of ``scenario_id`` runs (``louder.dimensions.arms``): variants × the levels of
     every crossed and own-agents dimension — how often each agent, or its double of another signal, decides."""
-    return len(list(dimensions.arms(config, load_scenario(scenario_id), config.simulation.variants)))
+    return len(list(dimensions.arms(config, load_scenario(scenario_id, config.simulation.scenarios),
+                                    config.simulation.variants)))
 
 
 # --- the plan: the calls of a case -------------------------------------------------------------
@@ -134,12 +135,12 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     again in every round r ≥ 1). A split dimension (choice order) changes no count: each agent sees one
     level."""
     model, condition, scenario_id, group_id = case_key
-    s = load_scenario(scenario_id)
+    s = load_scenario(scenario_id, config.simulation.scenarios)
     # a human study's paired agents (louder.simulation.humans): per attribute, its respondents in this case
     paired = Counter(p.attribute for p in humans.paired(config, scenario_id, group_id))
     out = []
     for own in dimensions.combos(config, s, OWN):
-        for a in load_group(group_id).attributes:
+        for a in load_group(group_id, config.simulation.groups).attributes:
             n = config.simulation.agents + paired[a]
             out.append(persona_calls(config, model, condition, s, a, n, prompts, own))
             for v in config.simulation.variants:
@@ -164,7 +165,8 @@ def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str,
     arm's ``levels`` say it; its agents write and decide under those levels); ``replicates``: only those
     of each attribute (a wave of a sequential run)."""
     model_label, condition, scenario_id, group_id = case_key
-    case = Case(model_label, condition, scenario, load_group(group_id), config.seed, dict(levels or {}))
+    case = Case(model_label, condition, scenario, load_group(group_id, config.simulation.groups), config.seed,
+                dict(levels or {}))
     paired = humans.paired(config, scenario_id, group_id) if config.simulation.humans is not None else None
     return BiasModel(case, session, config.simulation.agents,
                      seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id),
@@ -192,4 +194,5 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
         return CaseFrames(df, [{**keys, **a.persona_row(), **({"respondent": a.respondent} if paired is None else {})}
                                for a in abm.agents])
 
-    return run_arms(config, load_scenario(case_key[2]), one, labelled(config.simulation.variants))
+    return run_arms(config, load_scenario(case_key[2], config.simulation.scenarios), one,
+                    labelled(config.simulation.variants))

@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from louder.errors import LouderError
-from louder.scenarios import builtin_groups, builtin_scenarios, load_group, load_scenario
+from louder.errors import LouderError, did_you_mean
+from louder.scenarios import builtin_groups, builtin_scenarios, check_distinct, load_group, load_scenario
 from louder.sections import GenerationParams, Section
 
 CONDITIONS = ("contextualized", "non_contextualized", "no_persona")
@@ -88,8 +88,10 @@ class SimulationConfig(Section):
                 load_scenario(ref)
             except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
                 raise ValueError(str(e)) from None
-        if len(set(v)) != len(v):
-            raise ValueError("scenarios are listed more than once")
+        try:  # one id per scenario: cases are keyed by id, whether named by id or by path
+            check_distinct("scenarios", v)
+        except LouderError as e:
+            raise ValueError(str(e)) from None
         return v
 
     @field_validator("groups")
@@ -100,8 +102,10 @@ class SimulationConfig(Section):
                 load_group(ref)
             except LouderError as e:
                 raise ValueError(str(e)) from None
-        if len(set(v)) != len(v):
-            raise ValueError("groups are listed more than once")
+        try:  # one id per group: cases are keyed by id, whether named by id or by path
+            check_distinct("groups", v)
+        except LouderError as e:
+            raise ValueError(str(e)) from None
         return v
 
     @field_validator("humans")
@@ -137,7 +141,8 @@ class SimulationConfig(Section):
             s = load_scenario(ref)
             for v in self.variants:
                 if v not in s.variant_ids:
-                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}; its variants are "
+                    raise ValueError(f"variants: scenario {s.id} has no variant {v!r}{did_you_mean(v, s.variant_ids)}; "
+                                     "its variants are "
                                      f"{', '.join(s.variant_ids)} (add it under `variants:` in the scenario file "
                                      f"or drop it from the run)")
         return self

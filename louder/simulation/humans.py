@@ -51,8 +51,8 @@ def _hint(value: str, options) -> str:
 
 
 def load(path: str | Path, scenarios: list[str], groups: list[str]) -> pd.DataFrame:
-    """The respondents of ``path`` in long form (``COLUMNS``), checked against the run's ``scenarios``
-    and ``groups`` (refs as the config gives them). Raises LouderError in one line naming the row and
+    """The respondents of ``path`` in long form (``COLUMNS``, scenarios and groups by id), checked
+    against the run's ``scenarios`` and ``groups`` (ids or paths, as the config gives them). Raises LouderError in one line naming the row and
     column of the first problem."""
     p = Path(path)
     stamp = p.stat().st_mtime_ns if p.is_file() else None
@@ -75,10 +75,9 @@ def _load(path: str, stamp, scenarios: tuple[str, ...], groups: tuple[str, ...])
         raise LouderError(f"{where}: not a readable CSV ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
                           ) from None
     raw.columns = [str(c).strip() for c in raw.columns]
-    by_scenario = {load_scenario(s).id: load_scenario(s) for s in scenarios}
-    by_group = {load_group(g).id: load_group(g) for g in groups}
-    # the tables key cases on the refs the config gives (an id, or a file's path)
-    ref = {**{load_scenario(s).id: s for s in scenarios}, **{"group:" + load_group(g).id: g for g in groups}}
+    # (the tables key cases on the ids, whether the config names a scenario or group by id or by path)
+    by_scenario = {load_scenario(s, scenarios).id: load_scenario(s, scenarios) for s in scenarios}
+    by_group = {load_group(g, groups).id: load_group(g, groups) for g in groups}
     for need in ("respondent", "scenario", "decision"):
         if need not in raw.columns:
             raise LouderError(f"{where}: no column {need!r}; the columns are respondent, scenario, one per group id "
@@ -131,7 +130,7 @@ def _load(path: str, stamp, scenarios: tuple[str, ...], groups: tuple[str, ...])
             attrs[g] = value
         if not attrs:
             raise bad(", ".join(group_columns), "empty; a respondent needs an attribute in at least one group")
-        rows += [dict(respondent=rid, scenario=ref[sid], group=ref["group:" + g], attribute=a, decision=choice,
+        rows += [dict(respondent=rid, scenario=sid, group=g, attribute=a, decision=choice,
                       target=choice == s.target, weight=weight) for g, a in attrs.items()]
     return pd.DataFrame(rows, columns=COLUMNS).astype({"target": "bool", "weight": "float64"})
 
@@ -142,11 +141,11 @@ def table(config) -> pd.DataFrame | None:
     return None if sim.humans is None else load(sim.humans, sim.scenarios, sim.groups)
 
 
-def paired(config, scenario_ref: str, group_ref: str) -> list[Paired]:
-    """The paired agents of a case of ``scenario_ref`` × ``group_ref``, by respondent id (the file's
+def paired(config, scenario_id: str, group_id: str) -> list[Paired]:
+    """The paired agents of a case of ``scenario_id`` × ``group_id``, by respondent id (the file's
     order changes no agent: not its place, so not its balanced choice order either)."""
     t = table(config)
     if t is None:
         return []
-    rows = t[(t["scenario"] == scenario_ref) & (t["group"] == group_ref)].sort_values("respondent", kind="stable")
+    rows = t[(t["scenario"] == scenario_id) & (t["group"] == group_id)].sort_values("respondent", kind="stable")
     return [Paired(r, a) for r, a in zip(rows["respondent"], rows["attribute"])]

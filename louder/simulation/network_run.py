@@ -41,7 +41,7 @@ from louder.networks.rounds import NeighbourCounts, Outcome, control_rule, influ
     run_rounds
 from louder.networks.space import InfluenceModel, NetworkAgent
 from louder.prompts import Prompts
-from louder.scenarios import Scenario, load_group, load_scenario
+from louder.scenarios import Scenario, group_ids, load_group, load_scenario, scenario_ids
 from louder.simulation.case import CaseFrames, arms, case_columns, case_model, labelled, run_arms, seed_case_calls
 from louder.simulation.runner import plan_cases
 from louder.status import status_block
@@ -144,7 +144,7 @@ def case_graph(config: ExperimentConfig, group_id: str) -> nx.Graph:
             raise LouderError(f"network.params.group: {g!r} is not a column of the agents of group {group_id}; "
                               f"single-attribute agents carry one group — use group: {group_id} (or "
                               "group: attribute, the group of each case)")
-    g = load_group(group_id)
+    g = load_group(group_id, config.simulation.groups)
     return build_graph(net, seed_agents(g.id, g.attributes, config.simulation.agents))
 
 
@@ -200,7 +200,8 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
         return CaseFrames(rows[DECISION_COLUMNS + dimensions.extra_columns() + NETWORK_COLUMNS],
                           [{**keys, **a.persona_row()} for a in ordered], extra)
 
-    return run_arms(config, load_scenario(case_key[2]), one, labelled(config.simulation.variants),
+    return run_arms(config, load_scenario(case_key[2], config.simulation.scenarios), one,
+                    labelled(config.simulation.variants),
                     shared=("network.parquet",))
 
 
@@ -210,7 +211,8 @@ def network_manifest(config: ExperimentConfig, graphs: Mapping[str, nx.Graph]) -
     net = config.network
     per_group = {}
     for gid, g in graphs.items():
-        attrs = seed_agents(gid, load_group(gid).attributes, config.simulation.agents)["attribute"].to_numpy()
+        attrs = seed_agents(gid, load_group(gid, config.simulation.groups).attributes,
+                            config.simulation.agents)["attribute"].to_numpy()
         within = float(np.mean([attrs[u] == attrs[v] for u, v in g.edges])) if g.number_of_edges() else None
         per_group[gid] = dict(nodes=g.number_of_nodes(), edges=g.number_of_edges(),
                               mean_degree=round(2 * g.number_of_edges() / max(1, g.number_of_nodes()), 3),
@@ -259,12 +261,12 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
     the case's seed simulation. ``order(n)`` (tests) gives the order the n agents are placed on the
     graph in."""
     check_network_config(config)
-    graphs = {g: case_graph(config, g) for g in config.simulation.groups}
+    graphs = {g: case_graph(config, g) for g in group_ids(config.simulation.groups)}
     prompts = Prompts()
     # a typical neighbour message for the estimate: 8 neighbours split between the target and another choice
     messages = {}
-    for sid in config.simulation.scenarios:
-        s = load_scenario(sid)
+    for sid in scenario_ids(config.simulation.scenarios):
+        s = load_scenario(sid, config.simulation.scenarios)
         counts = {c: 0 for c in s.labels} | {s.target: 4, next(c for c in s.labels if c != s.target): 4}
         messages[sid] = neighbour_message(NeighbourCounts(8, counts, 0, 0, 0, 0.5), s.labels, s.target)
     arm = arm_runs(config)

@@ -37,10 +37,11 @@ from louder.llm.base import stable_seed
 from louder.personas import Persona, generate_persona, rewrite_persona
 from louder.populations import agent_description, draw_agents, fit_diagnostics, fit_population, load_population
 from louder.populations.schema import Population
-from louder.populations.twins import (TwinCheck, group_lexicon, mentions, name_problem, re_express, rewrite_check,
-                                      rewrite_cues, twin_calls_per_agent, twin_check)
+from louder.populations.twins import (TwinCheck, fitting_name, group_lexicon, mentions, name_problem, re_express,
+                                      rewrite_check, rewrite_cues, twin_calls_per_agent, twin_check)
 from louder.populations.persona import persona_phrases
-from louder.scenarios import Scenario, load_scenario
+from louder.scenarios import Scenario, load_scenario, scenario_ids
+from louder.presentation import load_names
 from louder.prompts import Prompts
 from louder.session import ModelSession
 from louder.cost import stand_in_persona
@@ -123,6 +124,7 @@ class TwinAgent(PersonaAgent):
         self.twin_status: str | None = None
         self.twin_reason: str | None = None  # why the twin failed its check or its call
         self.twin_similarity: float | None = None
+        self.written_name: str | None = None  # the model's name for the twin, where it did not fit and was replaced
         self._blank()
 
     @property
@@ -153,7 +155,7 @@ class TwinAgent(PersonaAgent):
                                      "twin-name|" + self.key)
             if named.status != "valid":
                 return self._failed(named)
-            name, outcome, prompt = named.name, named.outcome, named.prompt
+            name, outcome, prompt = self._fitting(named.name, group), named.outcome, named.prompt
         if case.condition == "no_persona":  # the "persona" is the description itself
             text = session.prompts.no_persona_text(self.demographic)
             problem = name_problem(name, src.name, lex.all_words(old) | lex.all_words(new)) if (
@@ -181,6 +183,24 @@ class TwinAgent(PersonaAgent):
         self.persona = Persona(name, text, "valid", outcome, prompt)
         self.name, self.persona_text = name, text
 
+    def _fitting(self, name: str | None, group) -> str | None:
+        """The name the model wrote for the twin, or — when the curated name lists give its first name to
+        another attribute of the group and not to the new one — one from the new attribute's list, the
+        rest of the name kept (``twins.fitting_name``; the written name is kept in ``written_name``)."""
+        lists = self.model.name_lists
+        first = {p.casefold() for p in (name or "").split()[:1]}
+        in_population = {a for g in self.model.case.population.groups for a in g.attributes}
+        # prefer names that keep what else the twin is: its other attributes' lists, then the written
+        # name's standing on lists of attributes the population does not have (White, say, in a gender-only one)
+        prefer = [lists[a] for g, a in self.attributes.items() if g != self.group_id and a in lists]
+        prefer += [v for a, v in lists.items() if a not in in_population and first & {n.casefold() for n in v}]
+        source = (self.source.name or "").split()
+        fitted, why = fitting_name(name, self.attribute, group.attributes, lists, prefer, source[0] if source else None,
+                                   stable_seed(self.seed, "twin-name-fit", self.group_id, self.attribute))
+        if why:
+            self.written_name = name
+        return fitted
+
     def step(self) -> None:
         if self.persona is None:
             self.write_persona()
@@ -201,6 +221,9 @@ class PopulationModel(mesa.Model):
                  twins: bool = False, twin_groups: list[str] | None = None):
         super().__init__(rng=int(seed))  # an int rng seeds model.random and model.rng as seed= did
         self.case, self.session, self.twins = case, session, twins
+        # the curated first-name lists a twin's new name must fit (the names signal's file; docs/populations.md)
+        names = load_names(session.config.simulation.names) if twins else None
+        self.name_lists = {a: s.first for a, s in names.attributes.items()} if twins else {}
         self.on_done: Callable[[], None] | None = None  # called as each agent finishes; set before step
         self.twin_groups = [g for g in case.population.groups if twin_groups is None or g.id in twin_groups]
         # a wave of a sequential run carries the replicates its agents have in the whole draw
@@ -216,7 +239,8 @@ class PopulationModel(mesa.Model):
                               "attributes": "attributes"},
             TwinAgent: {**reporters(), "attributes": "attributes", "group": "group_id",
                         "twin_status": "twin_status", "twin_reason": "twin_reason",
-                        "twin_similarity": "twin_similarity", "source": lambda t: t.source.agent_id,
+                        "twin_similarity": "twin_similarity", "written_name": "written_name",
+                        "source": lambda t: t.source.agent_id,
                         "source_attribute": lambda t: t.source.attributes[t.group_id]}})
 
     def person(self, i: int) -> PopulationAgent:
@@ -269,7 +293,8 @@ def _case_frames(pm: PopulationModel, keys: dict) -> CaseFrames:
     t = t.drop(columns="attributes").rename(columns={"source": "agent_id"}).assign(original=False, **keys)
     # each twin set also holds the source agent itself (its own decision, no further call)
     own = pd.concat([d.assign(group=g.id, source_attribute=d[attr_column(g.id)], attribute=d[attr_column(g.id)],
-                              twin_status="ok", twin_reason=None, twin_similarity=None, original=True)
+                              twin_status="ok", twin_reason=None, twin_similarity=None, written_name=None,
+                              original=True)
                      for g in pm.twin_groups], ignore_index=True)
     t = pd.concat([own, t], ignore_index=True)
     t["twin_set"] = t["agent_id"].astype(str) + ":" + t["group"]
@@ -294,7 +319,7 @@ def run_population_case(config: ExperimentConfig, session: ModelSession, run_id:
         return _case_frames(pm, keys)
 
     # population runs always carry the variant column: their analysis keys on it
-    return run_arms(config, load_scenario(scenario_id), one, label=True)
+    return run_arms(config, load_scenario(scenario_id, config.simulation.scenarios), one, label=True)
 
 
 def population_calls(config: ExperimentConfig, population: Population, agents: pd.DataFrame, model: str,
@@ -306,7 +331,7 @@ def population_calls(config: ExperimentConfig, population: Population, agents: p
     word list, a chat call whatever the model's API; ``twins.twin_calls_per_agent``) and a decision
     per variant. Counts assume every persona is valid and names its attributes (a failed one skips
     its calls, an unnamed attribute its rewrite)."""
-    s = load_scenario(scenario_id)
+    s = load_scenario(scenario_id, config.simulation.scenarios)
     pop = config.population
     calls = twin_calls(population, pop.twin_groups, condition) if pop.twins else {}
     out = []
@@ -346,7 +371,7 @@ def population_task(config: ExperimentConfig) -> Task:
     prompts = Prompts()
     items = [Item((m.label, c, s), sim.agents * arms(config, s) * per_agent,
                   population_calls(config, population, agents, m.label, c, s, prompts))
-             for m in config.models for c in sim.conditions for s in sim.scenarios]
+             for m in config.models for c in sim.conditions for s in scenario_ids(sim.scenarios)]
 
     def run_item(ctx, item, tick):
         return run_population_case(config, ctx.sessions[item[0]], ctx.run_id, population, agents, item, tick)
@@ -376,7 +401,9 @@ def population_task(config: ExperimentConfig) -> Task:
             counted["twins"] = made
             twin_info = {"groups": pop.twin_groups or gids,
                          "per_agent": twins_per_agent(population, pop.twin_groups),
-                         "twin_status": {s: int(n) for s, n in made["twin_status"].value_counts().items()}}
+                         "twin_status": {s: int(n) for s, n in made["twin_status"].value_counts().items()},
+                         # issue 32: names the model wrote for a twin that did not fit its new attribute
+                         "names_replaced": int(made["written_name"].notna().sum())}
         fields = status_block(counted, ["model", "condition", "scenario", "variant", *own, "attribute"])
         if pop.twins:
             fields["rows"]["twins"] = len(out["twins.parquet"])

@@ -119,8 +119,8 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
             merge_shard(ctx.cache, shard)
             ctx.add_counts(counts)
             results[i] = frames
-            for _ in range(config.simulation.agents * len(load_group(cases[i][3]).attributes)
-                           * arms(config, cases[i][2]) if tick else 0):
+            n = config.simulation.agents * len(load_group(cases[i][3], config.simulation.groups).attributes)
+            for _ in range(n * arms(config, cases[i][2]) if tick else 0):
                 tick()
         return results
     finally:

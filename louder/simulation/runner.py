@@ -17,7 +17,7 @@ from louder import dimensions, kinds
 from louder.config import ExperimentConfig
 from louder.dimensions import CROSSED, OWN
 from louder.prompts import Prompts
-from louder.scenarios import load_group
+from louder.scenarios import group_ids, load_group, scenario_ids
 from louder.simulation import humans
 from louder.simulation.case import arms, labelled, seed_case_calls, simulate_case
 from louder.status import status_block, status_by
@@ -34,10 +34,12 @@ class RunResult:
 
 
 def plan_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
-    """(model, condition, scenario, group) for every case, in run order."""
+    """(model, condition, scenario id, group id) for every case, in run order: a scenario or group
+    named by path is keyed by its id, as the probes key it (``load_scenario(id, config.simulation.scenarios)``
+    finds its file again)."""
     sim = config.simulation
-    return [(m.label, c, s, g) for m in config.models for c in sim.conditions for s in sim.scenarios
-            for g in sim.groups]
+    return [(m.label, c, s, g) for m in config.models for c in sim.conditions for s in scenario_ids(sim.scenarios)
+            for g in group_ids(sim.groups)]
 
 
 def count_calls(config: ExperimentConfig) -> int:
@@ -50,7 +52,8 @@ def simulation_task(config: ExperimentConfig) -> Task:
     """The simulation as a ``Task``: one item per (model, condition, scenario, group) case, every case
     at its full N (a sequential run's task in waves is ``louder.simulation.sequential.simulation``)."""
     prompts = Prompts()
-    items = [Item(c, (config.simulation.agents * len(load_group(c[3]).attributes) + len(humans.paired(config, *c[2:])))
+    sim = config.simulation
+    items = [Item(c, (sim.agents * len(load_group(c[3], sim.groups).attributes) + len(humans.paired(config, *c[2:])))
                   * arms(config, c[2]), seed_case_calls(config, c, prompts)) for c in plan_cases(config)]
     study = humans.table(config)  # a human study: its respondents, written beside the agents (humans.parquet)
 

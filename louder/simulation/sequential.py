@@ -69,7 +69,7 @@ def tested(config: ExperimentConfig, scenario_id: str, variant: str | None) -> l
     the file's own text, the least thinking: the rows cases.csv reads (``louder.dimensions``). The
     other crossed levels are asked of the same agents as they go; robustness.csv and reasoning.csv
     analyse them afterwards."""
-    scenario = load_scenario(scenario_id)
+    scenario = load_scenario(scenario_id, config.simulation.scenarios)
     ref = dimensions.references(config, scenario)
     shown = dimensions.labelled(config, OWN)
     out = []
@@ -266,7 +266,7 @@ def simulation(config: ExperimentConfig) -> Task:
         return simulate_case(full, ctx.sessions[key[0]], ctx.run_id, key, tick, range(w * W, min((w + 1) * W, B)))
 
     def units(key):
-        attrs = list(load_group(key[3]).attributes)
+        attrs = list(load_group(key[3], config.simulation.groups).attributes)
         case = dict(zip(("model", "condition", "scenario", "group"), key))
         return [Unit({**case, **({"variant": v} if label else {}), **levels}, "attribute", attrs, where)
                 for v in config.simulation.variants
@@ -275,7 +275,7 @@ def simulation(config: ExperimentConfig) -> Task:
     def finish(key, frames: CaseFrames, waves: int) -> CaseFrames:
         """agent_id as a fixed run of the case's total N writes it: 1 + i·N + replicate."""
         n = min(waves * W, B)
-        index = {a: i for i, a in enumerate(load_group(key[3]).attributes)}
+        index = {a: i for i, a in enumerate(load_group(key[3], config.simulation.groups).attributes)}
 
         def renumber(df: pd.DataFrame) -> pd.DataFrame:
             return df.assign(agent_id=1 + df["attribute"].map(index).astype("int64") * n + df["replicate"])
