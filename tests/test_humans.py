@@ -123,6 +123,8 @@ def test_paired_agents_are_planned_accounted_and_resumed_and_leave_the_usual_age
     a = t["anchored"]
     assert list(a.columns) == COLUMNS and len(a) == 2 * 3
     assert (a[["paired_valid", "paired_invalid", "paired_refused", "paired_error"]].sum(axis=1) == 4).all()
+    for kind in ("humans", "agents", "ppi"):  # every interval contains its estimate (rates of 0 and 1 too)
+        assert ((a[f"ci_low_{kind}"] <= a[f"rate_{kind}"]) & (a[f"rate_{kind}"] <= a[f"ci_high_{kind}"])).all(), kind
     # every other table reads the usual agents: the cases are the run's without humans
     pd.testing.assert_frame_equal(t["cases"], plain.analyze(bootstrap=200)["cases"])
     report = run.report().read_text("utf-8")

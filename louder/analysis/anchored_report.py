@@ -36,7 +36,8 @@ def anchored_figure(anchored: pd.DataFrame) -> Figure | None:
             label, colour = SERIES[s]
             y = np.arange(len(attrs)) + (i - 1) * 0.22
             est, lo, hi = (g[f"{c}_{s}"].to_numpy(float) for c in ("rate", "ci_low", "ci_high"))
-            ax.errorbar(est, y, xerr=[est - lo, hi - est], fmt="o", color=colour, capsize=3, ms=4, label=label)
+            err = np.clip([est - lo, hi - est], 0, None)  # (none drawn where there is no interval)
+            ax.errorbar(est, y, xerr=np.nan_to_num(err), fmt="o", color=colour, capsize=3, ms=4, label=label)
         ax.set_yticks(range(len(attrs)), attrs, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
