@@ -2,15 +2,17 @@
 
 The Python API (the command line is a thin layer over it):
 
-- ``louder.run(config, out, **overrides) -> Run`` — run or resume an experiment;
-- ``louder.open(run_dir) -> Run`` — a run folder: ``run.decisions``, ``run.personas``, ``run.manifest``,
-  ``run.analyze() -> dict[str, DataFrame]``, ``run.report() -> Path``;
+- ``louder.run(config, out=None, **overrides) -> Run`` — run or resume an experiment (default folder
+  ``runs/<run_id>``, else ``runs/run-<hash of the config>``);
+- ``louder.open(run_dir) -> Run`` — a run folder: ``run.table(name)`` (``run.decisions``, ``run.cases``, …),
+  ``run.manifest``, ``run.analyze() -> dict[str, DataFrame]`` (computed once per data state),
+  ``run.summary()``, ``run.report() -> Path``; what a run lacks comes as ``LouderWarning``;
 - ``louder.estimate(config) -> DataFrame`` — the dry run's calls, tokens and cost;
 - ``louder.plan(effect, attributes, base_rate) -> Plan`` — agents per attribute for a wanted power.
 """
 
 from louder.api import Run, estimate, open, plan, run
-from louder.errors import LouderError
+from louder.errors import LouderError, LouderWarning
 
 __version__ = "0.1.0"
-__all__ = ["LouderError", "Run", "__version__", "estimate", "open", "plan", "run"]
+__all__ = ["LouderError", "LouderWarning", "Run", "__version__", "estimate", "open", "plan", "run"]

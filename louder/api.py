@@ -4,7 +4,9 @@
     >>> r = louder.run({"simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
     ...                               "agents": 3}, "models": ["fake:seed=1"]}, out="runs/x")
     >>> r.decisions.head()            # every table the run wrote, by file stem
-    >>> r.analyze()["cases"]          # the tables `louder analyze` writes, by CSV stem
+    >>> r.analyze()["cases"]          # the tables `louder analyze` writes, by CSV stem (computed once)
+    >>> r.table("cases")              # any table by name: the run's Parquet files and the analysis' CSVs
+    >>> print(r.summary())            # what it holds and found (HTML in a notebook)
     >>> r.report()                    # runs/x/report/index.html
 
 The command line is a thin layer over these functions; a config is a YAML path, a dict in the
@@ -22,6 +24,7 @@ if TYPE_CHECKING:  # imported on use: `import louder` stays light
     import pandas as pd
 
     from louder.analysis.power import Plan
+    from louder.analysis.inputs import Analysis
     from louder.config import ExperimentConfig
     from louder.task import TaskResult
 
@@ -34,8 +37,9 @@ def _config(source, overrides: dict) -> ExperimentConfig:
 
 
 class Run:
-    """A run folder: the tables a run wrote (``run.decisions``, ``run.personas``, ``run.probes``, …
-    any ``NAME.parquet`` as ``run.NAME``), its manifests, its analysis and its report."""
+    """A run folder: every table it holds by name (``run.table("decisions")``, ``run.table("cases")``,
+    or ``run.decisions``, ``run.cases``, …), its manifests, its analysis (``run.analyze()``), a summary
+    (``run.summary()``, shown in notebooks) and its report (``run.report()``)."""
 
     def __init__(self, path: str | Path, result: TaskResult | None = None):
         self.path = Path(path).resolve()
@@ -45,25 +49,48 @@ class Run:
             raise LouderError(f"run folder {self.path} does not exist; give the --out folder of a run")
         self.result = result  # the run that made it in this process (tables in memory), if any
         self._tables: dict[str, pd.DataFrame] = {}
+        self._analysis: Analysis | None = None
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r}: {', '.join(self.tables) or 'no tables yet'})"
 
+    def _repr_html_(self) -> str:
+        return self.summary(compute=False).as_html()
+
     @property
     def tables(self) -> list[str]:
-        """The file stems of the Parquet tables in the run folder (``decisions``, ``personas``, …)."""
+        """The file stems of the Parquet tables in the run folder (``decisions``, ``personas``, …); the
+        analysis adds its own (``louder.analysis.registry.tables()``), read with ``table`` too."""
         return sorted(p.stem for p in self.path.glob("*.parquet"))
 
     def table(self, name: str) -> pd.DataFrame:
-        """The table ``NAME.parquet`` of the run folder (read once; ``KeyError`` if the run has none)."""
-        if name not in self._tables:
-            path = self.path / f"{name}.parquet"
-            if not path.exists():
-                raise KeyError(f"{self.path} has no {name}.parquet; its tables: {', '.join(self.tables) or 'none'}")
-            import pandas as pd
+        """Any table of the run folder by name: a Parquet table the run wrote (``decisions``,
+        ``personas``, …, read once), a table a measure writes (``cases``, ``attributes``, ``robustness``,
+        …: from the analysis of the folder's data as it is now, with the settings ``louder analyze``
+        last used there, else the defaults — computed once and read back from its CSVs after), or a
+        CSV the run wrote (``sequential``). ``KeyError`` says which tables there are."""
+        from louder.analysis import registry
 
+        if name in self._tables:
+            return self._tables[name]
+        import pandas as pd
+
+        path = self.path / f"{name}.parquet"
+        if path.exists():
             self._tables[name] = pd.read_parquet(path)
-        return self._tables[name]
+            return self._tables[name]
+        declared = registry.tables()
+        if name in declared:
+            a = self._analysed()
+            if name in a.tables:
+                return a.tables[name]
+            m = registry.owner(name)
+            raise KeyError(f"{self.path} has no {name} table: its measure, {m.name} ({m.summary}), found nothing to "
+                           f"build it from in this run; its analysis tables: {', '.join(a.tables) or 'none'}")
+        if (self.path / f"{name}.csv").exists():  # a table the run wrote as CSV (a sequential run's)
+            return pd.read_csv(self.path / f"{name}.csv")
+        raise KeyError(f"{self.path} has no {name}.parquet and no table {name!r} of the analysis; its tables: "
+                       f"{', '.join(self.tables) or 'none'}, and what the analysis writes: {', '.join(declared)}")
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         if name.startswith("_"):
@@ -96,17 +123,59 @@ class Run:
             return {}
         return m.get("manifest") or next(iter(m.values()))
 
+    def _analysed(self, **settings) -> Analysis:
+        """The analysis of the folder's data as it is now, with ``settings`` (none given: those
+        ``louder analyze`` last used here, else the defaults). Computed once per data state and
+        settings: in memory here, and on disk by ``louder.analysis.analyze``."""
+        from dataclasses import asdict
+
+        from louder.analysis import analyze, run as analysis_run
+
+        if not settings:
+            done = analysis_run.recorded_settings(self.path)
+            settings = asdict(done) if done is not None else {}
+        wanted = analysis_run.Settings.of(**settings)
+        a = self._analysis
+        if a is None or a.settings != wanted or a.state != analysis_run.state_of(self.path, wanted):
+            a = self._analysis = analyze(self.path, **asdict(wanted))
+            _warn(a.missing)
+        return a
+
     def analyze(self, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
                 patterns: str | Path | None = None, write: bool = True,
                 observed: str | Path | None = None) -> dict[str, pd.DataFrame]:
         """Every table ``louder analyze`` computes, keyed by its CSV stem (``cases``, ``attributes``,
         ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does.
-        ``observed``: a file of observed rates (``voices``: gaps and amplification, docs/voices.md)."""
-        from louder.analysis import analyze
+        ``observed``: a file of observed rates (``voices``: gaps and amplification, docs/voices.md).
+        Computed once per data state and settings: calling it again reads the same tables back
+        without recomputing the bootstrap or rewriting a CSV. What the run lacks for a measure is
+        raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
+        if not write:
+            from louder.analysis import analyze
 
-        self._analysis = analyze(self.path, bootstrap=bootstrap, seed=seed, predictions=predictions,
-                                 patterns=patterns, write=write, observed=observed)
-        return dict(self._analysis.tables)
+            a = analyze(self.path, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
+                        write=False, observed=observed)
+            _warn(a.missing)
+            return dict(a.tables)
+        return dict(self._analysed(bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
+                                   observed=observed).tables)
+
+    def summary(self, compute: bool = True) -> Summary:
+        """What the run holds and what its analysis found: the answers of every table by status, the
+        cases with a significant or an underpowered DPD, the next steps the measures suggest and what
+        is missing — as text (``print(run.summary())``) and HTML (shown in notebooks). ``compute``:
+        analyse the folder if it has no analysis of its data as it is now (else say so)."""
+        from louder.analysis.run import written
+
+        analysis = self._analysed() if compute else None
+        if analysis is None:
+            tables = written(self.path)
+            if tables is not None:
+                from louder.analysis.run import load
+
+                analysis = load(self.path)
+                analysis.tables = tables
+        return Summary.of(self, analysis)
 
     def report(self, bootstrap: int | None = None, seed: int | None = None,
                observed: str | Path | None = None) -> Path:
@@ -116,7 +185,104 @@ class Run:
         from louder.analysis import for_report
         from louder.analysis.report import write_report
 
-        return write_report(for_report(self.path, bootstrap=bootstrap, seed=seed, observed=observed))
+        a = for_report(self.path, bootstrap=bootstrap, seed=seed, observed=observed)
+        _warn(a.missing)
+        return write_report(a)
+
+
+def _warn(notes: list[str]) -> None:
+    """What a run folder lacks, as warnings (the CLI prints them as `missing:` lines), pointing at the
+    caller's line outside louder."""
+    import sys
+    import warnings
+
+    from louder.errors import LouderWarning
+
+    here, level, frame = str(Path(__file__).parent), 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    for note in notes:
+        warnings.warn(note, LouderWarning, stacklevel=level)
+
+
+class Summary:
+    """``Run.summary()``: text (``str()``, ``print``) and HTML (``as_html()``, shown in notebooks)."""
+
+    def __init__(self, title: str, blocks: list[tuple[str, pd.DataFrame | list[str]]]):
+        self.title, self.blocks = title, blocks
+
+    @classmethod
+    def of(cls, run: Run, a: Analysis | None) -> Summary:
+        import pandas as pd
+
+        from louder.status import status_counts
+
+        rows = []
+        for p in sorted(run.path.glob("*.parquet")):
+            df = run.table(p.stem)
+            counts = status_counts(df) if "status" in df.columns else {}
+            rows.append(dict(table=p.stem, rows=len(df), **counts))
+        blocks: list[tuple[str, pd.DataFrame | list[str]]] = [("Run tables (answers by status)", pd.DataFrame(rows))]
+        kinds = sorted({m.get("louder_kind") for m in run.manifests.values() if m.get("louder_kind")})
+        if a is None:
+            blocks.append(("Analysis", ["not analysed for its data as it is now: run.analyze() (or `louder analyze "
+                                        f"{run.path}`)"]))
+        else:
+            from louder.cli_tables import next_steps
+
+            blocks.append(("Analysis tables", pd.DataFrame([dict(table=n, rows=len(t)) for n, t in a.tables.items()])))
+            blocks.append(("Findings", _findings(a)))
+            if steps := next_steps(a):
+                blocks.append(("Next steps", steps))
+            if a.missing:
+                blocks.append(("Missing", list(a.missing)))
+        return cls(f"louder run {run.path.name} ({', '.join(kinds) or 'no manifest'}): {run.path}", blocks)
+
+    def as_text(self) -> str:
+        out = [self.title]
+        for title, body in self.blocks:
+            out += ["", title + ":"]
+            out += ([body.to_string(index=False)] if hasattr(body, "to_string") else [f"- {line}" for line in body])
+        return "\n".join(out)
+
+    def as_html(self) -> str:
+        import html
+
+        out = [f"<h4>{html.escape(self.title)}</h4>"]
+        for title, body in self.blocks:
+            out.append(f"<b>{html.escape(title)}</b>")
+            out.append(body.to_html(index=False, border=0) if hasattr(body, "to_html") else
+                       "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in body) + "</ul>")
+        return "<div>" + "".join(out) + "</div>"
+
+    def _repr_html_(self) -> str:
+        return self.as_html()
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    __repr__ = __str__
+
+
+def _findings(a: Analysis) -> list[str]:
+    """One line per kind of case: how many are significant (the run's Holm rule) and underpowered."""
+    from louder.analysis.measures.cases import _true
+
+    cases = a.tables.get("cases")
+    if cases is None or cases.empty:
+        return ["no cases"]
+    out = []
+    for kind, g in cases.groupby("kind", sort=False):
+        sig = g[g["significant"].map(_true)]
+        line = f"{kind}: {len(sig)} of {len(g)} cases significant (p_holm < 0.05)"
+        if len(sig):
+            line += ": " + "; ".join(f"{r['model']} · {r['condition']} · {r['scenario']} × {r['group']} DPD "
+                                     f"{r['dpd']:.2f}" for _, r in sig.head(5).iterrows())
+            line += f" (and {len(sig) - 5} more)" if len(sig) > 5 else ""
+        if kind == "implicit":
+            line += f"; {int(g['underpowered'].map(_true).sum())} underpowered"
+        out.append(line)
+    return out
 
 
 def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as the issue names it
@@ -124,25 +290,37 @@ def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as
     return Run(run_dir)
 
 
+def default_out(cfg: ExperimentConfig) -> Path:
+    """The run folder ``louder.run`` writes to when given none: ``runs/<run_id>``, or without a
+    ``run_id`` ``runs/run-<the first 8 hex digits of the config's sha256>`` — the same config always
+    finds the same folder, so running it again resumes there."""
+    import hashlib
+
+    if cfg.run_id:
+        return Path("runs") / cfg.run_id
+    return Path("runs") / f"run-{hashlib.sha256(cfg.model_dump_json().encode()).hexdigest()[:8]}"
+
+
 def run(config: str | Path | dict | ExperimentConfig | None = None, out: str | Path | None = None, *,
         kind: str | None = None, retry_errors: bool = False, progress: bool | Callable[[int, str], None] = True,
         **overrides: Any) -> Run:
     """Run (or resume) an experiment and return its run folder.
 
-    ``config``: a YAML path, a dict in the YAML's shape, or an ``ExperimentConfig``; ``overrides``:
+    ``out``: the run folder (default ``default_out(config)``: ``runs/<run_id>``, else
+    ``runs/run-<hash of the config>``). ``config``: a YAML path, a dict in the YAML's shape, or an
+    ``ExperimentConfig``; ``overrides``:
     config fields on top (``agents=3``, ``models=["fake:seed=1"]``, …). ``kind``: ``None`` runs what
     ``louder run`` runs with this config (simulation, population, network or archetype — see
     ``louder.kinds``); ``"explicit"``, ``"association"`` or ``"decision"`` run a probe into the same
     folder. ``progress``: a progress bar (True), none (False), or your own ``on_progress(total, phase)``.
     Running the same call again resumes from the run's cache: finished answers are never asked twice."""
     from louder import kinds
-    from louder.errors import LouderError
     from louder.progress import progress_bar
     from louder.task import execute
 
-    if out is None:
-        raise LouderError("out: give the run folder to write to, e.g. louder.run(config, out='runs/first')")
     cfg = _config(config, overrides)
+    if out is None:
+        out = default_out(cfg)
     k = kinds.for_config(cfg) if kind is None else kinds.resolve(kind, cfg)
     task = k.build(cfg)
     close = None
@@ -189,4 +367,4 @@ def plan(effect: float, attributes: int, base_rate: float, power: float = 0.8, a
     return make_plan(effect, attributes, base_rate, target=power, alpha=alpha, spread=spread, seed=seed)
 
 
-__all__ = ["Run", "estimate", "open", "plan", "run"]
+__all__ = ["Run", "Summary", "default_out", "estimate", "open", "plan", "run"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -12,15 +13,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from louder.cli_tables import analysis_tables, cases_table, dry_run_table, power_note
+from louder.cli_tables import analysis_tables, dry_run_table, next_steps
 from louder.errors import LouderError
 from louder.progress import progress_bar
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                   help="louder: find implicit bias in LLMs by what persona agents do, beside what the model says.")
-# Wide enough for the tables when output goes to a file or CI log.
-console = Console(width=None if sys.stdout.isatty() else 160)
+# Wide enough for the tables when output goes to a file or CI log (COLUMNS, when set, decides).
+console = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160)
 err_console = Console(stderr=True)
 
 
@@ -214,9 +216,7 @@ def demo(
         _execute(kinds.get("simulation"), cfg, out, retry_errors=False)
         _execute(kinds.get("explicit"), cfg, out, retry_errors=False)
         a = run_analysis(out)
-        console.print(cases_table(a.tables["cases"]))
-        if note := power_note(a.tables["cases"]):
-            console.print(f"[yellow]{note}[/]", highlight=False)
+        _print_analysis(a)
         path = write_report(a)
     except LouderError as e:
         fail(str(e))
@@ -415,8 +415,10 @@ def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, vari
         fail(f"--rescore {path}: cannot be read as CSV or Parquet ({e})")
     if text_column not in df.columns:
         fail(f"--text-column {text_column!r} is not a column of {path}; columns: {', '.join(map(str, df.columns))}")
+    from louder.analysis.keys import is_valid
+
     r = score_table(df, st, text_column, (variation or ["replication"])[0])
-    valid = r["status"] == "valid"
+    valid = is_valid(r)
     console.print(f"{st.name}: mean score {r['score_authors'].mean():.4f} (authors' convention, n={len(r)}), "
                   f"{r.loc[valid, 'score'].mean():.4f} (strict, n={int(valid.sum())}); "
                   f"parsed {int(valid.sum())}, unparsed {int((~valid).sum())}, "
@@ -492,6 +494,23 @@ def probe_decision(
         fail(str(e))
 
 
+def _width() -> int:
+    """The terminal's width: COLUMNS when set (as the command runs), else the console's."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() else console.width
+
+
+def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> None:
+    """The analysis' console tables at the terminal's width, what it leads to, and what is missing."""
+    width = _width()
+    for table in analysis_tables(a, width, wide, columns):
+        console.print(table, width=width)
+    for line in next_steps(a):
+        console.print(Text(line, style="yellow"), width=width)
+    for m in a.missing:
+        console.print(Text.assemble(("missing:", "yellow"), " ", m), width=width)
+
+
 @app.command()
 def analyze(
     run_dir: Path = typer.Argument(..., help="run folder (the --out of `louder run` / `louder probe explicit`)"),
@@ -502,28 +521,27 @@ def analyze(
     patterns: Optional[Path] = typer.Option(None, "--patterns", help="rationale phrase patterns YAML"),
     observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md): gaps and "
                                             "amplification of the agents' gap in voices.csv"),
+    wide: bool = typer.Option(False, "--wide", help="print every column of the tables (default: the key columns "
+                                                     "that fit the terminal)"),
+    columns: Optional[str] = typer.Option(None, "--columns", help="print these columns of the tables, comma-separated "
+                                          "(e.g. scenario,dpd,p_holm,power)"),
 ) -> None:
-    """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs."""
+    """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs (once per data
+    state and settings: the same analysis again is read back, not recomputed)."""
     from louder.analysis import analyze as run_analysis
 
     try:
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
                          observed=observed)
+        _print_analysis(a, wide, [c.strip() for c in columns.split(",") if c.strip()] if columns else None)
     except LouderError as e:
         fail(str(e))
-    for table in analysis_tables(a.tables):  # a population run: per group and regression first (issue 23)
-        console.print(table)
-    if a.sequential is not None:  # issue 20: the run's verdicts, and which columns are valid
-        from louder.analysis.sequential_tables import NOTE
-        from louder.cli_tables import sequential_cases_table
-
-        console.print(sequential_cases_table(a.sequential[0], a.manifests["simulation"]["sequential"]))
-        console.print(f"[yellow]{NOTE}[/]", highlight=False)
-    if note := power_note(a.tables["cases"]):
-        console.print(f"[yellow]{note}[/]", highlight=False)
-    for m in a.missing:
-        console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
-    console.print(f"wrote {', '.join(f'{n}.csv' for n in a.tables)} in {run_dir} ({a.seconds:.1f} s)")
+    names = ", ".join(f"{n}.csv" for n in a.tables)
+    if a.cached:
+        console.print(f"up to date: {names} in {run_dir} (the same data and settings as the analysis they hold; "
+                      f"read in {a.seconds:.1f} s)", highlight=False, width=_width())
+    else:
+        console.print(f"wrote {names} in {run_dir} ({a.seconds:.1f} s)", highlight=False, width=_width())
 
 
 @app.command()
@@ -547,8 +565,8 @@ def report(
     except LouderError as e:
         fail(str(e))
     for m in a.missing:
-        console.print(f"[yellow]missing:[/] {escape(m)}", highlight=False)
-    console.print(f"wrote {path}")
+        console.print(Text.assemble(("missing:", "yellow"), " ", m))
+    console.print(f"wrote {path}", highlight=False)
 
 
 @app.command()
@@ -666,6 +684,24 @@ def kinds_cmd() -> None:
             if k.command == "run" else f"louder {k.command}"
         table.add_row(k.name, start, ", ".join(k.files), k.summary)
     console.print(table)
+
+
+@app.command("measures")
+def measures_cmd() -> None:
+    """The measures `louder analyze` runs (the registry, louder/analysis/registry.py): what each needs and
+    writes; an installed package adds its own (entry points `louder.measures`)."""
+    from louder.analysis import registry
+
+    try:
+        table = Table(title="Measures of the analysis (in the order they run)")
+        for col in ("measure", "needs", "after", "writes", "what it measures"):
+            table.add_column(col)
+        for m in registry.measures():
+            table.add_row(m.name, ", ".join(m.needs) or "–", ", ".join(m.after) or "–",
+                          ", ".join(f"{t.name}.csv" for t in m.tables) or "(report only)", m.summary)
+    except LouderError as e:
+        fail(str(e))
+    console.print(table, width=_width())
 
 
 def main() -> None:

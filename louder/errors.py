@@ -29,6 +29,12 @@ def did_you_mean(word, candidates) -> str:
     return f" (did you mean {close!r}?)" if close else ""
 
 
+class LouderWarning(UserWarning):
+    """Something a run folder lacks for a measure (e.g. no explicit probes to contrast), or a setting
+    that was not used: the analysis goes on without it, and the message says how to add it. The
+    Python API raises these with ``warnings.warn``; the command line prints them as ``missing:``."""
+
+
 def _part(p) -> str:
     """A location part as printed: plain names as they are, anything odd quoted with escapes."""
     s = str(p)
@@ -55,3 +61,13 @@ def describe_validation_error(err: ValidationError, where: str, suggest=None) ->
             continue
         lines.append(f"{where}: {loc}: {msg}")
     return "\n".join(lines)
+
+
+def load_entry_point(ep, what: str):
+    """What an entry point of another package names (its module imported: its import may register
+    it), for the registries of backends and measures; a package that fails to import is one line."""
+    try:
+        return ep.load()
+    except Exception as e:  # noqa: BLE001 - any import failure of someone else's package
+        raise LouderError(f"{what} {ep.name!r} (entry point {ep.value} of package "
+                          f"{ep.dist.name if ep.dist else '?'}) cannot be loaded: {type(e).__name__}: {e}") from None

@@ -20,16 +20,26 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
+def status_table(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per ``keys`` combination seen (sorted), with ``n_<status>`` for every status in
+    STATUSES order, zeros included (int64): the count every table of louder shows beside its rates."""
+    columns = [f"n_{s}" for s in STATUSES]
+    if df.empty:
+        return pd.DataFrame(columns=[*keys, *columns])
+    t = df.groupby(keys + ["status"], observed=True).size().unstack("status", fill_value=0)
+    t = t.reindex(columns=list(STATUSES), fill_value=0)
+    t.columns = columns
+    return t.reset_index()
+
+
 def status_by(df: pd.DataFrame, keys: list[str]) -> list[dict]:
     """One record per ``keys`` combination with the count of every status (zeros included)."""
     if df.empty:
         return []
-    table = df.groupby(keys + ["status"]).size().unstack("status", fill_value=0)
     rows = []
-    for idx, r in table.iterrows():
-        row = {k: _plain(v) for k, v in zip(keys, idx if isinstance(idx, tuple) else (idx,))}
-        row.update({s: int(r.get(s, 0)) for s in STATUSES})
-        rows.append(row)
+    for r in status_table(df, keys).itertuples(index=False):
+        rows.append({**{k: _plain(v) for k, v in zip(keys, r)},
+                     **{s: int(n) for s, n in zip(STATUSES, r[len(keys):])}})
     return rows
 
 

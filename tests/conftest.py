@@ -13,6 +13,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# pytest-xdist's workers inherit COLUMNS=80 and LINES=24 from execnet: the console tests expect a terminal
+# without them (louder's console then prints 160 wide), as in a run of the suite on one process
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for var in ("COLUMNS", "LINES"):
+        os.environ.pop(var, None)
+
 from fake_openai import FakeOpenAIServer  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from louder.analysis import analyze
-from louder.analysis.cases import CASE_COLUMNS
+from louder.analysis.measures.cases import CASE_COLUMNS
 from louder.analysis.report import environment_table, write_report
 from louder.config import build_config
 from louder.errors import LouderError

@@ -124,7 +124,7 @@ def test_prob_dpd_table_clusters_archetype_rows_by_itself_and_holds_its_level():
 
 
 def test_archetype_note_states_the_width_ratio_and_is_silent_for_other_runs():
-    from louder.analysis.archetype import archetype_note
+    from louder.analysis.measures.archetype import archetype_note
 
     rows = archetype_rows(1).assign(target=lambda d: np.random.default_rng(0).random(len(d)) < d["p_target"])
     note = archetype_note(rows, B=300)

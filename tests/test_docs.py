@@ -328,7 +328,7 @@ def documented_tables() -> dict[str, list[str]]:
     the first cells of the tables under its heading."""
     out: dict[str, list[str]] = {}
     current = None
-    for line in (DOCS / "reference" / "outputs.md").read_text("utf-8").splitlines():
+    for line in hooks.expand((DOCS / "reference" / "outputs.md").read_text("utf-8")).splitlines():
         if line.startswith("#"):
             m = TABLE_FILE.match(line)
             current = m["file"] if m else None

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from louder.analysis import cases as C
+from louder.analysis.measures import cases as C
 from louder.analysis import power as P
 from louder.analysis import stats
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from louder import kinds
 from louder.analysis import analyze
-from louder.analysis.network_tables import network_tables
+from louder.analysis.measures.network import network_tables
 from louder.analysis.report import write_report
 from louder.cli import app
 from louder.config import build_config

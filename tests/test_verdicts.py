@@ -22,11 +22,12 @@ from statsmodels.stats.multitest import multipletests
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import cases as C
+from louder.analysis.measures import attributes as A
+from louder.analysis.measures import cases as C
 from louder.analysis import robustness as R
 from louder.analysis import stats
-from louder.analysis.compare import contrast
-from louder.analysis.population_tables import group_tables
+from louder.analysis.measures.compare import contrast
+from louder.analysis.measures.population import group_tables
 from louder.cli import app
 from louder.populations import draw_agents, load_population
 from test_robustness import agents
@@ -70,7 +71,7 @@ def _case_tables(n: int, rates: list[list[float]], seed: int) -> pd.DataFrame:
             x = int(rng.binomial(n, r))
             rows.append(dict(kind="implicit", model="m", condition="c", scenario=f"s{c}", group="g", attribute=f"a{a}",
                              n_valid=n, n_invalid=0, n_refused=0, n_error=0, n_target=x, rate=x / n))
-    return pd.DataFrame(rows, columns=C.ATTRIBUTE_COLUMNS)
+    return pd.DataFrame(rows, columns=A.ATTRIBUTE_COLUMNS)
 
 
 def test_cases_significant_is_the_holm_decision_on_null_and_planted_runs():
@@ -101,7 +102,7 @@ def test_cases_significant_is_the_holm_decision_on_null_and_planted_runs():
 def test_a_sequential_score_case_enters_holm_with_the_p_value_it_tested():
     """A sequential score-mode run tested the probability DPD: its anytime-valid p-value is in
     p_value_p (p_value is empty) and is what Holm and `significant` read."""
-    from louder.analysis.sequential_tables import BOOTSTRAP, SEQUENTIAL
+    from louder.analysis.measures.sequential import BOOTSTRAP, SEQUENTIAL
 
     t = C.with_holm(pd.DataFrame(dict(kind=["implicit", "implicit", "explicit"], p_value=[np.nan, np.nan, 0.3],
                                       p_value_p=[0.004, 0.2, np.nan],
@@ -282,7 +283,7 @@ def test_done_when_on_the_fake_model(fake_seeds):
             rob = R.robustness_table(d, B=300, seed=0)
             assert len(rob) == 1 and rob["n_wordings"].iloc[0] == 3 and rob["n_orders"].iloc[0] == 2
             verdicts[name].append(rob["verdict"].iloc[0])
-            cases = C.with_holm(C.implicit_cases(C.attribute_table(R.case_view(d)), B=300))
+            cases = C.with_holm(C.implicit_cases(A.attribute_table(R.case_view(d)), B=300))
             assert not (cases["significant"] & (cases["p_holm"] >= ALPHA)).any()
     assert verdicts["equal"].count("robust") >= EQUAL_ROBUST, verdicts
     assert verdicts["none"].count("wording-dependent") <= 1, verdicts

@@ -14,7 +14,7 @@ import yaml
 
 from louder.analysis import analyze
 from louder.analysis import voices as V
-from louder.analysis.cases import ATTRIBUTE_COLUMNS
+from louder.analysis.measures.attributes import ATTRIBUTE_COLUMNS
 from louder.analysis.report import write_report
 from louder.errors import LouderError
 from louder.types import DECISION_COLUMNS, typed

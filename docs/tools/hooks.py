@@ -7,7 +7,9 @@ Markdown generated from the code, so the reference cannot drift from it:
 - ``louder:config``: every config field with its type, default, range and description, from the
   pydantic models (``louder.config.ExperimentConfig`` and the models nested in it), laid out in
   the sections users write (``simulation:``, ``explicit:``, …);
-- ``louder:backends``: the model backend registry (``louder backends``).
+- ``louder:backends``: the model backend registry (``louder backends``);
+- ``louder:analysis-tables``: every table the analysis writes, with its columns, from the measure
+  registry (``louder.analysis.registry``: each measure documents its own tables).
 
 The generators are plain functions, also used by ``tests/test_docs.py``.
 """
@@ -235,7 +237,34 @@ def backends_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-GENERATORS = {"cli": cli_markdown, "config": config_markdown, "backends": backends_markdown}
+# --- the measure registry: the analysis tables ---------------------------------------------------
+
+def _doc_cell(text: str) -> str:
+    """Markdown of a table cell: one line, column separators escaped (the text keeps its own Markdown)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def analysis_tables_markdown() -> str:
+    """Every table of every measure (``louder.analysis.registry``): a heading, what it holds and which
+    measure writes it, and its columns with their meaning."""
+    from louder.analysis import registry
+
+    out = []
+    for m in registry.measures():
+        for t in m.tables:
+            out += [f"### `{t.name}.csv`", "", f"{_doc_cell(t.doc)} (Measure `{m.name}`: {_doc_cell(m.summary)}.)", "",
+                    "| column | meaning |", "|---|---|"]
+            out += [f"| {', '.join(_code(n) for n in c.names)} | {_doc_cell(c.doc)} |" for c in t.columns] + [""]
+    return "\n".join(out)
+
+
+GENERATORS = {"cli": cli_markdown, "config": config_markdown, "backends": backends_markdown,
+              "analysis-tables": analysis_tables_markdown}
+
+
+def expand(markdown: str) -> str:
+    """A page's Markdown with every generated reference in place of its marker."""
+    return on_page_markdown(markdown, None, None, None)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

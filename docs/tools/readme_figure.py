@@ -28,7 +28,7 @@ def main() -> None:
     import pandas as pd
 
     from louder.analysis import analyze
-    from louder.analysis.cases import with_holm
+    from louder.analysis.measures.cases import with_holm
     from louder.analysis.figures import dpd_figure
     from louder.config import build_config
     from louder.probes.explicit import run_explicit

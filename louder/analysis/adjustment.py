@@ -75,10 +75,11 @@ import pandas as pd
 from scipy.special import expit, logit
 
 from louder.analysis import intervals as I
+from louder.analysis.keys import CASE_KEYS, is_valid
 from louder.analysis.stats import dpd
 from louder.errors import LouderError
 
-KEYS = ["model", "condition", "scenario", "group"]
+KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 INTERVENTION_COLUMNS = [*KEYS, "intervention", "n_agents", "dpd_none", "dpd", "dpd_change", "ci_low", "ci_high",
                         "p_value", "rate_shift", "rate_shift_ci_low", "rate_shift_ci_high", "changed", "verdict"]
 OFFSET_COLUMNS = ["group", "attribute", "source", "to", "n", "rate", "target", "offset", "se", "rate_adjusted"]
@@ -164,7 +165,7 @@ def intervention_table(decisions: pd.DataFrame, none: str = "none", value: str =
     under both enter (the run's accounting counts the rest)."""
     col = _value_column(decisions, value)
     akeys = [k for k in agent_keys if k in decisions.columns]
-    d = decisions[(decisions["status"] == "valid") & decisions[col].notna()]
+    d = decisions[is_valid(decisions) & decisions[col].notna()]
     d = d.assign(_y=d[col].astype(float))
     cols = ["_y"] + (["decision"] if "decision" in d.columns else [])
     rows = []
@@ -350,7 +351,7 @@ def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: p
             raise LouderError(f"calibration: the decisions have several {k}s; add {k!r} to by= or pass one {k}")
     col = _value_column(decisions, value)
     source = "score" if col == "p_target" else "sample"
-    d = decisions[(decisions["status"] == "valid") & decisions[col].notna()]
+    d = decisions[is_valid(decisions) & decisions[col].notna()]
     if "variant" in d.columns and d["variant"].nunique() > 1:
         variants = list(dict.fromkeys(d["variant"]))
         d = d[d["variant"] == (base_variant if base_variant in variants else variants[0])]
@@ -424,7 +425,7 @@ def sensitivity_table(decisions: pd.DataFrame, observed: pd.DataFrame | None = N
     ``attribute`` with ``group``, one group), ``status``, ``target`` / ``p_target``, ``weight``."""
     col = _value_column(decisions, value)
     score = col == "p_target"
-    d = decisions[(decisions["status"] == "valid") & decisions[col].notna()]
+    d = decisions[is_valid(decisions) & decisions[col].notna()]
     attr_cols = _groups_of(d)
     case_keys = [k for k in ("model", "condition", "scenario") if k in d.columns]
     if attr_cols == ["attribute"] and d["group"].nunique() > 1:

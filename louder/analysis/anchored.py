@@ -29,13 +29,6 @@ ACCOUNTING = [f"paired_{s}" for s in STATUSES]
 COLUMNS = [*CASE_KEYS, *RATE_COLUMNS, *ACCOUNTING, *DPD_COLUMNS]
 
 
-def split(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The usual agents' rows of ``frame`` (decisions or personas): without a respondent's paired agents."""
-    if frame is None or "respondent" not in frame.columns:
-        return frame
-    return frame[frame["respondent"].isna()].reset_index(drop=True)
-
-
 def _prediction(rows: pd.DataFrame) -> pd.Series:
     """The agents' prediction: p_target in score mode (every valid answer has one), else target as 0/1."""
     valid = rows[rows["status"] == "valid"]

@@ -57,9 +57,10 @@ import pandas as pd
 from scipy.stats import norm
 
 from louder.analysis import intervals as I
+from louder.analysis.keys import CASE_KEYS
 from louder.analysis.stats import dpd, wilson
 
-KEYS = ["model", "condition", "scenario", "group"]
+KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 RATE_COLUMNS = ["attribute", "n_humans", "n_agents", "rate_humans", "ci_low_humans", "ci_high_humans",
                 "rate_agents", "ci_low_agents", "ci_high_agents", "rate_ppi", "ci_low_ppi", "ci_high_ppi", "lam",
                 "n_eff_ppi", "ess_gained", "agreement"]

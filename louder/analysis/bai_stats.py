@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from louder.analysis.keys import is_valid
 from louder.analysis.stats import Interval, TupleLike
 
 STAT_COLUMNS = ["test", "model", "convention", "level", "name", "n", "mean", "ci_low", "ci_high", "null", "t", "p_value",
@@ -77,7 +78,7 @@ def association_stats(df: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.Da
     sided = answered["one_sided"].fillna(False).astype(bool) if "one_sided" in answered else False
     authors = answered.assign(value=answered["score"].astype(float).mask(sided, answered["score_authors"])
                               .fillna(0.0))
-    strict = df.assign(value=df["score"].astype(float).where(df["status"] == "valid"))
+    strict = df.assign(value=df["score"].astype(float).where(is_valid(df)))
     rows = _rows(authors, "association", "value", 0.0, "authors", B, seed)
     rows += _rows(strict, "association", "value", 0.0, "strict", B, seed)
     return pd.DataFrame(rows, columns=STAT_COLUMNS)
@@ -111,7 +112,7 @@ def association_decision_link(df: pd.DataFrame) -> pd.DataFrame:
     import statsmodels.api as sm
 
     rows = []
-    d = df[(df["status"] == "valid") & df["association_score"].notna()]
+    d = df[is_valid(df) & df["association_score"].notna()]
     for model, g in d.groupby("model"):
         y, x = g["score"].astype(float), g["association_score"].astype(float)
         row = dict(model=model, n=len(g), coef=np.nan, ci_low=np.nan, ci_high=np.nan, p_value=np.nan,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from louder.types import CASE_KEYS
+from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, valid
 
 RATE_COLUMNS = [*CASE_KEYS, "attribute", "choice", "n", "n_valid", "rate"]
 TEST_COLUMNS = [*CASE_KEYS, "chi2", "df", "p_independence", "independence_test"]
@@ -74,7 +74,7 @@ def choice_rates(decisions: pd.DataFrame) -> pd.DataFrame:
     """One row per case × attribute × choice seen among the case's valid decisions: n, n_valid, rate."""
     if decisions is None or decisions.empty:
         return pd.DataFrame(columns=RATE_COLUMNS)
-    d = decisions.loc[decisions["status"] == "valid", [*CASE_KEYS, "attribute", "decision"]]
+    d = valid(decisions, [*ATTRIBUTE_KEYS, "decision"])
     if d.empty:
         return pd.DataFrame(columns=RATE_COLUMNS)
     seen = d.groupby([*CASE_KEYS, "attribute", "decision"], sort=False).size().rename("n").reset_index()
@@ -92,7 +92,7 @@ def independence_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0) 
     """One row per case: X², df, p_independence and which test gave it."""
     if decisions is None or decisions.empty:
         return pd.DataFrame(columns=TEST_COLUMNS)
-    d = decisions.loc[decisions["status"] == "valid", [*CASE_KEYS, "attribute", "decision"]]
+    d = valid(decisions, [*ATTRIBUTE_KEYS, "decision"])
     rows = []
     for i, (key, g) in enumerate(d.groupby(CASE_KEYS, sort=True)):
         s = int(np.random.SeedSequence([seed, 13, i]).generate_state(1)[0])

@@ -44,6 +44,7 @@ from scipy.special import logit
 from scipy.stats import norm
 
 from louder.analysis import regression as R
+from louder.analysis.keys import valid
 from louder.analysis.stats import holm, significant
 from louder.errors import LouderError
 
@@ -129,7 +130,7 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
         if k in decisions.columns and k not in by and decisions[k].nunique() > 1:
             raise LouderError(f"discrimination: the decisions have several {k}s; add {k!r} to by= (one score "
                               f"per {k}) or pass one {k}'s rows")
-    d = decisions[decisions["status"] == "valid"]
+    d = valid(decisions)
     m = _mode(d, mode)
     attr_cols = [c for c in d.columns if c.startswith("attr_")]
     z = float(norm.ppf((1 + level) / 2))

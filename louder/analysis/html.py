@@ -7,8 +7,12 @@ import base64
 import html
 import io
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def png(fig: Figure | None) -> str:
@@ -37,3 +41,11 @@ def section(title: str, *parts: str) -> str:
 
 def note(text: str) -> str:
     return f'<p class="note">{text}</p>'
+
+
+def case_heading(row, signal: bool = False) -> str:
+    """The heading of one case's part of a section: "scenario × group — condition, model[, signal …]"."""
+    text = f"{row['scenario']} × {row['group']} — {row['condition']}, {row['model']}"
+    if signal:
+        text += f", signal {row['signal']}"
+    return f"<h3>{html.escape(text)}</h3>"

@@ -19,29 +19,21 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import intervals as I
+from louder.analysis.keys import valid
+from louder.analysis.rates import rates
 from louder.analysis.stats import dpd
-
-
-def _valid(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[rows["status"] == "valid"]
 
 
 def rates_by_round(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
     """Tidy: round, attribute, n_valid, n_target, rate (= x_a / n_a), n_invalid, n_refused, n_error."""
-    status = (rows.groupby(["round", attr])["status"].value_counts().unstack(fill_value=0)
-              .reindex(columns=["valid", "invalid", "refused", "error"], fill_value=0))
-    x = _valid(rows).assign(t=lambda d: d["target"].astype(bool)).groupby(["round", attr])["t"].sum()
-    out = status.rename(columns=lambda c: f"n_{c}").join(x.rename("n_target")).fillna({"n_target": 0}).reset_index()
-    out = out.rename(columns={attr: "attribute"})
-    out["n_target"] = out["n_target"].astype(int)
-    out["rate"] = np.where(out["n_valid"] > 0, out["n_target"] / out["n_valid"].where(out["n_valid"] > 0, 1), np.nan)
+    out = rates(rows, ["round", attr]).rename(columns={attr: "attribute"})
     return out[["round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error"]]
 
 
 def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None,
                     clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """n[c, a], x[c, a]: valid decisions and target decisions of attribute a in cluster c."""
-    v = _valid(rows)
+    v = valid(rows)
     key = v[cluster] if cluster else v["node"]
     ci = pd.Index(clusters).get_indexer(key)
     ai = pd.Index(attributes).get_indexer(v[attr])

@@ -49,10 +49,11 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import intervals as I
+from louder.analysis.keys import CASE_KEYS, is_valid
 from louder.analysis.rationales import TOKEN, Pattern, distinctive_words, load_patterns
 from louder.analysis.stats import holm, significant
 
-KEYS = ["model", "condition", "scenario", "group"]
+KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 MEASURES = ["length", "sentiment", "stereotype", "restates", "diversity"]
 MEANS = MEASURES[:4]
 AUDIT_COLUMNS = [*KEYS, "attribute", "measure", "value", "ci_low", "ci_high"]
@@ -238,7 +239,7 @@ def persona_audit(personas: pd.DataFrame, B: int = 2000, seed: int = 0, alpha: f
     every gap) and ``personas_words`` (``WORD_COLUMNS``) from a run's ``personas`` table (valid rows
     with a text; columns model, condition, scenario, group, attribute, persona, status)."""
     patterns = load_patterns() if patterns is None else patterns
-    p = personas[(personas["status"] == "valid") & personas["persona"].notna()]
+    p = personas[is_valid(personas) & personas["persona"].notna()]
     p = p[p["persona"].astype(str).str.strip() != ""]
     audits, gaps = [], []
     for key, case in p.groupby(KEYS, sort=True):

@@ -19,22 +19,22 @@ from scipy.stats import binomtest, fisher_exact, norm
 from statsmodels.stats.multitest import multipletests
 
 from louder.analysis import intervals as I
+from louder.analysis import keys
+from louder.analysis.keys import is_valid
+from louder.analysis.rates import target_rates
 from louder.analysis.stats import dpd, dpd_difference_interval, level_alpha, mean_difference_interval, significant, wilson
 
 
 def valid(decisions: pd.DataFrame) -> pd.DataFrame:
     """Valid decisions with y (0/1) and w (weight, 1 when the table has none)."""
-    d = decisions[decisions["status"] == "valid"]
+    d = keys.valid(decisions)
     w = d["weight"].astype(float) if "weight" in d else pd.Series(1.0, index=d.index)
-    return d.assign(y=d["target"].fillna(False).astype(bool).astype(int), w=w)
+    return d.assign(y=keys.targets(d), w=w)
 
 
 def _rate_rows(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    g = d.assign(wy=d["w"] * d["y"], w2=d["w"] ** 2).groupby(by, observed=True)
-    out = g.agg(n_valid=("y", "size"), n_target=("y", "sum"), sw=("w", "sum"), swy=("wy", "sum"), sw2=("w2", "sum"))
-    out["rate"] = out["swy"] / out["sw"]
-    out["n_eff"] = out["sw"] ** 2 / out["sw2"]
-    return out.drop(columns=["sw", "swy", "sw2"]).reset_index()
+    """n_valid, n_target, the weighted rate and n_eff per ``by`` (the grouped-rate engine, ``rates``)."""
+    return target_rates(d, by, weight="weight")
 
 
 def group_rates(decisions: pd.DataFrame, group: str) -> pd.DataFrame:
@@ -230,7 +230,7 @@ def complete_twin_sets(twins: pd.DataFrame) -> pd.DataFrame:
     """Twin sets × attributes of target (0/1), keeping sets whose every twin passed the check
     (twin_status "ok", or "unchanged": the persona never names the attribute) and decided validly — a
     pair is only informative when both sides decided."""
-    ok = twins.assign(good=(twins["status"] == "valid") & twins["twin_status"].isin(["ok", "unchanged"]))
+    ok = twins.assign(good=is_valid(twins) & twins["twin_status"].isin(["ok", "unchanged"]))
     good_sets = ok.groupby("twin_set")["good"].all()
     keep = ok[ok["twin_set"].isin(good_sets[good_sets].index)]
     wide = keep.pivot(index="twin_set", columns="attribute", values="target")

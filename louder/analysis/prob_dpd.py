@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import intervals as I
-from louder.types import CASE_KEYS
+from louder.analysis.keys import CASE_KEYS, is_valid
 
 COLUMNS = [*CASE_KEYS, "dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
 
@@ -204,7 +204,7 @@ def prob_dpd_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0, clus
     """
     if decisions is None or "p_target" not in decisions or decisions.empty:
         return pd.DataFrame(columns=COLUMNS)
-    d = decisions[(decisions["status"] == "valid") & decisions["p_target"].notna()]
+    d = decisions[is_valid(decisions) & decisions["p_target"].notna()]
     if "round" in d.columns:
         d = d[d["round"] == 0]
     clusters = d[cluster] if cluster else archetype_clusters(d)

@@ -17,9 +17,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from louder.analysis import stats
+from louder.analysis.keys import CASE_KEYS as KEYS
+from louder.analysis.keys import is_valid
 from louder.datafiles import load_yaml_model
 
-from louder.types import CASE_KEYS as KEYS
 RATIONALE_COLUMNS = ["analysis", *KEYS, "attribute", "pattern", "paper", "n_rationales", "n_match", "share",
                      "word", "count", "delta", "z",
                      "reasoning"]  # analysis `thinking`: the reasoning level of the decisions (issue 30)
@@ -67,8 +68,7 @@ def stopwords() -> frozenset[str]:
 
 def _with_rationale(decisions: pd.DataFrame) -> pd.DataFrame:
     # only the columns used: grouping a narrow frame is several times faster on 100,000 rows
-    return decisions.loc[(decisions["status"] == "valid") & decisions["rationale"].notna(),
-                         [*KEYS, "attribute", "rationale"]]
+    return decisions.loc[is_valid(decisions) & decisions["rationale"].notna(), [*KEYS, "attribute", "rationale"]]
 
 
 def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataFrame:
@@ -179,7 +179,7 @@ def thinking_mentions(decisions: pd.DataFrame) -> pd.DataFrame:
     reasoning level of the run (column ``reasoning``). Empty when no decision has thinking."""
     if "thinking" not in decisions:
         return pd.DataFrame(columns=RATIONALE_COLUMNS)
-    d = decisions.loc[(decisions["status"] == "valid") & decisions["thinking"].notna()
+    d = decisions.loc[is_valid(decisions) & decisions["thinking"].notna()
                       & (decisions["thinking"].astype(str).str.strip() != "")]
     if d.empty:
         return pd.DataFrame(columns=RATIONALE_COLUMNS)

@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import intervals as I
-from louder.analysis import power, stats
+from louder.analysis import keys, power, stats
+from louder.analysis.keys import CASE_KEYS, is_target, is_valid
 from louder.analysis.robustness import _weights, heterogeneity_p, reference_wording
 from louder.llm.thinking import LEVELS, TRUNCATED
-from louder.types import CASE_KEYS
 
 ORDER = {level: i for i, level in enumerate(LEVELS)}
 SMALLEST = power.UNDERPOWERED  # a change this large must be excluded for `no change`
@@ -147,8 +147,7 @@ def level_changes(Y: np.ndarray, V: np.ndarray, attribute: np.ndarray, B: int = 
 
 def _matrices(g: pd.DataFrame, attributes: list[str], levels: list[str]):
     """Agent × level matrices (Y target, V valid) and attribute index of one case × signal."""
-    g = g.assign(_v=(g["status"] == "valid").astype(float),
-                 _y=((g["status"] == "valid") & g["target"].fillna(False).astype(bool)).astype(float),
+    g = g.assign(_v=is_valid(g).astype(float), _y=is_target(g).astype(float),
                  _l=g["reasoning"].fillna("default").astype(str))
     agents = g.drop_duplicates("agent_id")[["agent_id", "attribute"]]
     agents = agents[agents["attribute"].isin(attributes)].sort_values("agent_id")
@@ -183,7 +182,7 @@ def reasoning_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] | 
         results = level_changes(Y, V, attr, B=B, seed=s)
         for j, (lv, res) in enumerate(zip(levels, results)):
             at = g[g["reasoning"].fillna("default").astype(str) == lv]
-            valid = at[at["status"] == "valid"]
+            valid = keys.valid(at)
             p_int = float("nan")
             if j:
                 x = np.array([[Y[attr == a, c].sum() for a in range(len(attrs))] for c in (0, j)])

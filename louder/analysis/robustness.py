@@ -34,9 +34,9 @@ import pandas as pd
 from scipy.stats import binomtest, chi2
 
 from louder.analysis import intervals as I
-from louder.analysis import power, stats
+from louder.analysis import keys, power, stats
+from louder.analysis.keys import CASE_KEYS, is_target, is_valid, signals_as_conditions
 from louder.scenarios import AS_WRITTEN
-from louder.types import CASE_KEYS
 
 ALPHA = stats.ALPHA  # level of the disparity and heterogeneity decisions, after Holm across the run's cases
 STABLE = 2 / 3  # least share of wordings in which the pooled contrast keeps its sign, for `robust`
@@ -70,10 +70,7 @@ def case_view(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
         return None
     ref = reference_wording(decisions)
     d = decisions if ref is None else decisions[decisions["wording"] == ref].reset_index(drop=True)
-    if "signal" in d and (d["signal"].fillna("stated") != "stated").any():
-        sig = d["signal"].fillna("stated").astype(str)
-        d = d.assign(condition=d["condition"].where(sig == "stated", d["condition"] + " [" + sig + "]"))
-    return d
+    return signals_as_conditions(d)
 
 
 def varies(decisions: pd.DataFrame | None) -> bool:
@@ -352,8 +349,7 @@ def verdict(p_disparity: float, p_het: float, stability: float, mdd: float, alph
 
 def _matrices(d: pd.DataFrame, attributes: list[str], wordings: list[str]):
     """Agent × wording matrices (Y target, V valid), attribute index and order stratum of a case."""
-    d = d.assign(_v=(d["status"] == "valid").astype(float),
-                 _y=((d["status"] == "valid") & d["target"].fillna(False).astype(bool)).astype(float))
+    d = d.assign(_v=is_valid(d).astype(float), _y=is_target(d).astype(float))
     agents = d.drop_duplicates("agent_id")[["agent_id", "attribute", "choice_order"]].sort_values("agent_id")
     agents = agents[agents["attribute"].isin(attributes)]
     ai = {x: i for i, x in enumerate(agents["agent_id"])}
@@ -370,7 +366,7 @@ def _matrices(d: pd.DataFrame, attributes: list[str], wordings: list[str]):
 
 
 def _unit_counts(d: pd.DataFrame, unit: str, attributes: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    valid = d[d["status"] == "valid"]
+    valid = keys.valid(d)
     units = sorted(d[unit].astype(str).unique())
     x = np.zeros((len(units), len(attributes)))
     n = np.zeros_like(x)
@@ -482,7 +478,7 @@ def position_bias_table(decisions: pd.DataFrame) -> pd.DataFrame:
         labels = orders.iloc[0].split("|")
         if set(firsts) != set(labels):  # some label was never listed first: position and content are confounded
             continue
-        valid = g[g["status"] == "valid"]
+        valid = keys.valid(g)
         first = valid["choice_order"].astype(str).str.split("|").str[0]
         x, n = int((valid["decision"] == first).sum()), len(valid)
         lo, hi = wilson(x, n)

@@ -36,6 +36,7 @@ from scipy.stats import norm
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from louder.analysis import intervals as I
+from louder.analysis.keys import valid
 from louder.analysis.prob_dpd import prob_dpd
 from louder.errors import LouderError, describe_validation_error
 
@@ -315,12 +316,12 @@ def belief_samples(beliefs: pd.DataFrame | None) -> dict[tuple, dict[str, np.nda
     """(model, scenario, group) → attribute → the valid answers / 100, from ``beliefs.parquet``."""
     if beliefs is None or beliefs.empty:
         return {}
-    valid = beliefs[beliefs["status"] == "valid"]
+    answers = dict(iter(valid(beliefs).groupby(["model", "scenario", "group"], sort=True)))
     out: dict[tuple, dict[str, np.ndarray]] = {}
-    for (m, s, g), sub in beliefs.groupby(["model", "scenario", "group"], sort=True):
-        v = valid[(valid["model"] == m) & (valid["scenario"] == s) & (valid["group"] == g)]
-        out[(m, s, g)] = {a: v.loc[v["attribute"] == a, "answer"].to_numpy(dtype=float) / 100
-                          for a in dict.fromkeys(sub["attribute"])}
+    for key, sub in beliefs.groupby(["model", "scenario", "group"], sort=True):
+        v = answers.get(key, sub.iloc[:0])
+        out[key] = {a: v.loc[v["attribute"] == a, "answer"].to_numpy(dtype=float) / 100
+                    for a in dict.fromkeys(sub["attribute"])}
     return out
 
 

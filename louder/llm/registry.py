@@ -103,13 +103,9 @@ def backend_info(prefix: str) -> BackendInfo | None:
 
 def _load(ep: importlib.metadata.EntryPoint) -> None:
     """Import an outside backend's module (its import registers it); a broken one is one clear line."""
-    from louder.errors import LouderError
+    from louder.errors import LouderError, load_entry_point
 
-    try:
-        obj = ep.load()
-    except Exception as e:  # noqa: BLE001 - any import failure of someone else's package
-        raise LouderError(f"backend {ep.name!r} (entry point {ep.value} of package "
-                          f"{ep.dist.name if ep.dist else '?'}) cannot be loaded: {type(e).__name__}: {e}") from None
+    obj = load_entry_point(ep, "backend")
     if isinstance(obj, BackendInfo):  # an entry point may name the BackendInfo itself
         register(obj)
     if ep.name not in _REGISTRY:

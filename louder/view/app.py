@@ -13,14 +13,14 @@ from matplotlib.figure import Figure
 from mesa.visualization import SolaraViz, SpaceRenderer
 from mesa.visualization.utils import force_update
 
-from louder.view.data import dpd_band, load_view_data, rates_over_rounds
+from louder.view.data import load_view_data, rates_over_rounds
 from louder.view.model import ReplayModel, portrayal
 
 
 def RoundsChart(model: ReplayModel):
     """Rates per attribute over rounds (solid: LLM, dashed: control) and the DPD with its band."""
     rates = rates_over_rounds(model.decisions, model.control)
-    band = dpd_band(model.decisions, archetype=model.archetype)
+    band = model.band
     fig = Figure(figsize=(6, 6.5), layout="constrained")
     ax, bx = fig.subplots(2, 1, sharex=True)
     for i, a in enumerate(model.attributes):

@@ -3,7 +3,9 @@
 A network run writes, beside ``decisions.parquet`` (one row per agent × round, with ``node`` and
 ``round``), ``network.parquet`` (the edges of each case's graph, ``source``/``target`` node ids) and
 ``control.parquet`` (the no-LLM control's ``target`` per node × round). The view needs nothing else
-(``manifest.json``, when there, says whether the run was an archetype run).
+(``manifest.json``, when there, says whether the run was an archetype run). The DPD band it draws is
+the one ``louder analyze`` wrote in ``network_rounds.csv`` when the folder holds an analysis of its
+data as it is now; else the view computes it as ``louder analyze`` does.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import json
 import numpy as np
 import pandas as pd
 
+from louder.analysis.keys import CASE_KEYS, arm_keys
+from louder.analysis.rates import target_rates
+from louder.analysis.run import written
 from louder.errors import LouderError
-from louder.types import CASE_KEYS
 
 
 @dataclass(frozen=True)
@@ -28,16 +32,15 @@ class ViewData:
     control: pd.DataFrame | None
     cases: tuple[str, ...]  # "model | condition | scenario | group" labels (and the arm's levels), in file order
     archetype: bool = False  # agents of one archetype call share its randomness: intervals resample clusters
+    rounds_table: pd.DataFrame | None = None  # network_rounds.csv of an analysis of this data (louder analyze)
     keys: tuple[str, ...] = tuple(CASE_KEYS)  # the columns of a label's parts
 
 
 def view_keys(decisions: pd.DataFrame) -> list[str]:
     """The case columns and, where the run varies them, the policy variant and the levels of a network
-    arm (``louder.dimensions``: each wording, reasoning level or signal plays its own rounds)."""
-    from louder.dimensions import SPLIT, registered
-
-    arms = ["variant"] + [d.id for d in registered() if d.design != SPLIT]
-    return CASE_KEYS + [c for c in arms if c in decisions.columns and decisions[c].nunique(dropna=False) > 1]
+    arm (``keys.arm_keys``: each wording, reasoning level or signal plays its own rounds)."""
+    variant = ["variant"] if "variant" in decisions.columns and decisions["variant"].nunique(dropna=False) > 1 else []
+    return CASE_KEYS + variant + arm_keys(decisions)
 
 
 def case_label(key) -> str:
@@ -47,7 +50,8 @@ def case_label(key) -> str:
 def load_view_data(run_dir: str | Path) -> ViewData:
     """Read the run folder (cached per folder and file modification times)."""
     run = Path(run_dir)
-    files = [run / "decisions.parquet", run / "network.parquet", run / "control.parquet", run / "manifest.json"]
+    files = [run / "decisions.parquet", run / "network.parquet", run / "control.parquet", run / "manifest.json",
+             run / "analysis.json", run / "network_rounds.csv"]
     if not files[0].exists() or not files[1].exists():
         raise LouderError(f"{run} holds no network run (decisions.parquet and network.parquet); "
                           "run an experiment with `network:` in its config first")
@@ -65,7 +69,9 @@ def _load(run: str, stamp: tuple) -> ViewData:
     control = pd.read_parquet(control_path) if control_path.exists() else None
     keys = view_keys(d)
     cases = tuple(dict.fromkeys(case_label(k) for k in d[keys].itertuples(index=False)))
-    return ViewData(d, edges, control, cases, is_archetype(d, _manifest(Path(run) / "manifest.json")), tuple(keys))
+    analysed = written(run, ["network_rounds"]) or {}
+    return ViewData(d, edges, control, cases, is_archetype(d, _manifest(Path(run) / "manifest.json")),
+                    analysed.get("network_rounds"), tuple(keys))
 
 
 def _manifest(path: Path) -> dict | None:
@@ -101,10 +107,7 @@ def sample_nodes(nodes: np.ndarray, max_nodes: int, seed: int) -> np.ndarray:
 def rates_over_rounds(decisions: pd.DataFrame, control: pd.DataFrame | None) -> pd.DataFrame:
     """One row per source × round × attribute: the target rate over valid decisions (the control
     over every node) — what the chart beside the network draws."""
-    valid = decisions[decisions["status"] == "valid"]
-    llm = (valid.assign(t=valid["target"].astype(float)).groupby(["round", "attribute"])["t"].mean()
-           .rename("rate").reset_index().assign(source="LLM"))
-    frames = [llm]
+    frames = [target_rates(decisions, ["round", "attribute"])[["round", "attribute", "rate"]].assign(source="LLM")]
     if control is not None and len(control):
         attr = decisions.drop_duplicates("node").set_index("node")["attribute"]
         c = control.assign(attribute=control["node"].map(attr), t=control["target"].astype(float))
@@ -128,8 +131,25 @@ def dpd_band(decisions: pd.DataFrame, archetype: bool | None = None, B: int = 10
     return d.rename(columns={"ci_low": "low", "ci_high": "high"}).reindex(columns=["round", "dpd", "low", "high"])
 
 
+def case_band(data: ViewData, label: str, B: int = 1000) -> pd.DataFrame:
+    """The DPD band of one case over rounds (round, dpd, low, high): the LLM rows of the
+    network_rounds.csv ``louder analyze`` wrote for this data, else ``dpd_band`` of the case's rows."""
+    t = data.rounds_table
+    if t is not None:
+        rows = t[t["source"] == "LLM"]
+        for col, value in zip(data.keys, label.split(" | ")):
+            if col in rows.columns:
+                rows = rows[rows[col].astype(str) == value]
+        per_round = rows.drop_duplicates(["round", "dpd", "dpd_ci_low", "dpd_ci_high"])
+        if len(rows) and not per_round["round"].duplicated().any():  # one band per round (policy variants: two)
+            return (per_round.rename(columns={"dpd_ci_low": "low", "dpd_ci_high": "high"})
+                    [["round", "dpd", "low", "high"]].sort_values("round", ignore_index=True))
+    decisions, _, _ = case_frames(data, label)
+    return dpd_band(decisions, archetype=data.archetype, B=B)
+
+
 def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
-    """An archetype run, as ``louder analyze`` decides it (``network_tables.is_archetype``)."""
-    from louder.analysis.network_tables import is_archetype as analysed_as_archetype
+    """An archetype run, as ``louder analyze`` decides it (``measures.network.is_archetype``)."""
+    from louder.analysis.measures.network import is_archetype as analysed_as_archetype
 
     return analysed_as_archetype(decisions, manifest)

@@ -7,7 +7,7 @@ import networkx as nx
 from mesa.discrete_space import CellAgent
 
 from louder.networks.space import topological_network
-from louder.view.data import case_frames, load_view_data, sample_nodes
+from louder.view.data import case_band, case_frames, load_view_data, sample_nodes
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
 
@@ -34,6 +34,7 @@ class ReplayModel(mesa.Model):
         data = load_view_data(run_dir)
         self.case = case if case in data.cases else data.cases[0]
         self.archetype = data.archetype
+        self.band = case_band(data, self.case)  # the DPD band louder analyze wrote for it (else computed alike)
         decisions, edges, self.control = case_frames(data, self.case)
         self.decisions = decisions
         all_nodes = decisions["node"].drop_duplicates().to_numpy()

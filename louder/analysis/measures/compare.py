@@ -1,4 +1,6 @@
-"""Comparisons across cases: implicit vs explicit (5.1/5.3), ablation (5.4), literature directions (5.5)."""
+"""Comparisons across cases: implicit vs explicit (5.1/5.3: ``contrast.csv``), the persona-condition
+ablation (5.4: ``ablation.csv``) and the literature's directions (5.5, Table 3: ``directions.csv``) —
+three measures built from the cases and attributes tables."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from louder.analysis import stats
+from louder.analysis.html import note, png, section, table
+from louder.analysis.registry import Column, Measure, Table, register
 from louder.datafiles import load_yaml_model
 
 CONTRAST_COLUMNS = ["model", "implicit_condition", "n_implicit", "mean_implicit", "sd_implicit",
@@ -226,3 +230,122 @@ def directions(attr: pd.DataFrame, predictions: list[Prediction], B: int = 10_00
             rows.append(dict(row, mean_higher=float(h["rate"].mean()), mean_lower=float(lw["rate"].mean()),
                              difference=d, ci_low=lo, ci_high=hi, verdict=verdict(d, lo, hi)))
     return pd.DataFrame(rows, columns=DIRECTION_COLUMNS)
+
+
+# --- the measures -----------------------------------------------------------------------------------
+
+def _implicit(a) -> pd.DataFrame:
+    attr = a.tables["attributes"]
+    return attr[attr["kind"] == "implicit"]
+
+
+def build_contrast(a) -> dict[str, pd.DataFrame]:
+    cases = a.tables["cases"]
+    if a.decisions is not None and a.probes is not None:  # implicit and explicit pair by case
+        sim = set(map(tuple, a.decisions[["model", "scenario", "group"]].drop_duplicates().to_numpy()))
+        exp = set(map(tuple, a.probes[["model", "scenario", "group"]].drop_duplicates().to_numpy()))
+        for m, s, g in sorted(sim - exp):
+            a.missing.append(f"explicit probes: none for {m} × {s} × {g}, which the simulation has")
+    return {"contrast": contrast(cases, beliefs=a.tables.get("voices")),
+            "contrast_cases": contrast_cases(cases, a.tables["attributes"], B=a.settings.bootstrap,
+                                             seed=a.settings.seed)}
+
+
+def build_ablation(a) -> dict[str, pd.DataFrame]:
+    if a.decisions is not None and a.decisions["condition"].nunique() < 2:
+        a.missing.append("ablation: the run has one persona condition only — add `--condition non_contextualized "
+                         "--condition no_persona` to compare conditions (section 5.4)")
+    return {"ablation": ablation(a.tables["cases"], _implicit(a), B=a.settings.bootstrap, seed=a.settings.seed)}
+
+
+def build_directions(a) -> dict[str, pd.DataFrame]:
+    return {"directions": directions(_implicit(a), load_predictions(a.settings.predictions), B=a.settings.bootstrap,
+                                     seed=a.settings.seed)}
+
+
+def contrast_section(a) -> str:
+    return section("Implicit vs explicit (section 5.1)",
+                   note("Per model: mean DPD over implicit (contextualized) and explicit cases, and Welch's t-test. "
+                        "With beliefs (<code>louder probe beliefs</code>): the mean belief DPD and Welch's t-test of "
+                        "implicit vs belief (t_belief, p_value_belief) — does the model act more biased than it "
+                        "believes people are? Implicit and belief DPDs are both differences of rates of choosing the "
+                        "target; the explicit DPD is a difference of shares of answers (next section)."),
+                   table(a.tables["contrast"]),
+                   *([note("Per case: each implicit case beside the explicit probe of its scenario × group, and the "
+                           "difference implicit − explicit with an interval that contains it (conservative: it holds "
+                           "both cases' intervals at once). A case with one side only says in <i>note</i> what adds "
+                           "the other."),
+                      table(a.tables["contrast_cases"], scroll=True)] if len(a.tables.get("contrast_cases", ())) else []))
+
+
+def ablation_section(a) -> str:
+    from louder.analysis import figures
+
+    return section("Persona-condition ablation (cf. Fig. 5)",
+                   note("DPD per case under each persona condition; diff_vs_contextualized = DPD(contextualized) − "
+                        "DPD(condition) with a 95 % bootstrap interval."),
+                   png(figures.ablation_figure(a.tables["ablation"])), table(a.tables["ablation"], scroll=True))
+
+
+def directions_section(a) -> str:
+    from louder.analysis import figures
+
+    d = a.tables["directions"]
+    return section("Literature directions (Table 3)",
+                   note("aligned: the predicted direction with a 95 % interval excluding 0; opposite: the reverse "
+                        "direction, interval excluding 0; inconclusive: the interval includes 0."),
+                   png(figures.directions_figure(d)), table(d.drop(columns=["evidence"]), scroll=True))
+
+
+register(Measure(
+    "contrast", "implicit vs explicit (and belief) DPDs per model, Welch's t-test (section 5.1)",
+    tables=(Table("contrast", "Implicit vs explicit per model (section 5.1).", (
+        Column("model", "the model"),
+        Column("implicit_condition", "the persona condition the implicit side uses"),
+        Column(("n_implicit", "mean_implicit", "sd_implicit", "significant_implicit"),
+               "implicit case DPDs: count, mean, sd, number significant (as in `cases.csv`: Holm p < 0.05)"),
+        Column(("n_explicit", "mean_explicit", "sd_explicit", "significant_explicit"), "the same for explicit"),
+        Column(("t", "df", "p_value"), "Welch's two-sample t-test"),
+        Column(("n_belief", "mean_belief", "sd_belief", "significant_belief"),
+               "the beliefs probe's case DPDs (`louder probe beliefs`): count, mean, sd, number significant "
+               "(permutation p Holm-adjusted across the run's belief cases, below 0.05)"),
+        Column(("t_belief", "df_belief", "p_value_belief"),
+               "Welch's test of implicit vs belief DPDs: does the model act more biased than it believes people "
+               "are?"))),
+        Table("contrast_cases", "The same contrast per case: one row per implicit case (model × condition × scenario "
+              "× group), beside the explicit probe of the same model × scenario × group; an explicit case with no "
+              "implicit case gets a row of its own. Scenarios and groups are keyed by their `id`, whether a run named "
+              "them by id or by the path of their file, so a run and a probe of the same files always pair.", (
+            Column(("model", "condition", "scenario", "group"), "the case (`condition` empty on an explicit-only row)"),
+            Column(("implicit_dpd", "implicit_ci_low", "implicit_ci_high", "implicit_significant",
+                    "implicit_underpowered"), "the agents' DPD, its interval and flags, as in `cases.csv`"),
+            Column(("explicit_dpd", "explicit_ci_low", "explicit_ci_high", "explicit_significant"),
+                   "the explicit probe's DPD (a share of answers), as in `cases.csv`"),
+            Column(("difference", "diff_ci_low", "diff_ci_high"),
+                   "implicit − explicit DPD, with an interval that contains it (one bootstrap-t critical value for "
+                   "both cases' bands, each projected onto its DPD: conservative). The two DPDs are in different "
+                   "units (rates vs shares of answers): read it as the paper's \"implicit ≫ explicit\", per case"),
+            Column("note", "what is missing when a case has one side only, and the command that adds it")))),
+    build=build_contrast, after=("cases", "attributes", "voices"), section=contrast_section, position=50))
+register(Measure(
+    "ablation", "each persona condition's DPD against the contextualized one (section 5.4)",
+    tables=(Table("ablation", "DPD per case under each persona condition (section 5.4).", (
+        Column(("model", "scenario", "group", "condition"), "the case and condition"),
+        Column(("dpd", "threshold", "significant", "ci_low", "ci_high"), "as in `cases.csv`"),
+        Column("diff_vs_contextualized", "DPD(contextualized) − DPD(this condition); > 0: the contextualized persona "
+                                         "revealed more"),
+        Column(("diff_ci_low", "diff_ci_high"), "its bootstrap interval"))),),
+    build=build_ablation, after=("cases", "attributes"), section=ablation_section, position=80))
+register(Measure(
+    "directions", "the literature's predicted directions against the run's rates (Table 3)",
+    tables=(Table("directions", "Literature directions (Table 3): one row per prediction and case.", (
+        Column(("id", "prediction"), "the prediction (`louder/data/analysis/directions.yaml`; `louder analyze "
+                                     "--predictions FILE` for your own)"),
+        Column(("model", "condition", "scenario", "group"), "the case"),
+        Column(("higher", "lower"), "the attributes predicted higher and lower"),
+        Column(("mean_higher", "mean_lower", "difference"), "mean target rates of each set and their difference"),
+        Column(("ci_low", "ci_high"), "the difference's 95 % bootstrap interval"),
+        Column("verdict", "`aligned`, `opposite`, `inconclusive`, `not_run`, `not_testable`"),
+        Column("note", "why a prediction could not be tested"),
+        Column("evidence", "the literature behind the prediction"))),),
+    build=build_directions, after=("attributes",), section=directions_section, position=90))

@@ -1,4 +1,5 @@
-"""Why archetype runs resample clusters: the note the report shows for an archetype run.
+"""Why archetype runs resample clusters: the note the report shows for an archetype run (a measure
+with a report section and no table).
 
 In archetype mode the N agents of a run share C = cells × K model calls (archetype × replicate
 clusters); an agent's decision is a draw from its cluster's p. The spread of p between calls —
@@ -11,12 +12,15 @@ information grows only like 1/√C: far too narrow, and every gap "significant"
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import pandas as pd
 
+from louder.analysis.html import note, section
+from louder.analysis.keys import CASE_KEYS
 from louder.analysis.network import dpd_by_round, with_archetype_clusters
-from louder.types import CASE_KEYS
+from louder.analysis.registry import Measure, register
 
 
 @dataclass(frozen=True)
@@ -63,3 +67,12 @@ def archetype_note(decisions: pd.DataFrame, B: int = 500, seed: int = 0) -> Arch
              " — about the same here, because the calls of one cell barely differ in this run; where they do, "
              "agent-level intervals are far too narrow (docs/networks.md, \"Why clusters, not agents\")."))
     return ArchetypeNote(n, c, n / c, float(wc), float(wa), float(ratio), text)
+
+
+def report_section(a) -> str:
+    n = archetype_note(a.decisions)
+    return "" if n is None else section("Archetype mode: clusters, not agents", note(html.escape(n.text)))
+
+
+register(Measure("archetype", "why an archetype run's intervals resample archetype × replicate clusters",
+                 tables=(), build=lambda a: {}, needs=("decisions",), section=report_section, position=10))

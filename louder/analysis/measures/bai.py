@@ -1,0 +1,85 @@
+"""The LLM Word Association and Relative Decision Tests of Bai et al. (``louder probe association``,
+``louder probe decision``): ``association_stats.csv``, ``decision_stats.csv`` and, for chained
+prompts, ``association_decision_link.csv``. The statistics are ``louder.analysis.bai_stats``'."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
+from louder.analysis.html import note, png, section, table
+from louder.analysis.registry import Column, Measure, Table, register
+
+STAT_COLUMNS_DOC = (
+    Column(("test", "model"), "the test and model"),
+    Column("convention", "`authors` (unreadable answers scored and kept), `strict` (left out); the decision test: "
+                         "`valid_only`, or `yes_rate` for the absolute variant"),
+    Column(("level", "name"), "`overall`, `category` or `stereotype`, and which (absolute variant: `pairing`)"),
+    Column(("n", "mean", "ci_low", "ci_high"), "scored trials, mean score, 95 % bootstrap interval"),
+    Column(("null", "t", "p_value"), "the one-sample t-test against `null` (0 association, 0.5 decision)"),
+    Column(("n_invalid", "n_refused", "n_error", "refusal_rate"), "accounting"),
+    Column("n_one_sided", "association: valid answers pairing every word with one group"))
+
+
+def build(a) -> dict[str, pd.DataFrame]:
+    B, seed = a.settings.bootstrap, a.settings.seed
+    out = {}
+    if a.association is not None:
+        out["association_stats"] = association_stats(a.association, B=B, seed=seed)
+    if a.decision_test is not None:
+        out["decision_stats"] = decision_stats(a.decision_test, B=B, seed=seed)
+        chained = a.decision_test["variant"] == "chained"
+        if chained.any():
+            out["association_decision_link"] = association_decision_link(a.decision_test[chained])
+    return out
+
+
+def report_section(a) -> str:
+    """The LLM Word Association and Relative Decision Tests, when the folder holds them."""
+    from louder.analysis import figures
+
+    t, parts = a.tables, []
+    if "association_stats" in t:
+        s = t["association_stats"]
+        parts += [
+            "<h3>LLM Word Association Test</h3>",
+            note("Bias per response (Eq. 1 of Bai et al.): share of stigma-associated words given to the stigmatised "
+                 "group + share of default-associated words given to the default group − 1; 0 is unbiased, 1 fully "
+                 "stereotypical. <b>authors</b>: unparsed or refused answers score 0 and are kept (the authors' "
+                 "convention); <b>strict</b>: they are left out, and so are one-sided answers (every word given to one "
+                 "group, so one term of Eq. 1 is 0/0; the authors' epsilon scores them −0.5), counted in "
+                 "n_one_sided. One-sample t-tests against 0; 95 % bootstrap intervals."),
+            png(figures.sibling_figure(s, a.association, "association")),
+            table(s[s["level"] != "stereotype"], scroll=True), table(s[s["level"] == "stereotype"], scroll=True)]
+    if "decision_stats" in t:
+        s = t["decision_stats"]
+        parts += [
+            "<h3>LLM Relative Decision Test</h3>",
+            note("Score 1 when the stigmatised person gets the stereotype-consistent option (or the default person "
+                 "the other one); 0.5 is unbiased. Valid answers only; refusals and unreadable answers are counted "
+                 "beside. For the absolute variant: the yes rate per pairing."),
+            png(figures.sibling_figure(s, a.decision_test, "decision")), table(s, scroll=True)]
+    if "association_decision_link" in t:
+        parts += ["<h3>Association → decision (chained prompts)</h3>",
+                  note("Logistic regression of the decision score on the association score of the same "
+                       "conversation (statsmodels Logit), with the coefficient's 95 % interval."),
+                  table(t["association_decision_link"])]
+    return section("Word association and relative decision tests (Bai et al.)", *parts) if parts else ""
+
+
+register(Measure(
+    "bai", "Bai et al.'s word association and relative decision tests: mean bias scores with t-tests and intervals",
+    tables=(
+        Table("association_stats", "Word association test: one row per model × convention × level (overall, "
+                                   "category, stereotype).", STAT_COLUMNS_DOC),
+        Table("decision_stats", "The decision test's statistics, with the columns of `association_stats.csv` "
+                                "(relative and chained variants: the mean score against 0.5 over valid answers; "
+                                "absolute: the yes rate per pairing).", STAT_COLUMNS_DOC),
+        Table("association_decision_link", "Chained decision test: logistic regression of the decision on the "
+                                           "association score (appendix O).", (
+            Column(("model", "n"), "the model and valid chained answers"),
+            Column(("coef", "ci_low", "ci_high", "p_value"), "the association score's coefficient with its 95 % "
+                                                             "interval"),
+            Column("intercept", "the regression's intercept"),
+            Column("note", "why it was not fitted (too few answers, no variation)")))),
+    build=build, section=report_section, position=160))

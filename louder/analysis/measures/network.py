@@ -1,0 +1,333 @@
+"""Networks and influence: the tables `louder analyze` adds for a network run (decisions with a
+``round`` column), its report section and figures:
+
+* ``network_rounds`` — per case × source (LLM, no influence, control) × round × attribute: the
+  target rate over valid decisions with every status count, and the round's DPD with its bootstrap
+  interval;
+* ``network_flips`` — per case × source × round ≥ 1 × attribute: flips / agents valid in both rounds;
+* ``amplification`` — per case × round: DPD_r(LLM) − DPD_r(no influence) (the no-influence arm, or
+  round 0 where there is none), its paired bootstrap interval and the verdict (amplified / damped /
+  no change); the control rule's DPD beside it as a reference only; ``final`` marks the last round,
+  whose verdict is the case's.
+
+The statistics are ``louder.analysis.network``'s. Agents mode bootstraps agents (``cluster=None``);
+archetype runs (``bucket`` column or ``mode: archetype`` in the manifest) resample archetype ×
+replicate clusters (``with_archetype_clusters``), since the agents of one call share its randomness.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from louder.analysis.html import note, png, section, table
+from louder.analysis.keys import VARIANT_CASE, arm_keys, present
+from louder.analysis.network import amplification, dpd_by_round, flip_rates, rates_by_round, with_archetype_clusters
+from louder.analysis.registry import Column, Measure, Table, register
+
+NETWORK_TABLES = ("network_rounds", "network_flips", "amplification")
+ARM = ("signal", "wording", "reasoning")  # the arm columns a network table has where the run varies them
+ROUND_COLUMNS = ["source", "round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error",
+                 "dpd", "dpd_ci_low", "dpd_ci_high"]
+FLIP_COLUMNS = ["source", "round", "attribute", "n_both_valid", "flips", "flip_rate"]
+AMP_COLUMNS = ["round", "dpd_round0", "dpd_llm", "dpd_no_influence", "baseline", "change", "amplification", "ci_low",
+               "ci_high", "verdict", "dpd_control", "final"]
+
+
+def case_keys(decisions: pd.DataFrame) -> list[str]:
+    """The columns that identify a case (``variant`` only in population runs), and the levels of a
+    network arm where the run varies them (``keys.arm_keys``: each wording, reasoning level or signal
+    plays its own rounds, control and no-influence arm)."""
+    return present(decisions, VARIANT_CASE) + arm_keys(decisions)
+
+
+def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
+    return "bucket" in decisions.columns or ((manifest or {}).get("network") or {}).get("mode") == "archetype"
+
+
+def _clustered(rows: pd.DataFrame, control: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Archetype × replicate cluster of every row; the control's rows take their node's cluster."""
+    rows = with_archetype_clusters(rows)
+    if control is not None and "cluster" not in control.columns:
+        by_node = rows.drop_duplicates("node").set_index("node")["cluster"]
+        control = control.assign(cluster=control["node"].map(by_node))
+    return rows, control
+
+
+def case_network_tables(rows: pd.DataFrame, control: pd.DataFrame | None, cluster: str | None = None,
+                        B: int = 2000, seed: int = 0, arm: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """The three tables of one case (rows, control and no-influence arm of one case, with ``cluster``
+    if resampled by cluster)."""
+    rounds, flips = [], []
+    runs = {"LLM": rows, **({"no influence": arm} if arm is not None and len(arm) else {}),
+            **({"control": control} if control is not None and len(control) else {})}
+    dpd_control = {}
+    for source, df in runs.items():
+        d = dpd_by_round(df, "attribute", cluster=cluster, B=B, seed=seed)
+        if source == "control":
+            dpd_control = dict(zip(d["round"], d["dpd"]))
+        r = rates_by_round(df, "attribute").merge(
+            d.rename(columns={"ci_low": "dpd_ci_low", "ci_high": "dpd_ci_high"}).drop(columns="n_valid"),
+            on="round", how="left")
+        rounds.append(r.assign(source=source)[ROUND_COLUMNS])
+        if "changed" in df.columns:
+            flips.append(flip_rates(df, "attribute").assign(source=source)[FLIP_COLUMNS])
+    with_arm = "no influence" in runs
+    amp = amplification(rows, arm if with_arm else None, "attribute", cluster=cluster, B=B, seed=seed)
+    amp["baseline"] = "no-influence arm" if with_arm else "round 0"
+    amp["dpd_control"] = amp["round"].map(dpd_control).astype(float)
+    amp["final"] = amp["round"] == amp["round"].max()
+    return {"network_rounds": pd.concat(rounds, ignore_index=True),
+            "network_flips": pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(columns=FLIP_COLUMNS),
+            "amplification": amp[AMP_COLUMNS]}
+
+
+def network_tables(decisions: pd.DataFrame, control: pd.DataFrame | None, manifest: dict | None = None,
+                   B: int = 2000, seed: int = 0, arm: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """The three tables over every case of a network run, case columns first. ``arm``: the
+    no-influence arm's rows (no_influence.parquet), if the run asked it."""
+    keys = case_keys(decisions)
+    cluster = None
+    if is_archetype(decisions, manifest):
+        decisions, control = _clustered(decisions, control)
+        cluster = "cluster"
+    out: dict[str, list[pd.DataFrame]] = {n: [] for n in NETWORK_TABLES}
+    # the control and the arm are matched on the case columns they have (a run may write them without ``variant``)
+
+    def split(table: pd.DataFrame | None) -> tuple[list[str], dict]:
+        k = [c for c in keys if table is not None and c in table.columns]
+        return k, (dict(iter(table.groupby(k, sort=False))) if k else {})
+
+    (ckeys, controls), (akeys, arms) = split(control), split(arm)
+    for key, rows in decisions.groupby(keys, sort=False):
+        pick = lambda k: tuple(v for c, v in zip(keys, key) if c in k)  # noqa: E731
+        for name, t in case_network_tables(rows, controls.get(pick(ckeys)), cluster, B, seed,
+                                           arms.get(pick(akeys))).items():
+            if len(t):
+                out[name].append(t.assign(**dict(zip(keys, key)))[keys + list(t.columns)])
+    empty = {"network_rounds": ROUND_COLUMNS, "network_flips": FLIP_COLUMNS, "amplification": AMP_COLUMNS}
+    return {n: pd.concat(f, ignore_index=True) if f else pd.DataFrame(columns=keys + empty[n])
+            for n, f in out.items()}
+
+
+def case_verdicts(amp: pd.DataFrame) -> pd.DataFrame:
+    """The final round's row of every case: its verdict is the case's."""
+    return amp[amp["final"].astype(bool)].reset_index(drop=True) if len(amp) else amp
+
+
+# --- figures ---------------------------------------------------------------------------------------------
+
+RUN_STYLES = {"LLM": "-", "no influence": ":", "control": "--"}
+
+
+def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figure | None:
+    """Target rate per attribute over rounds, one line per attribute: solid for the LLM run, dotted for
+    the no-influence arm, dashed for the control rule. ``rates`` maps a run name (LLM, no influence,
+    control) to ``rates_by_round`` output."""
+    from matplotlib.figure import Figure
+
+    rates = {k: v for k, v in rates.items() if v is not None and not v.empty}
+    if not rates:
+        return None
+    attributes = sorted(set().union(*(set(v["attribute"]) for v in rates.values())))
+    colors = dict(zip(attributes, [f"C{i}" for i in range(len(attributes))]))
+    fig = Figure(figsize=(6.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for run, df in rates.items():
+        for a in attributes:
+            sub = df[df["attribute"] == a].sort_values("round")
+            ax.plot(sub["round"], sub["rate"], RUN_STYLES.get(run, ":"), marker="o", ms=3, color=colors[a],
+                    label=f"{a} ({run})")
+    rounds = sorted(set().union(*(set(v["round"]) for v in rates.values())))
+    ax.set_xticks(rounds)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("round (0 = independent decision)")
+    ax.set_ylabel("target rate")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(title or "Target rate per attribute over rounds (solid: LLM, dotted: no influence, dashed: control)",
+                 fontsize=9)
+    return fig
+
+
+def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
+    """DPD_r(LLM) − DPD_r(no influence) per round with its interval; 0 dashed."""
+    from matplotlib.figure import Figure
+
+    if amp is None or amp.empty:
+        return None
+    fig = Figure(figsize=(5, 3), layout="constrained")
+    ax = fig.subplots()
+    err = np.vstack([amp["amplification"] - amp["ci_low"], amp["ci_high"] - amp["amplification"]]).clip(min=0)
+    ax.errorbar(amp["round"], amp["amplification"], yerr=np.nan_to_num(err), fmt="o-", capsize=3, color="#c0392b")
+    ax.axhline(0, color="black", ls="--", lw=0.8)
+    ax.set_xticks(amp["round"])
+    ax.set_xlabel("round")
+    ax.set_ylabel("DPD(influence) − DPD(no influence)")
+    ax.set_title(title or "Amplification per round (95 % interval)", fontsize=9)
+    return fig
+
+
+# --- the report section ------------------------------------------------------------------------------
+
+RULES = {"majority": "majority (adopt the choice most valid neighbours made; keep one's own on a tie)",
+         "threshold": "threshold θ = {threshold} (adopt the target once a share ≥ θ of valid neighbours chose it)",
+         "degroot": "DeGroot averaging (p ← {self_weight}·own p + (1 − {self_weight})·neighbours' mean p; target "
+                    "iff p ≥ 0.5)"}
+
+
+def _fmt(x, sign: str = "") -> str:
+    return "–" if x is None or pd.isna(x) else f"{x:{sign}.2f}"
+
+
+def case_sentence(label: str, amp_final: pd.Series, first_dpd: float, underpowered: bool = False) -> str:
+    """One sentence: what influence did to the case's disparity, against the same agents without
+    influence; then the control rule's movement as a reference."""
+    r, v = int(amp_final["round"]), amp_final["verdict"]
+    a, lo, hi = amp_final["amplification"], amp_final["ci_low"], amp_final["ci_high"]
+    base = ("asked round 0's question again without neighbours" if amp_final.get("baseline") == "no-influence arm"
+            else "in round 0")
+    what = {"amplified": f"<b>amplified</b> the disparity beyond the same agents {base}",
+            "damped": f"<b>damped</b> the disparity below the same agents {base}",
+            "no change": "made <b>no change</b> to the disparity that the interval can see (it covers 0)",
+            "cannot be judged": "<b>cannot be judged</b>: no interval (fewer than two attributes with valid "
+                                "decisions)"}[v]
+    text = (f"<b>{html.escape(label)}</b>: influence {what}. DPD {_fmt(first_dpd)} in round 0 → "
+            f"{_fmt(amp_final['dpd_llm'])} with influence and {_fmt(amp_final['dpd_no_influence'])} without in "
+            f"round {r}; amplification {_fmt(a, '+')} (95 % interval {_fmt(lo, '+')} to {_fmt(hi, '+')}).")
+    if pd.notna(amp_final.get("dpd_control")):
+        text += (f" For reference, a textbook contagion (the control rule) on this graph would move the DPD from "
+                 f"{_fmt(first_dpd)} to {_fmt(amp_final['dpd_control'])}.")
+    if underpowered:
+        text += (' <span class="warn">Underpowered: too few agents per attribute to see a moderate disparity'
+                 + (", so \"no change\" here is not evidence of no effect." if v == "no change" else
+                    "; a verdict from so few agents is fragile.") + "</span>")
+    return text
+
+
+def _graph_note(manifest: dict) -> str:
+    net = (manifest or {}).get("network") or {}
+    if not net:
+        return ""
+    graphs = "; ".join(f"{html.escape(str(g))}: {v['nodes']} nodes, {v['edges']} ties, mean degree "
+                       f"{v['mean_degree']}, {100 * v['within_share']:.0f} % of ties within an attribute"
+                       for g, v in (net.get("graphs") or {}).items() if v.get("within_share") is not None)
+    ctl = net.get("control") or {}
+    rule = RULES.get(ctl.get("rule"), str(ctl.get("rule"))).format(**ctl) if ctl else "–"
+    params = ", ".join(f"{k}={v}" for k, v in (net.get("params") or {}).items())
+    return note(f"Graph: <b>{html.escape(net.get('generator', '?'))}</b> ({html.escape(params)}, seed "
+                f"{net.get('seed')}), {net.get('rounds')} rounds of influence. {graphs}. Control rule: {rule}.")
+
+
+def report_section(a) -> str:
+    """Rates per attribute over rounds (LLM, no influence, control), amplification and its verdict per case."""
+    t = a.tables
+    if a.rounds is None or "network_rounds" not in t:
+        return ""
+    manifest = a.manifests.get("simulation", {})
+    rounds, amp = t["network_rounds"], t["amplification"]
+    keys = case_keys(rounds)
+    parts = [
+        note("Round 0 is every agent's independent decision (the sections above read round 0 only). In each round "
+             "r ≥ 1 every agent is told how many of its neighbours chose each option in round r − 1 and decides "
+             "again; all agents read the same snapshot, so their order does not matter. Neighbours without a valid "
+             "answer are told as \"gave no clear answer\" and left out of the share."),
+        note("<b>What influence did.</b> <b>Amplification</b> = DPD_r(with influence) − DPD_r(no influence): the "
+             "same agents' disparity after r rounds of hearing their neighbours, against their disparity when asked "
+             "round 0's question again in round r without neighbours (the no-influence arm, a fresh answer with a "
+             "new seed; in score mode with argmax, where asking again repeats round 0, round 0 itself). A model that "
+             "ignores its neighbours gives an amplification around 0 whatever the graph. The verdict reads the 95 % "
+             "paired bootstrap interval of the last round: amplified (above 0), damped (below 0), otherwise no "
+             "change."),
+        note("<b>The control rule is a reference, not the baseline.</b> On a homophilous graph agents mostly hear "
+             "from their own group, and a rule-based contagion (the control: the same round-0 decisions on the same "
+             "graph, updated by a fixed rule that knows nothing of the attributes) moves towards local consensus on "
+             "its own — it says what a textbook contagion would do on this graph, not what the model would do "
+             "without influence."),
+        note("Intervals resample " + ("archetype × replicate clusters (the agents of one model call share its "
+                                      "randomness; resampling agents would make them far too narrow)."
+                                      if is_archetype(a.rounds, manifest) else
+                                      "agents. After round 0 neighbours' decisions depend on each other, so these "
+                                      "intervals are optimistic; trust an amplification only when it is clear.")),
+        _graph_note(manifest),
+    ]
+    cases = t.get("cases")
+    finals = case_verdicts(amp)
+    sentences, figs = [], []
+    for key, r in rounds.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        label = " × ".join(map(str, key))
+        sel = lambda df: df[(df[keys] == pd.Series(dict(zip(keys, key)))).all(axis=1)]  # noqa: E731
+        llm, ctl, arm = r[r["source"] == "LLM"], r[r["source"] == "control"], r[r["source"] == "no influence"]
+        f = sel(finals) if len(finals) else finals
+        if len(f):
+            d0 = llm.loc[llm["round"] == 0, "dpd"]
+            under = False
+            if cases is not None and len(cases) and "underpowered" in cases:
+                c = sel(cases[cases["kind"] == "implicit"]) if set(keys) <= set(cases.columns) else cases.iloc[:0]
+                under = bool(len(c) and c["underpowered"].astype(bool).any())
+            sentences.append(f"<li>{case_sentence(label, f.iloc[0], float(d0.iloc[0]) if len(d0) else None, under)}"
+                             "</li>")
+        else:
+            sentences.append(f"<li><b>{html.escape(label)}</b>: no rounds of influence, so no verdict.</li>")
+        figs.append(f"<h3>{html.escape(label)}</h3>")
+        figs.append(png(rounds_rates_figure({"LLM": llm, "no influence": arm, "control": ctl},
+                                            title=f"{label}\ntarget rate per attribute (solid: with influence, "
+                                                  "dotted: no influence, dashed: control rule)")))
+        figs.append(png(amplification_figure(sel(amp).reset_index(drop=True) if len(amp) else None)))
+    parts += ["<ul>" + "".join(sentences) + "</ul>", *figs,
+              "<h3>Rates, answers and DPD per round</h3>",
+              note("Every answer of every round is counted: n_valid, n_invalid, n_refused, n_error per attribute "
+                   "(the control keeps an agent's invalid status: it has no model to ask). dpd with its bootstrap "
+                   "interval is the round's."),
+              table(rounds, scroll=True),
+              "<h3>Amplification per round</h3>", table(amp, scroll=True),
+              "<h3>Flip rate per attribute</h3>",
+              note("flips / agents with a valid decision in both round r − 1 and round r."),
+              table(t.get("network_flips"), scroll=True)]
+    return section("Networks and influence", *parts)
+
+
+def build(a) -> dict[str, pd.DataFrame]:
+    return network_tables(a.rounds, a.control, a.manifests.get("simulation"), B=a.settings.bootstrap,
+                          seed=a.settings.seed, arm=a.no_influence)
+
+
+register(Measure(
+    "network", "rounds of influence: the DPD per round, flips, and what influence did to the disparity",
+    tables=(
+        Table("network_rounds", "Network runs: one row per case × source × round × attribute.", (
+            Column(("model", "condition", "scenario", "group"), "the case"),
+            Column("variant", "archetype mode: the policy variant"),
+            Column(ARM, "the network arm, in runs that vary these dimensions (each level plays its own rounds)"),
+            Column("source", "`LLM` (with influence), `no influence` (the no-influence arm) or `control` (the rule)"),
+            Column(("round", "attribute"), "the round and attribute"),
+            Column(("n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error"), "as in `attributes.csv`"),
+            Column(("dpd", "dpd_ci_low", "dpd_ci_high"), "the round's DPD with its bootstrap interval (what "
+                                                         "`louder view` draws)"))),
+        Table("network_flips", "Network runs: one row per case × source × round ≥ 1 × attribute.", (
+            Column(("model", "condition", "scenario", "group", "variant", *ARM, "source", "round", "attribute"),
+                   "as in `network_rounds.csv` (round ≥ 1)"),
+            Column("n_both_valid", "agents valid in this round and the previous one"),
+            Column(("flips", "flip_rate"), "how many changed their decision, and the share"))),
+        Table("amplification", "One row per case × round.", (
+            Column(("model", "condition", "scenario", "group", "variant"), "the case (`variant`: archetype mode)"),
+            Column(ARM, "the network arm, in runs that vary these dimensions"),
+            Column("round", "the round"),
+            Column("dpd_round0", "the DPD of the independent decisions (round 0)"),
+            Column("dpd_llm", "the DPD in this round, with influence"),
+            Column("dpd_no_influence", "the DPD of the same agents without influence in this round: the no-influence "
+                                       "arm, or round 0 (see `baseline`)"),
+            Column("baseline", "`no-influence arm`, or `round 0` where asking again repeats round 0 (score mode with "
+                               "argmax; archetype mode)"),
+            Column("change", "`dpd_llm` − `dpd_round0` (the raw movement, noise of a second asking included)"),
+            Column("amplification", "`dpd_llm` − `dpd_no_influence`"),
+            Column(("ci_low", "ci_high"), "its paired bootstrap interval (one set of agent/cluster weights for both "
+                                          "terms)"),
+            Column("verdict", "`amplified` (interval above 0), `damped` (below), `no change` (covers 0) or `cannot be "
+                              "judged`"),
+            Column("dpd_control", "the control rule's DPD in this round: a reference (what a textbook contagion does "
+                                  "on the graph), not the baseline"),
+            Column("final", "the case's last round (its verdict is the case's)")))),
+    build=build, needs=("rounds",), section=report_section, position=100))

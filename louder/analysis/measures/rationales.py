@@ -1,0 +1,79 @@
+"""What the agents' rationales say (sections 5.2 and 5.5): the paper's phrase patterns, the words
+most distinctive of each attribute, and for reasoning models how often the thinking names the
+persona's attribute or its stereotype words — ``rationales.csv``. The text statistics are
+``louder.analysis.rationales``'."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from louder.analysis import robustness as R
+from louder.analysis.html import note, section, table
+from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS
+from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
+from louder.analysis.registry import Column, Measure, Table, register
+
+
+def build(a) -> dict[str, pd.DataFrame]:
+    if a.decisions is None:
+        return {"rationales": pd.DataFrame(columns=["analysis"])}
+    return {"rationales": pd.concat([pattern_counts(a.decisions, load_patterns(a.settings.patterns)),
+                                     distinctive_words(a.decisions),
+                                     thinking_mentions(R.case_view(a.levels))],  # every reasoning level
+                                    ignore_index=True)}
+
+
+def _matches(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """One row per ``index`` and a column per pattern: "matches/rationales" ("–" where none)."""
+    rows = rows.assign(matches=rows["n_match"].astype(int).astype(str) + "/"
+                       + rows["n_rationales"].astype(int).astype(str))
+    wide = rows.pivot_table(index=index, columns="pattern", values="matches", aggfunc="first").reset_index()
+    wide.columns.name = None
+    return wide.fillna("–")
+
+
+def report_section(a) -> str:
+    r = a.tables["rationales"]
+    if r.empty:
+        return section("Rationales", note("No valid decisions with rationales in this run."))
+    pats = r[r["analysis"] == "pattern"]
+    words = r[r["analysis"] == "distinctive_word"]
+    thinking = r[r["analysis"] == "thinking"]
+    parts = [note("Phrase patterns the paper counted (sections 5.2, 5.5): rationales of valid decisions that match, "
+                  "out of all rationales of valid decisions of that attribute.")]
+    if len(pats):
+        parts.append(table(_matches(pats, ATTRIBUTE_KEYS), scroll=True))
+    if len(words):
+        parts.append(note("Most distinctive words per attribute: log-odds ratio with an informative Dirichlet prior "
+                          "(Monroe, Colaresi &amp; Quinn 2008) against the rest of the group; z-score in brackets."))
+        w = words.sort_values("z", ascending=False, kind="stable").groupby(ATTRIBUTE_KEYS)
+        rows = [dict(zip(ATTRIBUTE_KEYS, k), words=", ".join(f"{x} ({z:.1f})" for x, z in zip(g["word"], g["z"])))
+                for k, g in w]
+        parts.append(table(pd.DataFrame(rows), scroll=True))
+    if len(thinking):  # issue 30: the thinking of a reasoning model, per attribute
+        parts.append(note("The thinking of a reasoning model, per attribute and reasoning level: how many thinkings "
+                          "of valid decisions name the persona's own attribute (the attribute and its words in "
+                          "louder/data/twins.yaml) and how many use its stereotype words (Bai et al.'s stimuli, "
+                          "louder/data/analysis/stereotype_words.yaml), out of all that came with thinking."))
+        parts.append(table(_matches(thinking, [*CASE_KEYS, "reasoning", "attribute"]), scroll=True))
+    return section("Rationales", *parts)
+
+
+register(Measure(
+    "rationales", "the paper's phrase patterns in the rationales, each attribute's distinctive words, the thinking",
+    tables=(Table("rationales", "Three analyses in one table, told apart by `analysis`.", (
+        Column("analysis", "`pattern` (phrase counts), `distinctive_word` (distinctive words) or `thinking` (a "
+                           "reasoning model's thinking)"),
+        Column(("model", "condition", "scenario", "group", "attribute"), "the case and attribute"),
+        Column(("pattern", "paper"), "the phrase pattern and the paper's wording of it; `thinking` rows: "
+                                     "`attribute_words` (the thinking names the persona's own attribute: its name and "
+                                     "its words in louder/data/twins.yaml) or `stereotype_words` (it uses the "
+                                     "attribute's stereotype words: Bai et al.'s stimuli, "
+                                     "louder/data/analysis/stereotype_words.yaml)"),
+        Column(("n_rationales", "n_match", "share"), "rationales (`thinking` rows: thinkings) of valid decisions, how "
+                                                     "many match, the share"),
+        Column(("word", "count"), "a word and its count"),
+        Column(("delta", "z"), "log-odds ratio with an informative Dirichlet prior, and its z-score (|z| > 1.96 "
+                               "notable)"),
+        Column("reasoning", "`thinking` rows: the reasoning level of the decisions"))),),
+    build=build, section=report_section, position=150))

@@ -1,0 +1,270 @@
+"""Issue 31.2 and 32.4–5: the measure registry (one measure = one module + one registration), the
+analysis computed once per data state, ``Run.table`` for every table, the summary, warnings, the
+default run folder, and console tables that fit the terminal."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import louder
+from louder.analysis import analyze, registry
+from louder.cli import app
+from louder.errors import LouderError, LouderWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs" / "tools"))
+import hooks  # noqa: E402  (docs/tools/hooks.py)
+from test_docs import blocks  # noqa: E402  (the page's fenced blocks and their docs-test marks)
+
+pytestmark = pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")  # what the runs lack: expected
+runner = CliRunner()
+CASE = {"scenarios": ["emergency_response"], "groups": ["gender_identity"]}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """A run with agents and explicit probes, on the fake model with a planted bias."""
+    out = tmp_path_factory.mktemp("reg") / "run"
+    cfg = {"models": ["fake:seed=1,bias=female:0.9"], "simulation": {**CASE, "agents": 8}}
+    louder.run(cfg, out=out, progress=False)
+    louder.run({**cfg, "explicit": {"trials": 6}}, out=out, kind="explicit", progress=False)
+    return out
+
+
+def _copy(run: Path, to: Path) -> Path:
+    import shutil
+
+    shutil.copytree(run, to)
+    for f in to.glob("*.csv"):
+        f.unlink()
+    (to / "analysis.json").unlink(missing_ok=True)
+    return to
+
+
+@pytest.fixture
+def toy_measure():
+    """The refusal-DPD measure of docs/how-to/add-a-metric.md, imported from the page itself."""
+    page = (ROOT / "docs" / "how-to" / "add-a-metric.md").read_text("utf-8")
+    code = next(b.body for b in blocks(page) if b.mark == "write" and b.arg == "refusals_measure.py")
+    spec = importlib.util.spec_from_loader("refusals_measure", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(code, "refusals_measure.py", "exec"), module.__dict__)
+    yield registry.get("refusals")
+    registry.unregister("refusals")
+
+
+# --- a measure is one module and one registration ---------------------------------------------------
+
+def test_a_new_measure_appears_in_analyze_the_report_the_api_and_the_docs(small_run, tmp_path, toy_measure):
+    run = _copy(small_run, tmp_path / "run")
+    r = runner.invoke(app, ["analyze", str(run), "-B", "200"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    written = pd.read_csv(run / "refusals.csv")  # analyze wrote it, with the declared columns
+    assert list(written.columns) == toy_measure.tables[0].column_names
+    assert len(written) == 1 and written["n_answers"].iloc[0] == 24
+    assert (written["ci_low"] <= written["refusal_dpd"]).all() and (written["refusal_dpd"] <= written["ci_high"]).all()
+    assert "Refusal DPD per case" in r.output  # its console table
+    assert json.loads((run / "analysis.json").read_text())["tables"]["refusals"] == "refusals.csv"
+    assert runner.invoke(app, ["report", str(run)]).exit_code == 0
+    assert "<h2>Refusals per attribute</h2>" in (run / "report" / "index.html").read_text("utf-8")  # its section
+    pd.testing.assert_frame_equal(louder.open(run).table("refusals"), written)  # the API
+    assert "### `refusals.csv`" in hooks.analysis_tables_markdown()  # the output reference
+
+
+def test_the_registry_refuses_what_it_cannot_run(toy_measure):
+    taken = registry.Measure("again", "x", (registry.Table("refusals", "x", ()),), build=lambda a: {})
+    with pytest.raises(LouderError, match="already written by measure refusals"):
+        registry.register(taken)
+    with pytest.raises(LouderError, match="needs nothing_like_this"):
+        registry.register(registry.Measure("odd", "x", (), build=lambda a: {}, needs=("nothing_like_this",)))
+    registry.register(registry.Measure("loop_a", "x", (), build=lambda a: {}, after=("loop_b",)))
+    registry.register(registry.Measure("loop_b", "x", (), build=lambda a: {}, after=("loop_a",)))
+    try:
+        with pytest.raises(LouderError, match="circle"):
+            registry.measures()
+    finally:
+        registry.unregister("loop_a")
+        registry.unregister("loop_b")
+
+
+def test_a_measure_of_another_package_registers_through_its_entry_point(tmp_path, monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    (tmp_path / "louder_counts.py").write_text(
+        "from louder.analysis import Column, Measure, Table, register\n"
+        "register(Measure('counts', 'rows per case', (Table('counts', 'rows', (Column('n', 'rows'),)),),\n"
+        "                 build=lambda a: {'counts': __import__('pandas').DataFrame({'n': [len(a.decisions)]})},\n"
+        "                 needs=('decisions',)))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        registry._load(EntryPoint("counts", "louder_counts", registry.GROUP))
+        assert "counts" in [m.name for m in registry.measures()]
+        assert "counts" in runner.invoke(app, ["measures"], env={"COLUMNS": "200"}).output
+    finally:
+        registry.unregister("counts")
+    with pytest.raises(LouderError, match="measure 'broken' .* cannot be loaded: ModuleNotFoundError"):
+        registry._load(EntryPoint("broken", "no_such_module_here", registry.GROUP))
+
+
+def test_measures_run_after_the_measures_they_read():
+    order = [m.name for m in registry.measures()]
+    for m in registry.measures():
+        assert all(order.index(dep) < order.index(m.name) for dep in m.after), m.name
+    names = [t.name for m in registry.measures() for t in m.tables]
+    assert len(names) == len(set(names))  # one measure per table
+    # every table is documented column by column in the generated reference
+    text = hooks.analysis_tables_markdown()
+    for m in registry.measures():
+        for t in m.tables:
+            assert f"### `{t.name}.csv`" in text and all(c.doc for c in t.columns)
+
+
+# --- computed once per data state ---------------------------------------------------------------------
+
+def _watch(monkeypatch, calls: list) -> None:
+    """Every recomputation of the cases measure is seen in ``calls``."""
+    from dataclasses import replace
+
+    cases = registry.get("cases")
+    monkeypatch.setitem(registry._MEASURES, "cases", replace(cases, build=lambda a: calls.append(1) or cases.build(a)))
+
+
+def test_the_analysis_is_computed_once_per_data_state_and_settings(small_run, tmp_path, monkeypatch):
+    run = _copy(small_run, tmp_path / "run")
+    first = analyze(run, bootstrap=200)
+    assert not first.cached
+    stamps = {f.name: f.stat().st_mtime_ns for f in run.glob("*.csv")}
+    calls = []
+    _watch(monkeypatch, calls)
+    again = analyze(run, bootstrap=200)
+    assert again.cached and not calls  # read back, not recomputed …
+    assert {f.name: f.stat().st_mtime_ns for f in run.glob("*.csv")} == stamps  # … and nothing rewritten
+    assert set(again.tables) == set(first.tables) and again.missing == first.missing
+    pd.testing.assert_frame_equal(again.tables["cases"], pd.read_csv(run / "cases.csv"))
+    monkeypatch.undo()
+    assert not analyze(run, bootstrap=300).cached  # another setting: computed again
+    assert analyze(run, bootstrap=300).cached
+    louder.run({"models": ["fake:seed=2"], "simulation": {**CASE, "agents": 8}}, out=run, progress=False)
+    assert not analyze(run, bootstrap=300).cached  # another write of the run: computed again
+    (run / "cases.csv").write_text("edited\n")
+    assert not analyze(run, bootstrap=300).cached  # an edited table is not trusted
+
+
+def test_run_analyze_table_and_report_reuse_one_analysis(small_run, tmp_path, monkeypatch):
+    run = louder.open(_copy(small_run, tmp_path / "run"))
+    with pytest.warns(LouderWarning, match="one persona condition"):
+        tables = run.analyze(bootstrap=200)
+    calls = []
+    _watch(monkeypatch, calls)
+    assert run.table("cases") is tables["cases"] or run.table("cases").equals(tables["cases"])
+    pd.testing.assert_frame_equal(louder.open(run.path).table("cases"), pd.read_csv(run.path / "cases.csv"))
+    assert run.cases.shape == tables["cases"].shape  # attribute access reads the same table
+    run.report()
+    assert not calls  # none of them computed the analysis again
+    with pytest.raises(KeyError, match="robustness"):
+        run.table("robustness")  # a measure that has nothing to build here says so
+    with pytest.raises(KeyError, match="no nothing.parquet"):
+        run.table("nothing")
+
+
+def test_run_table_reads_a_csv_table_before_any_analysis(small_run, tmp_path):
+    run = louder.open(_copy(small_run, tmp_path / "run"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LouderWarning)
+        cases = run.table("cases")  # issue 32.4: failed before, though analyze writes cases.csv
+    assert len(cases) == 2 and (run.path / "cases.csv").exists()
+    assert json.loads((run.path / "analysis.json").read_text())["bootstrap"] == 10_000
+
+
+def test_summary_as_text_and_html(small_run, tmp_path):
+    run = louder.open(_copy(small_run, tmp_path / "run"))
+    assert "not analysed" in str(run.summary(compute=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LouderWarning)
+        text = str(run.summary())
+    assert "decisions" in text and "Findings" in text and "implicit:" in text and "cases significant" in text
+    html = run._repr_html_()
+    assert html.startswith("<div>") and "<table" in html and "Findings" in html
+
+
+def test_louder_run_writes_to_a_default_folder_and_resumes_there(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = {"models": ["fake:seed=3"], "simulation": {**CASE, "agents": 2}}
+    first = louder.run(cfg, progress=False)
+    assert first.path.parent == tmp_path / "runs" and re.fullmatch(r"run-[0-9a-f]{8}", first.path.name)
+    again = louder.run(cfg, progress=False)
+    assert again.path == first.path and again.manifest["model_calls"] == 0
+    named = louder.run({**cfg, "run_id": "mine"}, progress=False)
+    assert named.path == tmp_path / "runs" / "mine"
+
+
+# --- a console that fits -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_analyze_fits_the_terminal(small_run, tmp_path, width):
+    run = _copy(small_run, tmp_path / "run")
+    r = runner.invoke(app, ["analyze", str(run), "-B", "200"], env={"COLUMNS": str(width)})
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= width
+    table = [line for line in r.output.splitlines() if line.startswith("┃")]
+    assert table and all(h in table[0] for h in ("dpd", "p_holm", "sig", "power"))
+    assert "all rows: model fake:seed=1,bias=female:0.9" in " ".join(r.output.split())  # said once
+    cached = runner.invoke(app, ["analyze", str(run), "-B", "200"], env={"COLUMNS": str(width)})
+    assert "up to date" in cached.output
+
+
+def test_wide_and_columns_choose_what_is_printed(small_run, tmp_path):
+    run = _copy(small_run, tmp_path / "run")
+    wide = runner.invoke(app, ["analyze", str(run), "-B", "200", "--wide"], env={"COLUMNS": "250"})
+    assert "threshold" in wide.output and "inv/ref/err" in wide.output
+    some = runner.invoke(app, ["analyze", str(run), "-B", "200", "--columns", "scenario,dpd,p_holm"],
+                         env={"COLUMNS": "120"})
+    header = next(line for line in some.output.splitlines() if line.startswith("┃"))
+    assert [c.strip() for c in header.strip("┃").split("┃")] == ["scenario", "dpd", "p_holm"]
+    bad = runner.invoke(app, ["analyze", str(run), "-B", "200", "--columns", "dpd,nonsense"])
+    assert bad.exit_code == 2 and "--columns nonsense" in bad.stderr and "p_holm" in bad.stderr
+
+
+def test_cell_text_is_never_read_as_markup():
+    from louder.analysis.registry import Show
+    from louder.cli_tables import frame_table
+    from rich.console import Console
+
+    df = pd.DataFrame({"condition": ["contextualized [names]", "contextualized"],
+                       "scenario": ["flood [mandatory]", "flood"], "spec": ["openai:MODEL[@URL]"] * 2})
+    out = Console(width=120, record=True, file=__import__("io").StringIO())
+    out.print(frame_table(df, "t", [Show(c, c, priority=1) for c in df.columns]))
+    text = out.export_text()
+    assert "contextualized [names]" in text and "flood [mandatory]" in text and "[@URL]" in text
+
+
+def test_view_draws_the_band_analyze_wrote(tmp_path):
+    from louder.view.data import case_band, load_view_data
+
+    # two wordings: each plays its own rounds (a network arm, issue 31.3), so a case label names its wording
+    run = louder.run({"models": ["fake:seed=1,bias=female:0.9"], "influence": {"rounds": 2},
+                      "network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}, "seed": 0},
+                      "simulation": {**CASE, "agents": 6, "wordings": ["as_written", "plain"]}},
+                     out=tmp_path / "net", progress=False).path
+    data = load_view_data(run)
+    assert data.keys[-1] == "wording" and len(data.cases) == 2
+    label = data.cases[1]
+    assert label.endswith(" | plain")
+    assert data.rounds_table is None  # no analysis yet: the view computes the band as analyze would
+    computed = case_band(data, label, B=300)
+    analyze(run, bootstrap=300)
+    band = case_band(load_view_data(run), label)
+    rounds = pd.read_csv(run / "network_rounds.csv")
+    llm = rounds[(rounds["source"] == "LLM") & (rounds["wording"] == "plain")].drop_duplicates("round")
+    assert band["low"].tolist() == llm["dpd_ci_low"].tolist() and band["high"].tolist() == llm["dpd_ci_high"].tolist()
+    assert band["dpd"].tolist() == pytest.approx(computed["dpd"].tolist())
+    assert ((band["low"] <= band["dpd"]) & (band["dpd"] <= band["high"])).all()
