@@ -190,8 +190,8 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
         abm.on_done = tick
         abm.step()
         df = abm.datacollector.get_agent_vars_dataframe().reset_index(drop=True).assign(**keys)
-        paired = {} if config.simulation.humans is None else None  # a human study: personas carry `respondent`
-        return CaseFrames(df, [{**keys, **a.persona_row(), **({"respondent": a.respondent} if paired is None else {})}
+        study = config.simulation.humans is not None  # a human study: personas carry `respondent`
+        return CaseFrames(df, [{**keys, **a.persona_row(), **({"respondent": a.respondent} if study else {})}
                                for a in abm.agents])
 
     return run_arms(config, load_scenario(case_key[2], config.simulation.scenarios), one,

@@ -52,8 +52,8 @@ def _hint(value: str, options) -> str:
 
 def load(path: str | Path, scenarios: list[str], groups: list[str]) -> pd.DataFrame:
     """The respondents of ``path`` in long form (``COLUMNS``, scenarios and groups by id), checked
-    against the run's ``scenarios`` and ``groups`` (ids or paths, as the config gives them). Raises LouderError in one line naming the row and
-    column of the first problem."""
+    against the run's ``scenarios`` and ``groups`` (ids or paths, as the config gives them). Raises
+    LouderError in one line naming the row and column of the first problem."""
     p = Path(path)
     stamp = p.stat().st_mtime_ns if p.is_file() else None
     return _load(str(p), stamp, tuple(scenarios), tuple(groups)).copy()
