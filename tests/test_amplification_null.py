@@ -126,7 +126,7 @@ def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
     verdicts = {rule: [] for rule in RULES}
     for seed in range(20):
         for rule in RULES:
-            run = louder.run({"models": [f"fake:seed={seed}"], "seed": seed, "rounds": 4, "control": {"rule": rule},
+            run = louder.run({"models": [f"fake:seed={seed}"], "seed": seed, "influence": {"rounds": 4, "control": {"rule": rule}},
                               "cache": str(tmp_path / f"cache-{seed}.sqlite"),
                               "network": {"generator": "homophily_sbm", "seed": seed,
                                           "params": {"group": "gender_identity", "within": 0.95, "mean_degree": 8}},

@@ -82,12 +82,14 @@ def test_thousand_agents_under_every_fault(faulty, tmp_path):
 def test_reask_bounds_content_faults(tmp_path):
     server = FaultServer({"refusal": 0.5, "off_list": 0.3}, seed=3)
     server.start()
+    # content faults only: a timeout long enough that a loaded machine adds no transport errors
+    model = [{"spec": f"openai:fake@{server.url}", "max_attempts": 3, "timeout_s": 30}]
     try:
-        base = run_experiment(cfg(server.url, scenarios=["emergency_response"], groups=["gender_identity"],
-                                  agents=10), tmp_path / "none")
+        base = run_experiment(cfg(server.url, models=model, scenarios=["emergency_response"],
+                                  groups=["gender_identity"], agents=10), tmp_path / "none")
         server.seen.clear()
-        reasked = run_experiment(cfg(server.url, scenarios=["emergency_response"], groups=["gender_identity"],
-                                     agents=10, reask=3), tmp_path / "reask")
+        reasked = run_experiment(cfg(server.url, models=model, scenarios=["emergency_response"],
+                                     groups=["gender_identity"], agents=10, reask=3), tmp_path / "reask")
     finally:
         server.stop()
     n_bad = lambda df: int((df["status"] != "valid").sum())  # noqa: E731

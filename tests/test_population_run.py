@@ -250,6 +250,23 @@ def test_twin_groups_limit_the_twins_and_the_count(tmp_path):
         cfg(tmp_path, twins=True, twin_groups=["age"])
 
 
+def test_twins_under_wordings_and_reasoning_levels_say_their_arm_and_analyze_reads_one(tmp_path):
+    """Twins decide in every arm (wording × reasoning level), as their agents do: each twin row says its
+    arm, and the twin tables read the reference arm, as the per-case tables do (a crash before: rows of
+    all arms met in one index)."""
+    import louder
+
+    run = louder.run({"models": ["fake:seed=1"], "seed": 0,
+                      "population": {"file": write_pop(tmp_path), "twins": True, "twin_groups": ["gender_identity"]},
+                      "simulation": {"agents": 12, "scenarios": ["emergency_response"],
+                                     "wordings": ["as_written", "plain"], "reasoning": ["default", "off"]}},
+                     out=tmp_path / "run", progress=False)
+    tw = pd.read_parquet(tmp_path / "run" / "twins.parquet")
+    assert tw.groupby(["wording", "reasoning"]).size().nunique() == 1 and len(tw) == 4 * 12 * 3
+    flips = run.analyze(bootstrap=200, write=False)["twin_flips"]
+    assert len(flips) and flips["n_sets"].between(1, 12).all(), flips  # one arm's sets: 12 agents at most
+
+
 # --- issue 23: groups without a word list (model rewrite) and placeholder personas ---------------------
 
 EDU_PHRASES = {"No high school diploma": "without a high school diploma",

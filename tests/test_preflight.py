@@ -1,4 +1,6 @@
 """Preflight, json_mode negotiation, error causes and failing fast, against real servers on 127.0.0.1."""
+# Bounds on wall time ("in seconds") are 60 s: they tell failing fast from retrying for minutes, and hold
+# on a loaded machine where the suite runs on every core.
 
 import json
 import os
@@ -100,7 +102,7 @@ def test_score_mode_without_logprobs_fails_at_start(server, tmp_path):
 def test_wrong_model_name_is_named_with_a_suggestion(server, tmp_path):
     r, seconds = cli(["run", "--model", f"openai:smol@{server.url}", "--agents", "1", "-s", "emergency_response",
                       "-g", "gender_identity", "--out", str(tmp_path)])
-    assert r.returncode != 0 and seconds < 20 and not server.requests
+    assert r.returncode != 0 and seconds < 60 and not server.requests
     assert "model 'smol' is not served" in r.stderr and "did you mean 'smollm2'" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -112,7 +114,7 @@ KEY = "sk-louder-FAKE-0123456789abcdefSECRET"
 def test_401_fails_before_any_agent_in_one_line(server, tmp_path):
     r, seconds = cli(["run", "--model", f"openai:fake@{server.url}", "--agents", "1", "-s", "emergency_response",
                       "-g", "gender_identity", "--out", str(tmp_path)], env={**os.environ, "OPENAI_API_KEY": KEY})
-    assert r.returncode != 0 and seconds < 20 and not server.requests
+    assert r.returncode != 0 and seconds < 60 and not server.requests
     assert "http_401_unauthorized" in r.stderr and "OPENAI_API_KEY" in r.stderr
     assert KEY not in r.stderr + r.stdout and KEY[3:20] not in r.stderr + r.stdout
     assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) <= 2  # one line (rich may wrap it)
@@ -121,7 +123,7 @@ def test_401_fails_before_any_agent_in_one_line(server, tmp_path):
 def test_missing_key_for_hosted_openai_is_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     r, seconds = cli(["run", "--model", "openai:gpt-4o-mini", "--agents", "1", "--out", str(tmp_path)], env=env)
-    assert r.returncode != 0 and "OPENAI_API_KEY" in r.stderr and seconds < 20
+    assert r.returncode != 0 and "OPENAI_API_KEY" in r.stderr and seconds < 60
 
 
 @pytest.mark.parametrize("server", [dict(reject_modes={"json_schema", "json_object_schema", "json_object", "off"})],
@@ -129,7 +131,7 @@ def test_missing_key_for_hosted_openai_is_one_line(tmp_path):
 def test_server_rejecting_every_request_stops_in_seconds(server, tmp_path):
     r, seconds = cli(["run", "--model", f"openai:fake@{server.url}", "--agents", "1", "-s", "emergency_response",
                       "-g", "gender_identity", "--out", str(tmp_path)])
-    assert r.returncode != 0 and seconds < 20, r.stderr
+    assert r.returncode != 0 and seconds < 60, r.stderr
     assert "rejects every JSON mode" in r.stderr and "http_400_invalid_request" in r.stderr
     assert not server.requests and len(server.preflight_requests) == 4
 

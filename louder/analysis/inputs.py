@@ -197,6 +197,7 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
     a.decision_test = _read_parquet(run / "decision_test.parquet")
     a.weat = _read_parquet(run / "weat.parquet")
     a.population = _read_parquet(run / "population.parquet")
-    a.twins = _read_parquet(run / "twins.parquet")
+    # twins decide in every arm, as their agents do: the tables read the same wording and level
+    a.twins = R.case_view(RS.level_view(_read_parquet(run / "twins.parquet")))
     a.missing.extend(no_valid_notes(a.manifests))  # issue 32: a kind of run with no valid answer says why
     return a

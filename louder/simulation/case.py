@@ -55,12 +55,17 @@ def run_arms(config: ExperimentConfig, scenario: Scenario, one: Callable[[str, S
     are the first arm's of each own-agents level (those levels write different personas, and carry their
     level in a column when the run varies them). With ``label`` the decisions and every extra table get
     a ``variant`` column, except the ``shared`` tables (the same in every arm, e.g. a graph's edges),
-    which are kept once. With the default dimensions and variants this is one call of ``one``: the run
-    without any of them."""
+    which are kept once; every other extra table gets a column per dimension the run varies, holding the
+    arm's level. With the default dimensions and variants this is one call of ``one``: the run without
+    any of them."""
     own_columns = dimensions.labelled(config, OWN)
+    varied = dimensions.labelled(config)
     parts, personas, seen = [], [], set()
     for own, variant, levels in dimensions.arms(config, scenario, config.simulation.variants):
         frames = one(variant, dimensions.say(scenario, variant, levels), levels)
+        # the other tables (twins) say their arm's levels, as the decisions do, so no two arms' rows meet
+        frames.extra = {name: df if name in shared else df.assign(**{c: levels[c] for c in varied if c in levels})
+                        for name, df in frames.extra.items()}
         parts.append((variant, frames))
         if tuple(own.items()) not in seen:
             seen.add(tuple(own.items()))

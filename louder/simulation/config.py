@@ -80,31 +80,17 @@ class SimulationConfig(Section):
         "attribute beside the usual agents, and anchored.csv aligns the agents' rates with the humans' by "
         "prediction-powered inference (docs/how-to/anchor-to-humans.md)")
 
-    @field_validator("scenarios")
+    @field_validator("scenarios", "groups")
     @classmethod
-    def _known_scenarios(cls, v: list[str]) -> list[str]:
-        for ref in v:
-            try:
-                load_scenario(ref)
-            except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
-                raise ValueError(str(e)) from None
-        try:  # one id per scenario: cases are keyed by id, whether named by id or by path
-            check_distinct("scenarios", v)
-        except LouderError as e:
-            raise ValueError(str(e)) from None
-        return v
-
-    @field_validator("groups")
-    @classmethod
-    def _known_groups(cls, v: list[str]) -> list[str]:
-        for ref in v:
-            try:
-                load_group(ref)
-            except LouderError as e:
-                raise ValueError(str(e)) from None
-        try:  # one id per group: cases are keyed by id, whether named by id or by path
-            check_distinct("groups", v)
-        except LouderError as e:
+    def _known_files(cls, v: list[str], info) -> list[str]:
+        """Every scenario (group) exists, and each has its own id: cases are keyed by id, whether named
+        by id or by path."""
+        load = load_scenario if info.field_name == "scenarios" else load_group
+        try:
+            for ref in v:
+                load(ref)
+            check_distinct(info.field_name, v)
+        except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
             raise ValueError(str(e)) from None
         return v
 

@@ -392,10 +392,11 @@ def population_task(config: ExperimentConfig) -> Task:
         counted = {"decisions": decisions, "personas": personas}
         twin_info = None
         if pop.twins:
-            twins = pd.concat([r.extra["twins.parquet"] for r in results], ignore_index=True)[TWIN_COLUMNS + attrs]
-            twins = typed(twins).sort_values(["model", "condition", "scenario", "variant", "group", "agent_id",
-                                              "original", "attribute"], ascending=[True] * 6 + [False, True],
-                                             ignore_index=True)
+            twins = pd.concat([r.extra["twins.parquet"] for r in results], ignore_index=True)
+            arm = [c for c in dimensions.labelled(config) if c in twins]  # the arm's levels (run_arms)
+            twins = typed(twins[TWIN_COLUMNS + arm + attrs]).sort_values(
+                ["model", "condition", "scenario", "variant", *arm, "group", "agent_id", "original", "attribute"],
+                ascending=[True] * (6 + len(arm)) + [False, True], ignore_index=True)
             out["twins.parquet"] = twins
             made = twins[~twins["original"]]  # the source rows repeat decisions already counted
             counted["twins"] = made
