@@ -160,6 +160,9 @@ def run(
     adjustment: Optional[Path] = typer.Option(None, "--adjustment", help="calibrated agents: an adjustment file "
                                               "(`louder adjust` writes it); each agent's choice probabilities are "
                                               "shifted by its offsets before it decides (score mode)"),
+    humans: Optional[Path] = typer.Option(None, "--humans", help="a human study of the run's scenarios (CSV): each "
+                                          "respondent gets a paired agent, and anchored.csv aligns the agents with "
+                                          "the humans (docs/how-to/anchor-to-humans.md)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -172,7 +175,8 @@ def run(
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
                      signal=signal or None, names=names, reasoning=reasoning or None,
                      simulation={**({"interventions": intervention} if intervention else {}),
-                                 **({"adjustment": str(adjustment)} if adjustment else {})} or None)
+                                 **({"adjustment": str(adjustment)} if adjustment else {}),
+                                 **({"humans": str(humans)} if humans else {})} or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)

@@ -273,7 +273,15 @@ def sequential_cases_table(seq: pd.DataFrame, s: dict, width: int | None = None)
 
 
 def simulation_console(result) -> list:
-    return [rates_table(result.tables["decisions.parquet"]), *sequential_table(result), *_footer(result)]
+    d = result.tables["decisions.parquet"]
+    if "respondent" not in d.columns:
+        return [rates_table(d), *sequential_table(result), *_footer(result)]
+    # a human study (issue 34): the usual agents, then the respondents' paired agents apart
+    paired = d["respondent"].notna()
+    title = ("Paired agents of the human study's respondents: target rate and statuses (`louder analyze` anchors the "
+             "agents to the humans)")
+    return [rates_table(d[~paired]), rates_table(d[paired], title),
+            *sequential_table(result), *_footer(result)]
 
 
 def network_console(result) -> list:

@@ -133,6 +133,12 @@ class ExperimentConfig(BaseModel):
             raise ValueError(f"influence.rounds: {self.influence.rounds} rounds of influence need a social network; "
                              "add `network:` (e.g. {generator: watts_strogatz, params: {k: 8, p: 0.1}}) or set "
                              "influence.rounds: 0")
+        if self.simulation.humans is not None:
+            flag = {"population": "--population", "network": "network:", "sequential": "--until decided"}
+            other = next((k for k in flag if getattr(self, k) is not None), None)
+            if other:  # paired agents are the seed simulation's: one attribute per case, a fixed number of agents
+                raise ValueError(f"simulation.humans: a human study pairs its respondents with agents of the seed "
+                                 f"simulation; drop {flag[other]} or run the human study without it")
         return self
 
     @model_validator(mode="after")

@@ -70,6 +70,7 @@ DTYPES = {
     "choice_order": "string", "wording": "string", "signal": "string",
     "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
     "intervention": "string",
+    "respondent": "string",  # a human study's respondent of a paired agent (louder.simulation.humans)
 }
 
 

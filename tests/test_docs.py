@@ -418,16 +418,19 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", twindims, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
            "--twins", "--twin-group", "gender_identity", "--agents", 12, "--wording", "as_written", "--wording",
            "plain", "--reasoning", "off", "--reasoning", "default", "--intervention", "none", "--intervention", "illegal")
+    humans = base / "humans"  # issue 34: a human study (humans.parquet, the respondent column, anchored.csv)
+    louder("run", "--out", humans, "-m", FAKE, "--agents", 4, "--humans", ROOT / "examples" / "humans-synthetic.csv",
+           *one)
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims):
+    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
         louder("analyze", run, "-B", 200, *(("--adjust", "parity") if run == pop else ()))  # issue 33: sensitivity.csv
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

@@ -48,6 +48,11 @@ CASES = {
         "scenarios": ["emergency_response", "career_path_selection"], "groups": ["race_black_white"], "agents": 3,
         "conditions": ["contextualized", "no_persona"], "wordings": ["all"], "choice_order": "balanced",
         "signal": ["stated", "names"]}}),
+    # issue 34: a human study's paired agents in every arm (a scenario without respondents has none)
+    "simulation, a human study × wordings × balanced orders": (None, {"simulation": {
+        "scenarios": ["emergency_response", "career_path_selection"], "groups": ["gender_identity"], "agents": 2,
+        "conditions": ["contextualized", "no_persona"], "wordings": ["all"], "choice_order": "balanced",
+        "humans": str(ROOT / "examples" / "humans-synthetic.csv")}}),
     "simulation, variants, shuffled orders, score mode": (None, {"variants": ["base", "mandatory"], "simulation": {
         "scenarios": ["emergency_response_policy"], "groups": ["gender_identity"], "agents": 2,
         "wordings": ["as_written"], "choice_order": "shuffled", "decision_mode": "score"}}),

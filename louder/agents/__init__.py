@@ -53,15 +53,19 @@ def decision_schema(labels: list[str], constrained: bool, rationale: bool = True
 class PersonaAgent(mesa.Agent):
     """One agent: its attribute, its persona (written by the model), and its decision."""
 
-    def __init__(self, model: mesa.Model, attribute: str, replicate: int, agent_id: int | None = None):
+    def __init__(self, model: mesa.Model, attribute: str, replicate: int, agent_id: int | None = None,
+                 respondent: str | None = None):
         super().__init__(model)
         self.attribute = attribute
         self.replicate = replicate
+        # a respondent's paired agent (simulation.humans): its identity is the respondent's, not a replicate's
+        self.respondent = respondent
         case = model.case
         # Per-call seeds derive from the agent's identity, not its creation order, so changing N or
         # the case list never changes (or cache-misses) an existing agent's answers.
+        who = (replicate,) if respondent is None else ("respondent", respondent)
         self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
-                                attribute, replicate)
+                                attribute, *who)
         self.agent_id = self.unique_id if agent_id is None else agent_id
         self._blank()
 
@@ -76,7 +80,8 @@ class PersonaAgent(mesa.Agent):
     @property
     def key(self) -> str:
         c = self.model.case
-        return f"{c.scenario.id}|{c.group.id}|{c.condition}|{self.attribute}|{self.replicate}"
+        who = self.replicate if self.respondent is None else f"respondent={self.respondent}"
+        return f"{c.scenario.id}|{c.group.id}|{c.condition}|{self.attribute}|{who}"
 
     @property
     def demographic(self) -> str:

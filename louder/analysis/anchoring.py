@@ -108,7 +108,7 @@ def _rate_interval(x: np.ndarray, w: np.ndarray, level: float) -> tuple[float, f
     r = float((w * x).sum() / w.sum())
     if _binary(x):
         lo, hi = wilson(r, float(w.sum() ** 2 / (w * w).sum()), level)
-        return r, lo, hi
+        return r, min(lo, r), max(hi, r)  # (Wilson's bound at r = 0 or 1 can miss it by a rounding error)
     z = float(norm.ppf((1 + level) / 2))
     wn = _normalised(w)
     se = float(np.sqrt((wn * x).var() / x.size))

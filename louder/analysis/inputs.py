@@ -69,6 +69,8 @@ class Analysis:
     intervention_probes: pd.DataFrame | None = None  # issue 33: the explicit answers under every intervention
     every_intervention: pd.DataFrame | None = None  # every intervention, wording and level: the report's accounting
     weat: pd.DataFrame | None = None  # issue 14: `louder probe weat`
+    humans: pd.DataFrame | None = None  # issue 34: a human study's respondents (humans.parquet)
+    paired: pd.DataFrame | None = None  # … and the case view with their paired agents (the other inputs leave them out)
     groups: dict[str, list[str]] = field(default_factory=dict)  # group id → its attributes
     score: bool = False  # decision_mode: score
     settings: Settings = field(default_factory=Settings)
@@ -133,6 +135,13 @@ def _sequential(run_dir: Path, manifest: dict | None) -> tuple[pd.DataFrame, pd.
         return None
 
 
+def _usual(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``frame`` (decisions or personas) without a human study's paired agents (rows with a ``respondent``)."""
+    if frame is None or "respondent" not in frame.columns:
+        return frame
+    return frame[frame["respondent"].isna()].reset_index(drop=True)
+
+
 def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
     """The run folder's inputs (``registry.INPUTS``) and what is missing from it; no table yet."""
     run = Path(run_dir)
@@ -191,6 +200,13 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
     a.levels = decisions
     a.presented = RS.level_view(decisions)
     a.decisions = R.case_view(a.presented)
+    # issue 34: a human study's paired agents are read by the anchored measure only (``paired``); every other
+    # input is the usual agents'
+    a.humans = _read_parquet(run / "humans.parquet")
+    if a.humans is not None:
+        a.paired = a.decisions
+    a.levels, a.presented, a.decisions, a.personas = (_usual(f) for f in (a.levels, a.presented, a.decisions,
+                                                                           a.personas))
     a.association = _read_parquet(run / "association.parquet")
     a.decision_test = _read_parquet(run / "decision_test.parquet")
     a.weat = _read_parquet(run / "weat.parquet")

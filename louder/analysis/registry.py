@@ -45,8 +45,10 @@ INPUTS = {
     "interventions": "every prompt intervention of a run that varies them (one wording, the reference reasoning "
                      "level, round 0); every other input holds the decisions and answers under none",
     "intervention_probes": "probes.parquet under every prompt intervention, when the probe varied them",
+    "humans": "humans.parquet (a human study's respondents); ``paired``: the case view with their paired agents' rows, "
+              "which every other input leaves out",
 }
-BUILTIN = ("attributes", "cases", "voices", "compare", "rationales", "bai", "weat", "network", "robustness",
+BUILTIN = ("attributes", "cases", "voices", "anchored", "compare", "rationales", "bai", "weat", "network", "robustness",
            "reasoning", "sequential", "population", "archetype", "interventions",
            "sensitivity")  # modules of louder.analysis.measures
 GROUP = "louder.measures"  # the entry-point group of measures from other packages

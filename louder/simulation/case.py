@@ -10,6 +10,7 @@ the levels of the experiment dimensions, ``louder.dimensions``) and the same cal
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -22,6 +23,7 @@ from louder.dimensions import CROSSED, OWN
 from louder.llm.base import stable_seed
 from louder.prompts import Prompts
 from louder.scenarios import BASE, Scenario, load_group, load_scenario
+from louder.simulation import humans
 from louder.simulation.model import BiasModel, Case
 from louder.task import Calls
 
@@ -139,10 +141,12 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     level."""
     model, condition, scenario_id, group_id = case_key
     s = load_scenario(scenario_id, config.simulation.scenarios)
-    n = config.simulation.agents
+    # a human study's paired agents (louder.simulation.humans): per attribute, its respondents in this case
+    paired = Counter(p.attribute for p in humans.paired(config, scenario_id, group_id))
     out = []
     for own in dimensions.combos(config, s, OWN):
         for a in load_group(group_id, config.simulation.groups).attributes:
+            n = config.simulation.agents + paired[a]
             out.append(persona_calls(config, model, condition, s, a, n, prompts, own))
             for v in config.simulation.variants:
                 for crossed in dimensions.combos(config, s, CROSSED):
@@ -168,9 +172,10 @@ def case_model(config: ExperimentConfig, session, case_key: tuple[str, str, str,
     model_label, condition, scenario_id, group_id = case_key
     case = Case(model_label, condition, scenario, load_group(group_id, config.simulation.groups), config.seed,
                 dict(levels or {}))
+    paired = humans.paired(config, scenario_id, group_id) if config.simulation.humans is not None else None
     return BiasModel(case, session, config.simulation.agents,
                      seed=stable_seed(config.seed, model_label, condition, scenario_id, group_id),
-                     replicates=replicates)
+                     replicates=replicates, paired=paired)
 
 
 def case_columns(run_id: str, case_key: tuple[str, str, str, str]) -> dict:
@@ -190,7 +195,9 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
         abm.on_done = tick
         abm.step()
         df = abm.datacollector.get_agent_vars_dataframe().reset_index(drop=True).assign(**keys)
-        return CaseFrames(df, [{**keys, **a.persona_row()} for a in abm.agents])
+        study = config.simulation.humans is not None  # a human study: personas carry `respondent`
+        return CaseFrames(df, [{**keys, **a.persona_row(), **({"respondent": a.respondent} if study else {})}
+                               for a in abm.agents])
 
     return run_arms(config, load_scenario(case_key[2], config.simulation.scenarios), one,
                     labelled(config.simulation.variants))

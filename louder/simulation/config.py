@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from louder.errors import LouderError, did_you_mean
 from louder.scenarios import builtin_groups, builtin_scenarios, check_distinct, load_group, load_scenario
@@ -85,6 +85,11 @@ class SimulationConfig(Section):
         "observed` writes RUN/adjustment.yaml); each agent's target-choice probability is shifted by its attribute's "
         "offset before it decides (score mode; network rounds hear the adjusted decisions) — "
         "docs/how-to/test-a-mitigation.md")
+    humans: str | None = Field(
+        None, description="a human study of the run's scenarios (CSV: respondent, scenario, one column per group id "
+        "holding the respondent's attribute, decision, optional weight): each respondent gets a paired agent of its "
+        "attribute beside the usual agents, and anchored.csv aligns the agents' rates with the humans' by "
+        "prediction-powered inference (docs/how-to/anchor-to-humans.md)")
 
     @field_validator("scenarios", "groups")
     @classmethod
@@ -97,6 +102,20 @@ class SimulationConfig(Section):
                 load(ref)
             check_distinct(info.field_name, v)
         except LouderError as e:  # as a ValueError, pydantic names the field and keeps other errors
+            raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("humans")
+    @classmethod
+    def _readable_humans(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """Every row of the human study names a scenario, attributes and a choice of the run."""
+        if v is None or "scenarios" not in info.data or "groups" not in info.data:
+            return v  # (a bad scenario or group is reported on its own)
+        from louder.simulation.humans import load
+
+        try:
+            load(v, info.data["scenarios"], info.data["groups"])
+        except LouderError as e:
             raise ValueError(str(e)) from None
         return v
 

@@ -64,26 +64,48 @@ class BiasModel(mesa.Model):
     ``replicates``: only these replicates of each attribute (a wave of a sequential run); an agent's
     identity — seeds and cache keys — is (case, attribute, replicate) whatever the range.
 
+    ``paired``: the case's respondents of a human study (``louder.simulation.humans.Paired``), each
+    with an agent of its attribute after the usual ones (``agent_id`` continues; ``replicate`` is the
+    respondent's place among the case's respondents of its attribute; None: a run without one, and no
+    ``respondent`` column).
+
     Agents are made as the step reaches them (a million-agent case makes its first call after its
     first agent, not after building a million agents); ``populate`` makes them all up front. Either
     way an agent's ``agent_id`` is its place in attribute-major order, from 1.
     ``on_done``: called as each agent finishes (the progress tick); set it before ``step``, which
     takes no arguments (Mesa ≥ 3.4 wraps it so)."""
 
-    def __init__(self, case: Case, session: ModelSession, agents: int, seed: int, replicates: range | None = None):
+    def __init__(self, case: Case, session: ModelSession, agents: int, seed: int, replicates: range | None = None,
+                 paired: list | None = None):
         super().__init__(rng=int(seed))  # an int rng seeds model.random and model.rng as seed= did
         self.case = case
         self.session = session
         self.on_done: Callable[[], None] | None = None
         self.replicates = range(agents) if replicates is None else replicates
-        self.size = len(case.group.attributes) * len(self.replicates)
+        # the respondents' paired agents of a human study (louder.simulation.humans), after the usual ones
+        self.paired = list(paired or [])
+        # a paired agent's replicate: its place among the case's respondents of its attribute (so that a
+        # balanced choice order balances them within each attribute, as it does the usual agents)
+        counts: dict[str, int] = {}
+        self._paired_replicates = []
+        for p in self.paired:
+            self._paired_replicates.append(counts.get(p.attribute, 0))
+            counts[p.attribute] = counts.get(p.attribute, 0) + 1
+        self.usual = len(case.group.attributes) * len(self.replicates)
+        self.size = self.usual + len(self.paired)
         self._made: dict[int, PersonaAgent] = {}
-        self.datacollector = mesa.DataCollector(agent_reporters={**reporters(), "agent_id": "agent_id"})
+        respondent = {} if paired is None else {"respondent": "respondent"}
+        self.datacollector = mesa.DataCollector(agent_reporters={**reporters(), "agent_id": "agent_id", **respondent})
 
     def agent(self, k: int) -> PersonaAgent:
         """The ``k``-th agent in attribute-major order (agent_id k + 1), made on first use. Call it
         from one thread at a time: Mesa's agent registry is not thread-safe."""
         a = self._made.get(k)
+        if a is None and k >= self.usual:  # a paired agent: the j-th respondent of the case
+            j = k - self.usual
+            p = self.paired[j]
+            a = self._made[k] = PersonaAgent(self, p.attribute, self._paired_replicates[j], agent_id=k + 1,
+                                             respondent=p.respondent)
         if a is None:
             n = len(self.replicates)
             a = self._made[k] = PersonaAgent(self, self.case.group.attributes[k // n], self.replicates[k % n],

@@ -18,8 +18,9 @@ from louder.config import ExperimentConfig
 from louder.dimensions import CROSSED, OWN
 from louder.prompts import Prompts
 from louder.scenarios import group_ids, load_group, scenario_ids
+from louder.simulation import humans
 from louder.simulation.case import arms, labelled, seed_case_calls, simulate_case
-from louder.status import status_block
+from louder.status import status_block, status_by
 from louder.task import Item, Task, execute
 from louder.types import CASE_KEYS, DECISION_COLUMNS, PERSONA_COLUMNS, typed
 
@@ -52,8 +53,9 @@ def simulation_task(config: ExperimentConfig) -> Task:
     at its full N (a sequential run's task in waves is ``louder.simulation.sequential.simulation``)."""
     prompts = Prompts()
     sim = config.simulation
-    items = [Item(c, sim.agents * len(load_group(c[3], sim.groups).attributes) * arms(config, c[2]),
-                  seed_case_calls(config, c, prompts)) for c in plan_cases(config)]
+    items = [Item(c, (sim.agents * len(load_group(c[3], sim.groups).attributes) + len(humans.paired(config, *c[2:])))
+                  * arms(config, c[2]), seed_case_calls(config, c, prompts)) for c in plan_cases(config)]
+    study = humans.table(config)  # a human study: its respondents, written beside the agents (humans.parquet)
 
     def run_case(ctx, case_key: tuple[str, str, str, str], tick):
         return simulate_case(config, ctx.sessions[case_key[0]], ctx.run_id, case_key, tick)
@@ -68,16 +70,24 @@ def simulation_task(config: ExperimentConfig) -> Task:
         # the dimensions key the rows only when a run varies them (default: main's order exactly)
         signal = dimensions.labelled(config, OWN)
         wording = dimensions.labelled(config, CROSSED)
+        paired = [] if study is None else ["respondent"]
         columns = DECISION_COLUMNS + dimensions.extra_columns() + (["variant"] if label else []) + (
-            ["wave"] if "wave" in results[0].decisions else [])
+            ["wave"] if "wave" in results[0].decisions else []) + paired
         dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + signal + wording + ["agent_id"]
         decisions = typed(pd.concat([r.decisions for r in results], ignore_index=True)[columns])
         decisions = decisions.sort_values(dkeys, ignore_index=True)
-        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS + signal)
+        personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS + signal + paired)
+        if paired:
+            personas = personas.astype({"respondent": "string"})
         personas = personas.sort_values(CASE_KEYS + signal + ["agent_id"], ignore_index=True)
         out = {"decisions.parquet": decisions, "personas.parquet": personas}
+        if study is not None:
+            out["humans.parquet"] = study
         fields = status_block({"decisions": decisions, "personas": personas},
                               CASE_KEYS + ["attribute"] + (["variant"] if label else []) + signal)
+        if paired:  # the paired agents' answers apart too: what the anchored analysis pairs
+            fields["paired_status_by_attribute"] = status_by(
+                decisions[decisions["respondent"].notna()], CASE_KEYS + ["attribute"] + (["variant"] if label else []))
         return out, fields
 
     return Task("simulation", items, run_case, tables, "manifest.json",

@@ -1,0 +1,165 @@
+"""Anchored to a human study (issue 34; docs/how-to/anchor-to-humans.md): ``anchored.csv`` — the
+agents and a small human survey of the same scenarios combined by prediction-powered inference — when
+the run has a human study (``louder run --humans``). The table is ``louder.analysis.anchored``'s (its
+statistics ``louder.analysis.anchoring``'s); here its declaration, console table and report section
+with a figure of the humans', agents' and PPI rates per attribute."""
+
+from __future__ import annotations
+
+import html
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+from louder.analysis.html import note, png, section, table
+from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
+
+
+def build(a) -> dict[str, pd.DataFrame]:
+    """anchored: the paired agents and the usual ones of the case view against the respondents."""
+    from louder.analysis.anchored import anchored
+
+    if a.paired is None:
+        return {}
+    return {"anchored": anchored(a.paired, a.humans, B=a.settings.bootstrap, seed=a.settings.seed)}
+
+
+# --- the report section ------------------------------------------------------------------------------------
+
+TITLE = "Anchored to a human study (prediction-powered inference)"
+# estimate → (label, colour)
+SERIES = {"humans": ("humans only", "#2c3e50"), "agents": ("agents only", "#c0392b"),
+          "ppi": ("humans + agents (PPI)", "#27ae60")}
+
+
+def anchored_figure(anchored: pd.DataFrame):
+    """One panel per case: per attribute, the humans-only, agents-only and PPI target rates as points
+    with their 95 % intervals."""
+    from matplotlib.figure import Figure
+
+    rows = anchored[anchored["rate_humans"].notna()]
+    if rows.empty:
+        return None
+    cases = list(rows.groupby(["model", "condition", "scenario", "group"], sort=True))
+    ncol = min(len(cases), 3)
+    nrow = int(np.ceil(len(cases) / ncol))
+    fig = Figure(figsize=(max(6.5, 4.3 * ncol), 0.8 + 2.6 * nrow), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False).ravel())
+    for ax, (case, g) in zip(axes, cases):
+        attrs = list(g["attribute"])
+        for i, s in enumerate(SERIES):
+            label, colour = SERIES[s]
+            y = np.arange(len(attrs)) + (i - 1) * 0.22
+            est, lo, hi = (g[f"{c}_{s}"].to_numpy(float) for c in ("rate", "ci_low", "ci_high"))
+            err = np.clip([est - lo, hi - est], 0, None)  # (none drawn where there is no interval)
+            ax.errorbar(est, y, xerr=np.nan_to_num(err), fmt="o", color=colour, capsize=3, ms=4, label=label)
+        ax.set_yticks(range(len(attrs)), attrs, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("target-decision rate", fontsize=7)
+        model, condition, scenario, group = case
+        ax.set_title(textwrap.fill(f"{model} · {condition} · {scenario} × {group}".replace("_", " "), 46), fontsize=8)
+    for ax in axes[len(cases):]:
+        ax.set_axis_off()
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7)
+    return fig
+
+
+def report_section(a) -> str:
+    """The section, when the run has a human study (``anchored.csv``)."""
+    t = a.tables.get("anchored")
+    if t is None:
+        return ""
+    if t.empty:
+        return section(TITLE, note("The run has a human study, but none of its respondents is paired with an agent "
+                                   "of a case (its scenarios and groups are not the run's cases as run)."))
+    summary = []
+    for _, r in t.drop_duplicates(["model", "condition", "scenario", "group"]).iterrows():
+        if pd.isna(r["dpd_ppi"]):
+            continue
+        ratio = "–" if pd.isna(r["ratio"]) else (f"{r['ratio']:.2f} [{r['ratio_ci_low']:.2f}, "
+                                                 f"{r['ratio_ci_high']:.2f}]")
+        summary.append(f"<li>{html.escape(f'{r.model} · {r.condition} · {r.scenario} × {r.group}')}: DPD humans "
+                       f"{r['dpd_humans']:.2f}, agents {r['dpd_agents']:.2f}, anchored (PPI) {r['dpd_ppi']:.2f} "
+                       f"[{r['dpd_ci_low_ppi']:.2f}, {r['dpd_ci_high_ppi']:.2f}]; magnitude ratio agents ÷ humans "
+                       f"{html.escape(ratio)}</li>")
+    shown = t.drop(columns=["dpd_humans", "dpd_agents", "dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi", "ratio",
+                            "ratio_ci_low", "ratio_ci_high"])
+    return section(
+        TITLE,
+        note("Each respondent of the human study got a paired agent of their attribute, asked like every other agent. "
+             "<b>Humans only</b>: the respondents' (weighted) target rate with its Wilson interval. "
+             "<b>Agents only</b>: "
+             "the usual agents' rate — what the model says, not evidence about people. <b>PPI</b> "
+             "(prediction-powered inference, Angelopoulos et al. 2023, with <code>ppi-python</code>): the agents' "
+             "rate corrected by how far the paired agents missed their respondents; its interval is valid however "
+             "wrong the agents are, and narrower than the humans' only as far as the agents predict the people "
+             "(λ: the weight the agents get, 0 = none; <b>ess_gained</b>: the respondents the human-only interval "
+             "would need in addition to be as narrow). <b>agreement</b>: the share of respondents whose agent "
+             "decided as they did. paired_&lt;status&gt; accounts for every paired agent's answer; one without a "
+             "valid answer counts at the agents' mean. DPD of the PPI rates: a joint bootstrap over respondents and "
+             "agents; the magnitude ratio divides the agents' DPD by the humans' (docs/how-to/anchor-to-humans.md)."),
+        f"<ul>{''.join(summary)}</ul>" if summary else "",
+        png(anchored_figure(t)),
+        table(shown, scroll=True))
+
+
+# --- the console and the declaration ---------------------------------------------------------------------
+
+def _gained(r) -> str:
+    return "–" if pd.isna(r["ess_gained"]) else f"{round(r['ess_gained']) + 0.0:.0f}"  # never "-0"
+
+
+VIEW = View(
+    "anchored", "Anchored to a human study: target rate [95 % CI] of the humans, the agents and both by "
+                "prediction-powered inference; DPD of the PPI rates, magnitude ratio agents ÷ humans — "
+                "docs/how-to/anchor-to-humans.md", (
+        key("model"), key("condition"), key("scenario"), key("group"), Show("attribute", "attribute", priority=1),
+        Show("n humans", "n_humans", number=True),
+        Show("humans", with_interval("rate_humans", "ci_low_humans", "ci_high_humans", 2), number=True, priority=1,
+             name="rate_humans"),
+        Show("agents", with_interval("rate_agents", "ci_low_agents", "ci_high_agents", 2), number=True,
+             name="rate_agents"),
+        Show("PPI", with_interval("rate_ppi", "ci_low_ppi", "ci_high_ppi", 2), number=True, priority=1,
+             name="rate_ppi"),
+        Show("ess gained", _gained, number=True, name="ess_gained"),
+        Show("agreement", lambda r: number(r["agreement"], 2), number=True, name="agreement"),
+        Show("DPD PPI", with_interval("dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi", 2), number=True, priority=1,
+             name="dpd_ppi"),
+        Show("ratio agents ÷ humans", with_interval("ratio", "ratio_ci_low", "ratio_ci_high", 2), number=True,
+             name="ratio")),
+    position=42)
+
+
+register(Measure(
+    "anchored", "the agents anchored to a small human study by prediction-powered inference: the humans', the agents' "
+                "and the PPI rates, the anchored DPD and the magnitude ratio agents ÷ humans",
+    tables=(
+        Table("anchored", "Runs with a human study ([Anchor to a human study](../how-to/anchor-to-humans.md)): one row "
+                          "per case × attribute, the humans and the agents combined by prediction-powered inference "
+                          "(`louder/analysis/anchoring.py` has the formulas).", (
+            Column(("model", "condition", "scenario", "group", "attribute"), "the case and attribute"),
+            Column(("n_humans", "n_agents"), "respondents (each with their paired agent) and usual agents with a "
+                                             "valid answer"),
+            Column(("rate_humans", "ci_low_humans", "ci_high_humans"), "the respondents' (weighted) target rate and "
+                                                                       "its Wilson interval at the Kish size"),
+            Column(("rate_agents", "ci_low_agents", "ci_high_agents"), "the usual agents' target rate and its interval "
+                                                                       "(agents only: what the model says)"),
+            Column(("rate_ppi", "ci_low_ppi", "ci_high_ppi"), "the PPI++ rate and interval of `ppi-python`: valid "
+                                                              "however wrong the agents are"),
+            Column("lam", "λ, the weight PPI++ gives the agents (0: none, the interval is the humans'; 1: plain PPI)"),
+            Column(("n_eff_ppi", "ess_gained"), "the effective sample size of the PPI interval, and how many "
+                                                "respondents it adds to the humans' own"),
+            Column("agreement", "the share of respondents whose paired agent decided as they did (weighted; pairs "
+                                "with a valid answer)"),
+            Column(("paired_valid", "paired_invalid", "paired_refused", "paired_error"),
+                   "the paired agents' answers by status (a respondent whose agent gave no valid answer counts with "
+                   "the agents' mean rate as its prediction)"),
+            Column(("dpd_humans", "dpd_agents"), "the case's DPD of the humans' and of the agents' rates"),
+            Column(("dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi"), "the DPD of the PPI rates, with a joint bootstrap "
+                                                                     "interval over respondents and agents"),
+            Column(("ratio", "ratio_ci_low", "ratio_ci_high"), "the magnitude ratio, agents' DPD ÷ humans' DPD, with "
+                                                               "its interval (infinite above when the humans' DPD "
+                                                               "interval reaches 0)")),),),
+    build=build, needs=("humans",), views=(VIEW,), section=report_section, position=62))
