@@ -198,7 +198,8 @@ def _did_you_mean(key, choices, prefix: str = "") -> str:
     return f"; did you mean {prefix}{hit}?" if hit else ""
 
 
-def nest(data: dict, where: str = "config", unknown: list[str] | None = None) -> tuple[dict, list[str]]:
+def nest(data: dict, where: str = "config", unknown: list[str] | None = None,
+         partial: bool = False) -> tuple[dict, list[str]]:
     """``data`` (a config in the nested shape, the flat shape of earlier versions, or a mix) in the
     nested shape, and the flat keys it used. A flat key and its section's key for the same field is an
     error, as is a key no section knows (with a "did you mean"); with an ``unknown`` list such keys are
@@ -261,7 +262,9 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None) ->
             refuse(f"{where}: {_name(key)}: unknown field{hint} — docs/reference/config.md lists every field "
                    "with its default")
     pop = out.get("population")
-    if isinstance(pop, dict) and "file" not in pop:
+    # settings without a file mean "no population", unless they are flags laid over a config (``partial``)
+    # that may name the file: `--no-twins` on a population config keeps its population
+    if isinstance(pop, dict) and "file" not in pop and not partial:
         _no_population(pop, where)
         out["population"] = None
     return out, old
@@ -364,7 +367,7 @@ def load_config(path: str | Path | dict | ExperimentConfig | None, overrides: di
     if isinstance(path, ExperimentConfig):  # validated already: only the overrides are new
         if not overrides:
             return path
-        return build_config(_merge(path.model_dump(exclude_unset=True), nest(overrides)[0]))
+        return build_config(_merge(path.model_dump(exclude_unset=True), nest(overrides, "flags", partial=True)[0]))
     if isinstance(path, dict):
         data, path = dict(path), None
     elif path is not None:
@@ -389,4 +392,4 @@ def load_config(path: str | Path | dict | ExperimentConfig | None, overrides: di
     if old:
         warnings.warn(f"{where}: flat keys are deprecated and will stop working in the next release; move "
                       + ", ".join(f"{k} → {MOVED[k]}" for k in old), FutureWarning, stacklevel=2)
-    return build_config(_merge(data, nest(overrides, "flags")[0]), where=where, unknown=unknown)
+    return build_config(_merge(data, nest(overrides, "flags", partial=True)[0]), where=where, unknown=unknown)

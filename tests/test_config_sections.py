@@ -152,3 +152,17 @@ def test_manifests_of_earlier_versions_are_read(tmp_path):
     before = louder.open(tmp_path / "r").analyze(bootstrap=200)["cases"]
     pd.testing.assert_frame_equal(now, before)
     assert (before.loc[before["kind"] == "implicit", "ci_low_p"].notna()).all()  # read as score mode
+
+
+def test_a_flag_of_the_population_section_keeps_the_configs_population():
+    """`louder run examples/population.yaml --no-twins` is that population without twins (a population
+    section of flags only was read as "no population", and the run silently became a plain one)."""
+    from pathlib import Path
+
+    example = Path(__file__).parents[1] / "examples" / "population.yaml"
+    base = load_config(example)
+    c = load_config(example, {"twins": False})
+    assert base.population is not None and c.population is not None
+    assert c.population.file == base.population.file and c.population.twins is False
+    with pytest.raises(LouderError, match="twins"):
+        load_config(None, {"twins": True})  # flags alone: still no population to twin
