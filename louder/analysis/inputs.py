@@ -5,7 +5,7 @@ folder once; the measures (``louder.analysis.registry``) then add their tables t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -17,27 +17,37 @@ from louder.scenarios import load_group
 from louder.status import no_valid_notes
 
 DEFAULT_BOOTSTRAP = 10_000
-SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed")  # what analysis.json records
+SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed", "random_slopes",
+            "control")  # what analysis.json records
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What an analysis depends on beside the data: bootstrap draws, seed, and the files given with
-    ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own)."""
+    """What an analysis depends on beside the data: bootstrap draws, seed, the files given with
+    ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own),
+    ``--random-slopes`` (discrimination.csv: discrim-eval's random attribute slopes per scenario) and
+    ``--control`` (conditional.csv: the groups each other group's DPD is read within, in order)."""
 
     bootstrap: int = DEFAULT_BOOTSTRAP
     seed: int = 0
     predictions: str | None = None
     patterns: str | None = None
     observed: str | None = None
+    random_slopes: bool = False
+    control: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, predictions=None, patterns=None,
-           observed=None) -> Settings:
+           observed=None, random_slopes: bool = False, control=()) -> Settings:
         def path(v):
             return None if v is None else str(Path(v).resolve())
 
-        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed))
+        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed), bool(random_slopes),
+                   tuple(dict.fromkeys(control or ())))
+
+    def recorded(self) -> dict:
+        """The settings as analysis.json records them (JSON: the controls as a list)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 @dataclass

@@ -44,7 +44,8 @@ INPUTS = {
     "twins": "twins.parquet", "sequential": "sequential.csv and sequential_waves.csv of a sequential run",
 }
 BUILTIN = ("attributes", "cases", "voices", "compare", "rationales", "bai", "weat", "network", "robustness",
-           "reasoning", "sequential", "population", "archetype")  # modules of louder.analysis.measures
+           "reasoning", "sequential", "population", "archetype", "discrimination", "conditional",
+           "persona_audit")  # modules of louder.analysis.measures
 GROUP = "louder.measures"  # the entry-point group of measures from other packages
 
 
