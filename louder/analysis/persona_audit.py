@@ -133,7 +133,7 @@ def _diversity(c: np.ndarray, D: np.ndarray) -> np.ndarray:
     """Σ_{i≠j} c_i c_j D_ij / (n² − Σ c_i²) per row of counts c (D has a zero diagonal)."""
     n = c.sum(axis=-1)
     den = n * n - (c * c).sum(axis=-1)
-    num = np.einsum("bi,ij,bj->b", c, D, c) if c.ndim == 2 else c @ D @ c
+    num = ((c @ D) * c).sum(axis=-1)  # c_b D c_b for every row b, as one matrix product
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
@@ -152,11 +152,14 @@ def _permutation_p(x: np.ndarray, D: np.ndarray, labels: np.ndarray, k: int, B: 
 
     def gaps(lab: np.ndarray) -> np.ndarray:  # lab: (P × n) → (P × 5)
         P_, n = lab.shape
-        A = np.zeros((P_, n, k))
-        A[np.arange(P_)[:, None], np.arange(n)[None, :], lab] = 1
-        size = A.sum(axis=1)  # (P × k)
-        means = np.swapaxes(A, 1, 2) @ x / size[..., None]
-        within = (A * (D @ A)).sum(axis=1)
+        # one-hot labels of every permutation side by side, (n × P·k): the sums below are two matrix
+        # products (one large one is much faster than P small ones)
+        A = np.zeros((n, P_, k))
+        A[np.arange(n)[None, :], np.arange(P_)[:, None], lab] = 1
+        A = A.reshape(n, P_ * k)
+        size = A.sum(axis=0).reshape(P_, k)
+        means = (A.T @ x).reshape(P_, k, x.shape[1]) / size[..., None]
+        within = (A * (D @ A)).sum(axis=0).reshape(P_, k)
         with np.errstate(invalid="ignore", divide="ignore"):
             div = np.where(size > 1, within / (size * (size - 1)), np.nan)
         vals = np.concatenate([means, div[..., None]], axis=2)  # (P × k × 5)
@@ -165,7 +168,7 @@ def _permutation_p(x: np.ndarray, D: np.ndarray, labels: np.ndarray, k: int, B: 
             return np.nanmax(vals, axis=1) - np.nanmin(vals, axis=1)
 
     observed = gaps(labels[None])[0]
-    chunk = max(1, 2_000_000 // max(labels.size ** 2, 1))
+    chunk = max(1, 4_000_000 // max(labels.size * k, 1))  # permutations per product (≈ 32 MB each)
     count = np.zeros(5)
     for start in range(0, B, chunk):
         m = min(chunk, B - start)

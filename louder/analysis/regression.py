@@ -173,9 +173,12 @@ def mixed_lm(y, X: pd.DataFrame, terms: list[Term], groups, random_slopes: bool 
     k = len(terms)
     if _exact(res.scale, y):
         return failed("no residual variance", len(y), method, terms)
-    beta, se = np.asarray(res.fe_params)[1:k + 1], np.asarray(res.bse_fe)[1:k + 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a covariance with a negative diagonal: NaN se, "singular" below
+        beta, se = np.asarray(res.fe_params)[1:k + 1], np.asarray(res.bse_fe)[1:k + 1]
+        p = np.asarray(res.pvalues)[1:k + 1]
     if not np.all(np.isfinite(beta)) or not np.all(np.isfinite(se) & (se > 0)):
         return failed("singular", len(y), method, terms)
     if not res.converged:
         return failed("failed", len(y), method, terms)
-    return Fit("ok", len(y), method, tuple(terms), beta, se, np.asarray(res.pvalues)[1:k + 1])
+    return Fit("ok", len(y), method, tuple(terms), beta, se, p)

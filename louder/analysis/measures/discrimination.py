@@ -36,7 +36,7 @@ def build(a) -> dict[str, pd.DataFrame]:
     d = _decisions(a)
     by = [k for k in KEYS if k in d.columns]
     t = D.discrimination_table(d, mode="score" if a.score else "sample", random_slopes=a.settings.random_slopes,
-                               by=by)
+                               by=by, order=a.groups)
     return {"discrimination": t}
 
 

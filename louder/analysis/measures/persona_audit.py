@@ -11,13 +11,15 @@ import pandas as pd
 
 from louder.analysis import persona_audit as PA
 from louder.analysis.html import note, section, table
-from louder.analysis.keys import CASE_KEYS, signals_as_conditions
+from louder.analysis.keys import CASE_KEYS, by_population_group, signals_as_conditions
 from louder.analysis.rationales import load_patterns
 from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    p = signals_as_conditions(a.personas)  # a names-signal persona is its own condition, as in the case tables
+    # a names-signal persona is its own condition, as in the case tables; a population run's personas are
+    # read per group of the population (each agent's attribute in it), not per joint label
+    p = by_population_group(signals_as_conditions(a.personas))
     return PA.persona_audit(p, B=a.settings.bootstrap, seed=a.settings.seed, patterns=load_patterns(a.settings.patterns))
 
 
