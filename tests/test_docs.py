@@ -420,8 +420,9 @@ def reference_runs(tmp_path_factory):
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims):
+    for run in (net, arch, robust, seq, seqpop, levels, netdims, seqdims):
         louder("analyze", run, "-B", 200)
+    louder("analyze", pop, "-B", 200, "--control", "political_ideology")  # conditional.csv (issue 37)
     found: dict[str, list[tuple[str, list[str]]]] = {}
     for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):

@@ -232,3 +232,17 @@ def test_the_persona_audit_flags_nothing_without_a_plant(tmp_path):
         gaps = _built(run, "persona_audit")["personas_audit_gaps"]
         flagged.append(bool(gaps["significant"].any()))
     assert sum(flagged) <= 1, flagged
+
+
+def test_the_how_to_quotes_the_measure_it_uses_as_worked_example():
+    """docs/how-to/add-a-metric.md quotes louder/analysis/measures/conditional.py and its statistic:
+    each quoted block (after ``<!-- excerpt: PATH -->``) is in that file as written."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "how-to" / "add-a-metric.md").read_text("utf-8")
+    quoted = re.findall(r"<!-- excerpt: (\S+) -->\n```python\n(.*?)```", page, re.S)
+    assert {p for p, _ in quoted} == {"louder/analysis/conditional.py", "louder/analysis/measures/conditional.py"}
+    for path, code in quoted:
+        assert code in (root / path).read_text("utf-8"), f"the how-to's excerpt of {path} is not in the file"
