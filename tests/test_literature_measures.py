@@ -246,3 +246,27 @@ def test_the_how_to_quotes_the_measure_it_uses_as_worked_example():
     assert {p for p, _ in quoted} == {"louder/analysis/conditional.py", "louder/analysis/measures/conditional.py"}
     for path, code in quoted:
         assert code in (root / path).read_text("utf-8"), f"the how-to's excerpt of {path} is not in the file"
+
+
+def test_a_large_case_reads_its_diversity_on_a_proportional_subsample():
+    """Past DIVERSITY_TEXTS texts a case's diversity is read on a seeded subsample (its n × n distances
+    would not fit): the estimate stays that of every text, a flattened attribute still reads 0."""
+    from louder.analysis import persona_audit as PA
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(60)]
+    rows = [dict(model="m", condition="c", scenario="s", group="gender_identity", attribute=a, status="valid",
+                 persona="same words for everyone here" if a == "Male" else " ".join(rng.choice(words, 8)))
+            for a, n in (("Male", 150), ("Female", 300), ("Non-binary", 250)) for _ in range(n)]
+    p = pd.DataFrame(rows)
+    assert len(p) > PA.DIVERSITY_TEXTS
+    r = PA.persona_audit(p, B=300, patterns=[])
+    div = r["personas_audit"][r["personas_audit"]["measure"] == "diversity"].set_index("attribute")
+    assert div.loc["Male", "value"] == 0 and (div["ci_low"] <= div["value"]).all() and (div["value"] <= div["ci_high"]).all()
+    full = PA.distances(p["persona"].tolist())
+    female = np.flatnonzero(p["attribute"] == "Female")
+    exact = full[np.ix_(female, female)].sum() / (female.size * (female.size - 1))
+    assert div.loc["Female", "value"] == pytest.approx(exact, abs=0.02)
+    g = r["personas_audit_gaps"].set_index("measure").loc["diversity"]
+    assert g["lowest"] == "Male" and g["significant"] and g["ci_low"] <= g["gap"] <= g["ci_high"]
+    assert r["personas_audit"].query("measure == 'length'").set_index("attribute").loc["Male", "value"] == 5

@@ -77,7 +77,8 @@ register(Measure(
             Column("attribute", "the attribute the personas were written for"),
             Column("measure", "`length` (words), `sentiment` (VADER compound, −1 to 1), `stereotype` (phrase patterns "
                               "of the rationale analysis matched), `restates` (names its own attribute, 0/1) or "
-                              "`diversity` (mean pairwise TF-IDF cosine distance of the texts)"),
+                              "`diversity` (mean pairwise TF-IDF cosine distance of the texts; a case of more than 500 texts: of a "
+                              "seeded subsample of 500, every attribute in proportion)"),
             Column("value", "the attribute's mean (diversity: the mean distance)"),
             Column(("ci_low", "ci_high"), "95 % bootstrap interval over the attribute's texts (contains `value`)"))),
         Table("personas_audit_gaps", "One row per case × measure: the largest gap between the case's attributes.", (
