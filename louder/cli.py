@@ -519,6 +519,9 @@ def analyze(
                                             "amplification of the agents' gap in voices.csv"),
     random_slopes: bool = typer.Option(False, "--random-slopes", help="discrimination.csv in score mode: add "
                                        "discrim-eval's random attribute slopes per scenario to the mixed model"),
+    reference: Optional[list[str]] = typer.Option(None, "--reference", help="GROUP=ATTRIBUTE: the attribute the "
+                                                  "group's discrimination scores are against (default: the group's "
+                                                  "first); repeatable"),
     control: Optional[list[str]] = typer.Option(None, "--control", help="a population run's group to read every "
                                                 "other group's DPD within (conditional.csv); repeatable"),
     wide: bool = typer.Option(False, "--wide", help="print every column of the tables (default: the key columns "
@@ -532,7 +535,8 @@ def analyze(
 
     try:
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                         observed=observed, random_slopes=random_slopes, control=control or ())
+                         observed=observed, random_slopes=random_slopes, reference=reference or (),
+                         control=control or ())
         _print_analysis(a, wide, [c.strip() for c in columns.split(",") if c.strip()] if columns else None)
     except LouderError as e:
         fail(str(e))

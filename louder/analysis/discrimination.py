@@ -79,7 +79,8 @@ def _reference(d: pd.DataFrame, factor: str, group: str, reference: dict[str, st
         ref = reference[group]
         if ref not in levels:
             raise LouderError(f"reference {ref!r} is not an attribute of group {group!r} in this run "
-                              f"(attributes: {', '.join(map(str, levels))}); set reference: to one of them")
+                              f"(attributes: {', '.join(map(str, levels))}); give --reference GROUP=ATTRIBUTE "
+                              "one of them")
         return ref
     return levels[0]
 
@@ -128,7 +129,8 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
     when it varies). ``by``: the keys of one fit; a ``condition`` or ``variant`` that varies must be
     among them (pooling them would mix different prompts into one score). ``reference``: group →
     attribute; without one, the first of ``order[group]`` (the group's attributes in its file's order)
-    that the data have, else the first attribute the data list. Only valid decisions enter (the run's accounting counts the rest).
+    that the data have, else the first attribute the data list. Only valid decisions enter (the run's
+    accounting counts the rest).
     """
     by = list(by)
     for k in ("condition", "variant"):

@@ -5,6 +5,7 @@ folder once; the measures (``louder.analysis.registry``) then add their tables t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -18,15 +19,16 @@ from louder.status import no_valid_notes
 
 DEFAULT_BOOTSTRAP = 10_000
 SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed", "random_slopes",
-            "control")  # what analysis.json records
+            "reference", "control")  # what analysis.json records
 
 
 @dataclass(frozen=True)
 class Settings:
     """What an analysis depends on beside the data: bootstrap draws, seed, the files given with
     ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own),
-    ``--random-slopes`` (discrimination.csv: discrim-eval's random attribute slopes per scenario) and
-    ``--control`` (conditional.csv: the groups each other group's DPD is read within, in order)."""
+    ``--random-slopes`` and ``--reference GROUP=ATTRIBUTE`` (discrimination.csv: discrim-eval's random
+    attribute slopes per scenario; the attribute a group's coefficients are against) and ``--control``
+    (conditional.csv: the groups each other group's DPD is read within, in order)."""
 
     bootstrap: int = DEFAULT_BOOTSTRAP
     seed: int = 0
@@ -34,16 +36,20 @@ class Settings:
     patterns: str | None = None
     observed: str | None = None
     random_slopes: bool = False
+    reference: tuple[str, ...] = ()  # "group=attribute"
     control: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, predictions=None, patterns=None,
-           observed=None, random_slopes: bool = False, control=()) -> Settings:
+           observed=None, random_slopes: bool = False, reference=(), control=()) -> Settings:
         def path(v):
             return None if v is None else str(Path(v).resolve())
 
+        for r in reference or ():
+            if not re.fullmatch(r"[^=]+=[^=]+", r):
+                raise LouderError(f"--reference {r}: write GROUP=ATTRIBUTE, e.g. --reference gender_identity=Female")
         return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed), bool(random_slopes),
-                   tuple(dict.fromkeys(control or ())))
+                   tuple(dict.fromkeys(reference or ())), tuple(dict.fromkeys(control or ())))
 
     def recorded(self) -> dict:
         """The settings as analysis.json records them (JSON: the controls as a list)."""

@@ -145,8 +145,8 @@ def mixed_lm(y, X: pd.DataFrame, terms: list[Term], groups, random_slopes: bool 
     """Linear mixed model y_ij = β₀ + Σ β_t x_t,ij + u_j (+ Σ v_jt x_t,ij with ``random_slopes``) + ε_ij,
     u_j (and v_j) ~ N(0, Σ) per group j (scenario), ε ~ N(0, σ²), fitted by REML (statsmodels
     ``MixedLM``: its default optimisers, then Powell's when they do not converge). Fixed effects β
-    with their Wald standard errors. "singular" when a standard error is not finite and positive; "failed" when statsmodels raises or did not
-    converge. (A random-effect variance at its boundary 0 is not a failure: the fixed effects stand.)"""
+    with their Wald standard errors. "singular" when a standard error is not finite and positive;
+    "failed" when statsmodels raises or did not converge. (A random-effect variance at its boundary 0 is not a failure: the fixed effects stand.)"""
     import statsmodels.api as sm
 
     y = np.asarray(y, dtype=float)

@@ -95,13 +95,14 @@ def written(run_dir: str | Path, names: list[str] | None = None) -> dict[str, pd
 
 def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
             predictions: str | Path | None = None, patterns: str | Path | None = None, write: bool = True,
-            observed: str | Path | None = None, random_slopes: bool = False, control=()) -> Analysis:
+            observed: str | Path | None = None, random_slopes: bool = False, reference=(),
+            control=()) -> Analysis:
     """Every table of the run folder's measures (``louder.analysis.registry``) and, with ``write``, the
     CSVs and analysis.json in the folder. ``observed``: a file of observed rates (docs/voices.md;
-    default: the one the predictions file names, if any); ``random_slopes`` and ``control``: the
-    settings of discrimination.csv and conditional.csv (``Settings``). With ``write``, an analysis of the same
-    data with the same settings is read back from its CSVs (``Analysis.cached``), not computed or
-    written again; ``write=False`` computes in memory and touches no file."""
+    default: the one the predictions file names, if any); ``random_slopes``, ``reference`` and
+    ``control``: the settings of discrimination.csv and conditional.csv (``Settings``). With
+    ``write``, an analysis of the same data with the same settings is read back from its CSVs
+    (``Analysis.cached``), not computed or written again; ``write=False`` computes in memory and touches no file."""
     start = time.perf_counter()
     if bootstrap < 100:
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
@@ -110,7 +111,7 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
         raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
-    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, random_slopes, control)
+    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, random_slopes, reference, control)
     state = data_state(run, generations, settings)
     done = read_json(run / "analysis.json")
     cached = _cached(run, done, settings, state) if write else None

@@ -32,11 +32,24 @@ def _decisions(a) -> pd.DataFrame:
     return base_scenarios(signals_as_conditions(a.presented))
 
 
+def _references(a, d: pd.DataFrame) -> dict[str, str]:
+    """``--reference GROUP=ATTRIBUTE`` as {group: attribute}, each group one of the run's."""
+    from louder.errors import LouderError
+
+    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"])
+    out = dict(r.split("=", 1) for r in a.settings.reference)
+    unknown = sorted(set(out) - groups)
+    if unknown:
+        raise LouderError(f"--reference {unknown[0]}=…: {unknown[0]!r} is not a group of this run (groups: "
+                          f"{', '.join(sorted(map(str, groups)))})")
+    return out
+
+
 def build(a) -> dict[str, pd.DataFrame]:
     d = _decisions(a)
     by = [k for k in KEYS if k in d.columns]
     t = D.discrimination_table(d, mode="score" if a.score else "sample", random_slopes=a.settings.random_slopes,
-                               by=by, order=a.groups)
+                               by=by, order=a.groups, reference=_references(a, d))
     return {"discrimination": t}
 
 
@@ -155,7 +168,7 @@ register(Measure(
         Column(("model", "condition"), "the model and persona condition of the fit (every scenario at once)"),
         Column("variant", "the policy variant (runs with variants, population runs)"),
         Column(("group", "attribute", "reference"), "the attribute scored against its group's reference (the group's "
-                                                    "first attribute)"),
+                                                    "first attribute; `--reference GROUP=ATTRIBUTE` sets another)"),
         Column("coef", "the discrimination score: the attribute's fixed effect on the logit of P(target) (score mode) "
                        "or on the log-odds of choosing the target (sample mode), against the reference"),
         Column(("ci_low", "ci_high", "p_value"), "its 95 % Wald interval and two-sided p-value"),

@@ -20,7 +20,8 @@ def build(a) -> dict[str, pd.DataFrame]:
     # a names-signal persona is its own condition, as in the case tables; a population run's personas are
     # read per group of the population (each agent's attribute in it), not per joint label
     p = by_population_group(signals_as_conditions(a.personas))
-    return PA.persona_audit(p, B=a.settings.bootstrap, seed=a.settings.seed, patterns=load_patterns(a.settings.patterns))
+    return PA.persona_audit(p, B=a.settings.bootstrap, seed=a.settings.seed,
+                            patterns=load_patterns(a.settings.patterns))
 
 
 def _sig(r) -> str | None:
@@ -47,8 +48,8 @@ def report_section(a) -> str:
     if words is not None and len(words):
         top = (words.sort_values("z", ascending=False, kind="stable").groupby([*CASE_KEYS, "attribute"])
                .head(8).groupby([*CASE_KEYS, "attribute"], sort=True))
-        rows = [dict(zip([*CASE_KEYS, "attribute"], k), words=", ".join(f"{w} ({z:.1f})" for w, z in zip(g["word"], g["z"])))
-                for k, g in top]
+        rows = [dict(zip([*CASE_KEYS, "attribute"], k),
+                     words=", ".join(f"{w} ({z:.1f})" for w, z in zip(g["word"], g["z"]))) for k, g in top]
         parts += [note("Most distinctive words of each attribute's personas (log-odds with an informative Dirichlet "
                        "prior, as for the rationales; z in brackets)."), table(pd.DataFrame(rows), scroll=True)]
     return section("The persona step under audit", *parts)
@@ -77,8 +78,8 @@ register(Measure(
             Column("attribute", "the attribute the personas were written for"),
             Column("measure", "`length` (words), `sentiment` (VADER compound, −1 to 1), `stereotype` (phrase patterns "
                               "of the rationale analysis matched), `restates` (names its own attribute, 0/1) or "
-                              "`diversity` (mean pairwise TF-IDF cosine distance of the texts; a case of more than 500 texts: of a "
-                              "seeded subsample of 500, every attribute in proportion)"),
+                              "`diversity` (mean pairwise TF-IDF cosine distance of the texts; a case of more than "
+                              "500 texts: of a seeded subsample of 500, every attribute in proportion)"),
             Column("value", "the attribute's mean (diversity: the mean distance)"),
             Column(("ci_low", "ci_high"), "95 % bootstrap interval over the attribute's texts (contains `value`)"))),
         Table("personas_audit_gaps", "One row per case × measure: the largest gap between the case's attributes.", (
