@@ -12,6 +12,7 @@ discrimination score; Holm across the run's coefficients.
 from __future__ import annotations
 
 import html
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -61,7 +62,7 @@ def coefficient_figure(t: pd.DataFrame, title: str = ""):
     t = t[t["status"] == "ok"].reset_index(drop=True)
     if t.empty:
         return None
-    fig = Figure(figsize=(6.0, 0.32 * len(t) + 1.2), layout="constrained")
+    fig = Figure(figsize=(6.0, 0.32 * len(t) + 1.6), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(t))[::-1]
     sig = t["significant"].astype(bool).to_numpy()
@@ -73,8 +74,9 @@ def coefficient_figure(t: pd.DataFrame, title: str = ""):
     ax.axvline(0.0, color="grey", ls="--", lw=1)
     ax.set_yticks(y, [f"{g.replace('_', ' ')}: {a} (vs {r})" for g, a, r in
                       zip(t["group"], t["attribute"], t["reference"])], fontsize=7)
-    ax.set_xlabel("discrimination score: shift of logit P(target) (95 % interval; red: Holm-significant)")
-    ax.set_title(title, fontsize=8)
+    ax.set_xlabel("shift of logit P(target) vs the reference (95 % interval;\nred: significant after Holm)",
+                  fontsize=8)
+    fig.suptitle(textwrap.fill(title, 90), fontsize=8)  # over the whole figure: long model specs fit
     return fig
 
 
