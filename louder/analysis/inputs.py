@@ -48,8 +48,9 @@ class Settings:
         for r in reference or ():
             if not re.fullmatch(r"[^=]+=[^=]+", r):
                 raise LouderError(f"--reference {r}: write GROUP=ATTRIBUTE, e.g. --reference gender_identity=Female")
-        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed), bool(random_slopes),
-                   tuple(dict.fromkeys(reference or ())), tuple(dict.fromkeys(control or ())))
+        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed),
+                   random_slopes=bool(random_slopes), reference=tuple(dict.fromkeys(reference or ())),
+                   control=tuple(dict.fromkeys(control or ())))
 
     def recorded(self) -> dict:
         """The settings as analysis.json records them (JSON: the controls as a list)."""

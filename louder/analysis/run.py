@@ -111,7 +111,8 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
         raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
-    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, random_slopes, reference, control)
+    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, random_slopes=random_slopes,
+                           reference=reference, control=control)
     state = data_state(run, generations, settings)
     done = read_json(run / "analysis.json")
     cached = _cached(run, done, settings, state) if write else None
