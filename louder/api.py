@@ -143,10 +143,16 @@ class Run:
 
     def analyze(self, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
                 patterns: str | Path | None = None, write: bool = True,
-                observed: str | Path | None = None) -> dict[str, pd.DataFrame]:
+                observed: str | Path | None = None, adjust: str | None = None, random_slopes: bool = False,
+                reference: list[str] | tuple[str, ...] = (),
+                control: list[str] | tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
         """Every table ``louder analyze`` computes, keyed by its CSV stem (``cases``, ``attributes``,
         ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does.
         ``observed``: a file of observed rates (``voices``: gaps and amplification, docs/voices.md).
+        ``adjust`` (parity | observed): sensitivity.csv, a population run's policy effects under calibrated agents.
+        ``random_slopes``: discrimination.csv with discrim-eval's random attribute slopes per scenario;
+        ``reference``: "group=attribute" — the attribute a group's discrimination scores are against;
+        ``control``: the groups of a population run that conditional.csv reads every other group within.
         Computed once per data state and settings: calling it again reads the same tables back
         without recomputing the bootstrap or rewriting a CSV. What the run lacks for a measure is
         raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
@@ -154,11 +160,13 @@ class Run:
             from louder.analysis import analyze
 
             a = analyze(self.path, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                        write=False, observed=observed)
+                        write=False, observed=observed, adjust=adjust, random_slopes=random_slopes,
+                        reference=reference, control=control)
             _warn(a.missing)
             return dict(a.tables)
         return dict(self._analysed(bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                                   observed=observed).tables)
+                                   observed=observed, adjust=adjust, random_slopes=random_slopes, reference=reference,
+                                   control=control).tables)
 
     def summary(self, compute: bool = True) -> Summary:
         """What the run holds and what its analysis found: the answers of every table by status, the

@@ -534,6 +534,13 @@ def analyze(
     patterns: Optional[Path] = typer.Option(None, "--patterns", help="rationale phrase patterns YAML"),
     observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md): gaps and "
                                             "amplification of the agents' gap in voices.csv"),
+    random_slopes: bool = typer.Option(False, "--random-slopes", help="discrimination.csv in score mode: add "
+                                       "discrim-eval's random attribute slopes per scenario to the mixed model"),
+    reference: Optional[list[str]] = typer.Option(None, "--reference", help="GROUP=ATTRIBUTE: the attribute the "
+                                                  "group's discrimination scores are against (default: the group's "
+                                                  "first); repeatable"),
+    control: Optional[list[str]] = typer.Option(None, "--control", help="a population run's group to read every "
+                                                "other group's DPD within (conditional.csv); repeatable"),
     wide: bool = typer.Option(False, "--wide", help="print every column of the tables (default: the key columns "
                                                      "that fit the terminal)"),
     columns: Optional[str] = typer.Option(None, "--columns", help="print these columns of the tables, comma-separated "
@@ -548,7 +555,8 @@ def analyze(
 
     try:
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                         observed=observed, adjust=adjust)
+                         observed=observed, adjust=adjust, random_slopes=random_slopes, reference=reference or (),
+                         control=control or ())
         _print_analysis(a, wide, [c.strip() for c in columns.split(",") if c.strip()] if columns else None)
     except LouderError as e:
         fail(str(e))

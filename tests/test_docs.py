@@ -427,8 +427,10 @@ def reference_runs(tmp_path_factory):
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
-        louder("analyze", run, "-B", 200, *(("--adjust", "parity") if run == pop else ()))  # issue 33: sensitivity.csv
+    for run in (net, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
+        louder("analyze", run, "-B", 200)
+    # issue 33: sensitivity.csv; issue 37: conditional.csv
+    louder("analyze", pop, "-B", 200, "--adjust", "parity", "--control", "political_ideology")
     found: dict[str, list[tuple[str, list[str]]]] = {}
     for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):

@@ -69,13 +69,18 @@ def _units(d: pd.DataFrame) -> pd.Series:
     return d["scenario"].astype(str)
 
 
-def _reference(d: pd.DataFrame, factor: str, group: str, reference: dict[str, str] | None) -> str:
+def _reference(d: pd.DataFrame, factor: str, group: str, reference: dict[str, str] | None,
+               order: dict[str, Sequence[str]] | None = None) -> str:
     levels = list(dict.fromkeys(d[factor]))  # order of first appearance: the group's own order in a run
+    if order and group in order:  # the group file's order, where the run knows it (a population run's
+        known = [a for a in order[group] if a in levels]  # agents come in a seeded random order)
+        levels = known + [a for a in levels if a not in known]
     if reference and group in reference:
         ref = reference[group]
         if ref not in levels:
             raise LouderError(f"reference {ref!r} is not an attribute of group {group!r} in this run "
-                              f"(attributes: {', '.join(map(str, levels))}); set reference: to one of them")
+                              f"(attributes: {', '.join(map(str, levels))}); give --reference GROUP=ATTRIBUTE "
+                              "one of them")
         return ref
     return levels[0]
 
@@ -114,7 +119,7 @@ def fit_score(d: pd.DataFrame, factors: list[str], refs: dict[str, str], mode: s
 
 def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference: dict[str, str] | None = None,
                          random_slopes: bool = False, by: Sequence[str] = ("model",), alpha: float = 0.05,
-                         level: float = 0.95) -> pd.DataFrame:
+                         level: float = 0.95, order: dict[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """``discrimination.csv``: one row per ``by`` key × group × non-reference attribute (module
     docstring), columns ``[*by, *COLUMNS]``; a fit that cannot be made gives one row per group with
     its ``status`` and no coefficient.
@@ -123,7 +128,9 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
     columns in a population run; ``p_target`` in score mode, ``target`` in sample mode; ``wording``
     when it varies). ``by``: the keys of one fit; a ``condition`` or ``variant`` that varies must be
     among them (pooling them would mix different prompts into one score). ``reference``: group →
-    attribute. Only valid decisions enter (the run's accounting counts the rest).
+    attribute; without one, the first of ``order[group]`` (the group's attributes in its file's order)
+    that the data have, else the first attribute the data list. Only valid decisions enter (the run's
+    accounting counts the rest).
     """
     by = list(by)
     for k in ("condition", "variant"):
@@ -140,11 +147,11 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
         fits = []
         if attr_cols:  # population run: every group in one model
             names = {c: c.removeprefix("attr_") for c in attr_cols}
-            refs = {c: _reference(g, c, names[c], reference) for c in attr_cols}
+            refs = {c: _reference(g, c, names[c], reference, order) for c in attr_cols}
             fits.append((list(names.values()), attr_cols, fit_score(g, attr_cols, refs, m, random_slopes), names))
         else:
             for group, gg in g.groupby("group", sort=True):
-                refs = {"attribute": _reference(gg, "attribute", group, reference)}
+                refs = {"attribute": _reference(gg, "attribute", group, reference, order)}
                 fits.append(([group], ["attribute"], fit_score(gg, ["attribute"], refs, m, random_slopes),
                              {"attribute": group}))
         for groups, _, fit, names in fits:

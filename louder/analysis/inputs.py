@@ -5,7 +5,8 @@ folder once; the measures (``louder.analysis.registry``) then add their tables t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -17,14 +18,18 @@ from louder.scenarios import load_group
 from louder.status import no_valid_notes
 
 DEFAULT_BOOTSTRAP = 10_000
-SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed", "adjust")  # what analysis.json records
+SETTINGS = ("bootstrap", "seed", "predictions", "patterns", "observed", "adjust", "random_slopes",
+            "reference", "control")  # what analysis.json records
 
 
 @dataclass(frozen=True)
 class Settings:
     """What an analysis depends on beside the data: bootstrap draws, seed, the files given with
-    ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own), and
-    ``--adjust`` (parity | observed: the policy sensitivity of calibrated agents; None: none)."""
+    ``--predictions``, ``--patterns`` and ``--observed`` (absolute paths; None: louder's own),
+    ``--adjust`` (parity | observed: the policy sensitivity of calibrated agents; None: none),
+    ``--random-slopes`` and ``--reference GROUP=ATTRIBUTE`` (discrimination.csv: discrim-eval's random
+    attribute slopes per scenario; the attribute a group's coefficients are against) and ``--control``
+    (conditional.csv: the groups each other group's DPD is read within, in order)."""
 
     bootstrap: int = DEFAULT_BOOTSTRAP
     seed: int = 0
@@ -32,14 +37,26 @@ class Settings:
     patterns: str | None = None
     observed: str | None = None
     adjust: str | None = None
+    random_slopes: bool = False
+    reference: tuple[str, ...] = ()  # "group=attribute"
+    control: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, predictions=None, patterns=None,
-           observed=None, adjust=None) -> Settings:
+           observed=None, adjust=None, random_slopes: bool = False, reference=(), control=()) -> Settings:
         def path(v):
             return None if v is None else str(Path(v).resolve())
 
-        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed), adjust)
+        for r in reference or ():
+            if not re.fullmatch(r"[^=]+=[^=]+", r):
+                raise LouderError(f"--reference {r}: write GROUP=ATTRIBUTE, e.g. --reference gender_identity=Female")
+        return cls(int(bootstrap), int(seed), path(predictions), path(patterns), path(observed), adjust,
+                   random_slopes=bool(random_slopes), reference=tuple(dict.fromkeys(reference or ())),
+                   control=tuple(dict.fromkeys(control or ())))
+
+    def recorded(self) -> dict:
+        """The settings as analysis.json records them (JSON: the controls as a list)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 @dataclass

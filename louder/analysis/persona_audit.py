@@ -15,7 +15,10 @@ Per attribute a with n_a texts: the mean m_a of each, and
 
 - ``diversity``: the mean pairwise cosine distance of the texts' TF-IDF vectors (scikit-learn's
   ``TfidfVectorizer``, fitted on the case's texts): div_a = Σ_{i≠j} D_ij / (n_a(n_a − 1)),
-  D_ij = 1 − cos(v_i, v_j). A flattened group (texts alike) reads low.
+  D_ij = 1 − cos(v_i, v_j). A flattened group (texts alike) reads low. A case of more than
+  ``DIVERSITY_TEXTS`` texts reads its diversity (estimate, interval, permutation test) on a seeded
+  subsample of that many, every attribute in proportion (at least two texts each): the distances
+  grow with the square of the texts, and a few hundred texts pin the mean distance down.
 
 **Intervals** (``personas_audit.csv``): a bootstrap over texts within the attribute. Resample b draws
 counts c_i (multinomial, n_a draws); m_a^b = Σ c_i x_i / n_a; for diversity the U-statistic on the
@@ -60,6 +63,7 @@ AUDIT_COLUMNS = [*KEYS, "attribute", "measure", "value", "ci_low", "ci_high"]
 GAP_COLUMNS = [*KEYS, "measure", "gap", "ci_low", "ci_high", "p_value", "p_holm", "significant", "lowest", "highest"]
 WORD_COLUMNS = [*KEYS, "attribute", "word", "count", "delta", "z"]
 NOUN_ROLES = ("term", "plural", "adjective", "plural_noun")
+DIVERSITY_TEXTS = 500  # at most this many texts of a case enter the diversity (its n × n distances)
 
 
 @cache
@@ -133,7 +137,7 @@ def _diversity(c: np.ndarray, D: np.ndarray) -> np.ndarray:
     """Σ_{i≠j} c_i c_j D_ij / (n² − Σ c_i²) per row of counts c (D has a zero diagonal)."""
     n = c.sum(axis=-1)
     den = n * n - (c * c).sum(axis=-1)
-    num = np.einsum("bi,ij,bj->b", c, D, c) if c.ndim == 2 else c @ D @ c
+    num = ((c @ D) * c).sum(axis=-1)  # c_b D c_b for every row b, as one matrix product
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
@@ -146,32 +150,57 @@ def _widened(est: float, draws: np.ndarray, level: float) -> tuple[float, float]
     return float(min(lo, est)), float(max(hi, est))
 
 
-def _permutation_p(x: np.ndarray, D: np.ndarray, labels: np.ndarray, k: int, B: int,
-                   rng: np.random.Generator) -> np.ndarray:
-    """Permutation p-values of the gap of each measure (4 means + diversity), labels shuffled over texts."""
+def _one_hot(lab: np.ndarray, k: int) -> np.ndarray:
+    """The labels of every permutation (P × n) one-hot, side by side: (n × P·k)."""
+    P_, n = lab.shape
+    A = np.zeros((n, P_, k))
+    A[np.arange(n)[None, :], np.arange(P_)[:, None], lab] = 1
+    return A.reshape(n, P_ * k)
 
-    def gaps(lab: np.ndarray) -> np.ndarray:  # lab: (P × n) → (P × 5)
-        P_, n = lab.shape
-        A = np.zeros((P_, n, k))
-        A[np.arange(P_)[:, None], np.arange(n)[None, :], lab] = 1
-        size = A.sum(axis=1)  # (P × k)
-        means = np.swapaxes(A, 1, 2) @ x / size[..., None]
-        within = (A * (D @ A)).sum(axis=1)
+
+def _permutation_p(x: np.ndarray, D: np.ndarray, labels: np.ndarray, k: int, B: int,
+                   rng: np.random.Generator, sub: np.ndarray | None = None) -> np.ndarray:
+    """Permutation p-values of the gap of each measure (4 means + diversity), labels shuffled over texts
+    (``sub``: the texts of ``D``, whose labels are shuffled among themselves; None: every text)."""
+
+    def gaps(lab: np.ndarray, lab_d: np.ndarray | None) -> np.ndarray:  # lab: (P × n) → (P × 5)
+        P_ = lab.shape[0]
+        # the sums below are matrix products of the one-hot labels (one large product is much faster
+        # than P small ones)
+        A = _one_hot(lab, k)
+        Ad = A if lab_d is None else _one_hot(lab_d, k)
+        size, size_d = A.sum(axis=0).reshape(P_, k), Ad.sum(axis=0).reshape(P_, k)
+        means = (A.T @ x).reshape(P_, k, x.shape[1]) / size[..., None]
+        within = (Ad * (D @ Ad)).sum(axis=0).reshape(P_, k)
         with np.errstate(invalid="ignore", divide="ignore"):
-            div = np.where(size > 1, within / (size * (size - 1)), np.nan)
+            div = np.where(size_d > 1, within / (size_d * (size_d - 1)), np.nan)
         vals = np.concatenate([means, div[..., None]], axis=2)  # (P × k × 5)
         with warnings.catch_warnings():  # diversity of attributes with one text: NaN, and the gap with it
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanmax(vals, axis=1) - np.nanmin(vals, axis=1)
 
-    observed = gaps(labels[None])[0]
-    chunk = max(1, 2_000_000 // max(labels.size ** 2, 1))
+    labels_d = None if sub is None else labels[sub]
+    observed = gaps(labels[None], None if sub is None else labels_d[None])[0]
+    chunk = max(1, 4_000_000 // max(labels.size * k, 1))  # permutations per product (≈ 32 MB each)
     count = np.zeros(5)
     for start in range(0, B, chunk):
         m = min(chunk, B - start)
         perm = rng.permuted(np.broadcast_to(labels, (m, labels.size)), axis=1)
-        count += (gaps(perm) >= observed - 1e-12).sum(axis=0)
+        perm_d = None if sub is None else rng.permuted(np.broadcast_to(labels_d, (m, labels_d.size)), axis=1)
+        count += (gaps(perm, perm_d) >= observed - 1e-12).sum(axis=0)
     return (1 + count) / (B + 1)
+
+
+def _subsample(labels: np.ndarray, attrs: list[str], cap: int, rng: np.random.Generator) -> np.ndarray | None:
+    """At most ``cap`` texts (sorted indices), every attribute in proportion and at least two of each
+    (all of an attribute with fewer); None when there are no more than ``cap``."""
+    if labels.size <= cap:
+        return None
+    keep = []
+    for a in attrs:
+        idx = np.flatnonzero(labels == a)
+        keep.append(rng.choice(idx, min(idx.size, max(2, round(cap * idx.size / labels.size))), replace=False))
+    return np.sort(np.concatenate(keep))
 
 
 def audit_case(texts: list[str], attributes: list[str], group: str, scenario: str | None,
@@ -182,18 +211,27 @@ def audit_case(texts: list[str], attributes: list[str], group: str, scenario: st
     labels_all = np.asarray(attributes, dtype=object)
     attrs = sorted(set(attributes))
     x = text_measures(texts, group, attributes, scenario, patterns)
-    D = distances(texts)
     rng = np.random.default_rng(seed)
+    sub_rng = np.random.default_rng([seed, 1])  # the subsample's draws apart: a small case's are the same
+    sub = _subsample(labels_all, attrs, DIVERSITY_TEXTS, sub_rng)
+    D = distances(texts if sub is None else [texts[i] for i in sub])
+    row = np.arange(labels_all.size) if sub is None else np.full(labels_all.size, -1)  # each text's row in D
+    if sub is not None:
+        row[sub] = np.arange(sub.size)
     # per attribute: estimates (5,), bootstrap draws (B × 5) and the means' variances (and per draw)
     est, draws, var, dvar, sizes = [], [], [], [], []
     for a in attrs:
         idx = np.flatnonzero(labels_all == a)
-        xa, Da, n = x[idx], D[np.ix_(idx, idx)], idx.size
+        xa, n = x[idx], idx.size
+        rows = row[idx][row[idx] >= 0]
+        Da = D[np.ix_(rows, rows)]
         c = rng.multinomial(n, np.full(n, 1 / n), size=B).astype(float)
+        cd = c if sub is None else sub_rng.multinomial(rows.size, np.full(rows.size, 1 / rows.size),
+                                                       size=B).astype(float)
         m = xa.mean(axis=0)
         mb = c @ xa / n
-        est.append(np.append(m, _diversity(np.ones(n), Da)))
-        draws.append(np.column_stack([mb, _diversity(c, Da)]))
+        est.append(np.append(m, _diversity(np.ones(rows.size), Da)))
+        draws.append(np.column_stack([mb, _diversity(cd, Da)]))
         var.append(xa.var(axis=0) / n)
         dvar.append(np.stack([(c * (xa[:, j][None, :] - mb[:, j:j + 1]) ** 2).sum(axis=1) / n**2 for j in range(4)],
                              axis=1))
@@ -204,7 +242,7 @@ def audit_case(texts: list[str], attributes: list[str], group: str, scenario: st
                   **dict(zip(("ci_low", "ci_high"), _widened(est[i, j], draws[:, j, i], level))))
              for i, a in enumerate(attrs) for j, meas in enumerate(MEASURES)]
     labels = pd.Index(attrs).get_indexer(labels_all)
-    p = _permutation_p(x, D, labels, len(attrs), B, rng) if len(attrs) >= 2 else np.full(5, np.nan)
+    p = _permutation_p(x, D, labels, len(attrs), B, rng, sub) if len(attrs) >= 2 else np.full(5, np.nan)
     gaps = []
     for j, meas in enumerate(MEASURES):
         e = est[:, j]

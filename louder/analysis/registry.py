@@ -50,7 +50,7 @@ INPUTS = {
 }
 BUILTIN = ("attributes", "cases", "voices", "anchored", "compare", "rationales", "bai", "weat", "network", "robustness",
            "reasoning", "sequential", "population", "archetype", "interventions",
-           "sensitivity")  # modules of louder.analysis.measures
+           "sensitivity", "discrimination", "conditional", "persona_audit")  # modules of louder.analysis.measures
 GROUP = "louder.measures"  # the entry-point group of measures from other packages
 
 

@@ -144,26 +144,41 @@ def mixed_lm(y, X: pd.DataFrame, terms: list[Term], groups, random_slopes: bool 
              method: str = "mixedlm") -> Fit:
     """Linear mixed model y_ij = β₀ + Σ β_t x_t,ij + u_j (+ Σ v_jt x_t,ij with ``random_slopes``) + ε_ij,
     u_j (and v_j) ~ N(0, Σ) per group j (scenario), ε ~ N(0, σ²), fitted by REML (statsmodels
-    ``MixedLM``, its default optimisers). Fixed effects β with their Wald standard errors. "singular"
-    when a standard error is not finite and positive; "failed" when statsmodels raises or did not
-    converge. (A random-effect variance at its boundary 0 is not a failure: the fixed effects stand.)"""
+    ``MixedLM``: its default optimisers, then Powell's when they do not converge). Fixed effects β
+    with their Wald standard errors. "singular" when a standard error is not finite and positive;
+    "failed" when statsmodels raises or did not converge. (A random-effect variance at its boundary 0 is not a failure: the fixed effects stand.)"""
     import statsmodels.api as sm
 
     y = np.asarray(y, dtype=float)
     exog = _with_constant(X)
     exog_re = exog.iloc[:, : len(terms) + 1].to_numpy() if random_slopes else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # boundary / convergence warnings become the status below
-        try:
-            res = sm.MixedLM(y, exog.to_numpy(), groups=np.asarray(groups), exog_re=exog_re).fit(reml=True)
-        except Exception:  # noqa: BLE001 — singular matrices, failed optimisers
-            return failed("failed", len(y), method, terms)
+    try:
+        model = sm.MixedLM(y, exog.to_numpy(), groups=np.asarray(groups), exog_re=exog_re)
+    except Exception:  # noqa: BLE001
+        return failed("failed", len(y), method, terms)
+    res = None
+    # statsmodels' default (gradient) optimisers first; when they do not converge — a variance that few
+    # scenarios identify weakly, near its boundary 0 — Powell's derivative-free search, then L-BFGS
+    for how in ({}, {"method": ["powell", "lbfgs"]}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # boundary / convergence warnings become the status below
+            try:
+                res = model.fit(reml=True, **how)
+            except Exception:  # noqa: BLE001 — singular matrices, failed optimisers
+                continue
+        if res.converged:
+            break
+    if res is None:
+        return failed("failed", len(y), method, terms)
     k = len(terms)
     if _exact(res.scale, y):
         return failed("no residual variance", len(y), method, terms)
-    beta, se = np.asarray(res.fe_params)[1:k + 1], np.asarray(res.bse_fe)[1:k + 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a covariance with a negative diagonal: NaN se, "singular" below
+        beta, se = np.asarray(res.fe_params)[1:k + 1], np.asarray(res.bse_fe)[1:k + 1]
+        p = np.asarray(res.pvalues)[1:k + 1]
     if not np.all(np.isfinite(beta)) or not np.all(np.isfinite(se) & (se > 0)):
         return failed("singular", len(y), method, terms)
     if not res.converged:
         return failed("failed", len(y), method, terms)
-    return Fit("ok", len(y), method, tuple(terms), beta, se, np.asarray(res.pvalues)[1:k + 1])
+    return Fit("ok", len(y), method, tuple(terms), beta, se, p)

@@ -69,7 +69,7 @@ def _cached(run: Path, done: dict | None, settings: Settings, state: dict[str, s
             names: list[str] | None = None) -> dict[str, pd.DataFrame] | None:
     """The tables analysis.json lists (those of ``names``), read from their CSVs, when they are of this
     data state and these settings and no CSV has changed since; else None."""
-    if not done or done.get("inputs") != state or any(done.get(k) != v for k, v in asdict(settings).items()):
+    if not done or done.get("inputs") != state or any(done.get(k) != v for k, v in settings.recorded().items()):
         return None
     written = done.get("written") or {}
     files = [run / f for f in (done.get("tables") or {}).values()]
@@ -95,13 +95,15 @@ def written(run_dir: str | Path, names: list[str] | None = None) -> dict[str, pd
 
 def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
             predictions: str | Path | None = None, patterns: str | Path | None = None, write: bool = True,
-            observed: str | Path | None = None, adjust: str | None = None) -> Analysis:
+            observed: str | Path | None = None, adjust: str | None = None, random_slopes: bool = False,
+            reference=(), control=()) -> Analysis:
     """Every table of the run folder's measures (``louder.analysis.registry``) and, with ``write``, the
     CSVs and analysis.json in the folder. ``observed``: a file of observed rates (docs/voices.md;
     default: the one the predictions file names, if any). ``adjust`` (parity | observed): sensitivity.csv,
-    the policy variants' effects under calibrated agents (issue 33). With ``write``, an analysis of the same
-    data with the same settings is read back from its CSVs (``Analysis.cached``), not computed or
-    written again; ``write=False`` computes in memory and touches no file."""
+    the policy variants' effects under calibrated agents (issue 33). ``random_slopes``, ``reference`` and
+    ``control``: the settings of discrimination.csv and conditional.csv (``Settings``). With ``write``, an
+    analysis of the same data with the same settings is read back from its CSVs (``Analysis.cached``), not
+    computed or written again; ``write=False`` computes in memory and touches no file."""
     start = time.perf_counter()
     if bootstrap < 100:
         raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
@@ -116,7 +118,8 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
         raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
-    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, adjust)
+    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, adjust, random_slopes=random_slopes,
+                           reference=reference, control=control)
     state = data_state(run, generations, settings)
     done = read_json(run / "analysis.json")
     cached = _cached(run, done, settings, state) if write else None
@@ -145,7 +148,7 @@ def _write(a: Analysis, state: dict[str, str]) -> None:
             write_csv(df, path)
             written[path.name] = _sha(path)
     # the settings, so that `louder report` renders this analysis and never one with other settings
-    write_json({**asdict(a.settings), "missing": a.missing, "seconds": round(a.seconds, 3),
+    write_json({**a.settings.recorded(), "missing": a.missing, "seconds": round(a.seconds, 3),
                 "tables": {n: f"{n}.csv" for n in a.tables if n in declared}, "inputs": state,
                 "written": written}, a.run_dir / "analysis.json")
 
@@ -155,7 +158,7 @@ def recorded_settings(run_dir: str | Path) -> Settings | None:
     done = read_json(Path(run_dir) / "analysis.json")
     if done is None or done.get("bootstrap") is None or done.get("seed") is None:
         return None
-    return Settings(**{k: done.get(k) for k in SETTINGS})
+    return Settings.of(**{k: done[k] for k in SETTINGS if done.get(k) is not None})
 
 
 def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | None = None,

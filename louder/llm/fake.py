@@ -27,6 +27,14 @@ writes one of them as JSON in the answer's own shape, so any code that parsed th
 a wrong answer. No thinking at reasoning level ``off``. ``level=LEVEL:WORD:P`` makes the bias of WORD
 P at reasoning level LEVEL (``simulation.reasoning``) — a bias that changes with the level; at
 other levels WORD keeps its ``bias=`` (or none).
+
+Planting what the analysis measures (docs/reference/models.md): ``persona_tone=WORD:negative`` (or
+``:positive``) writes every persona whose prompt has WORD with words of that tone (traits drawn from
+``TONES``), so the persona audit's sentiment reads it; ``persona_same=WORD`` writes every persona
+whose prompt has WORD as one and the same text (a flattened group: the audit's diversity reads 0);
+``noise=SD`` perturbs the probabilities ``score`` returns, per request, on the logit scale: each
+option's log-probability gets a seeded N(0, SD²) draw and the options are renormalised (two options:
+logit p + N(0, 2·SD²)), so a regression on the scores has the residual variance a real model's have.
 """
 
 from __future__ import annotations
@@ -46,6 +54,15 @@ from louder.llm.registry import BackendInfo, register
 from louder.llm.thinking import LEVELS
 
 THINK = ("inline", "field", "unclosed")
+# persona_tone: the traits a persona of that tone is written with (three drawn per persona)
+TONES = {
+    "negative": ("is bitter and lonely", "hates the job", "feels miserable and angry", "is afraid of failure",
+                 "suffers from terrible debt", "resents the neighbours", "is tired and hopeless",
+                 "distrusts everyone"),
+    "positive": ("is cheerful and kind", "loves the job", "feels happy and hopeful", "is proud of the family",
+                 "enjoys a wonderful garden", "helps the neighbours gladly", "is calm and confident",
+                 "trusts friends warmly"),
+}
 
 
 def parse_options(text: str) -> tuple[int, dict[str, float]]:
@@ -58,7 +75,8 @@ def parse_all(text: str) -> dict:
     """Every option of the spec: seed, bias {word: P}, pick (label or None), only and unless (word or None),
     first (P or None),
     think (inline | field | unclosed | None), level {reasoning level: {word: P}}."""
-    out: dict = dict(seed=0, bias={}, pick=None, only=None, unless=None, first=None, think=None, level={})
+    out: dict = dict(seed=0, bias={}, pick=None, only=None, unless=None, first=None, think=None, level={},
+                     persona_tone={}, persona_same=set(), noise=0.0)
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         try:
@@ -79,6 +97,17 @@ def parse_all(text: str) -> dict:
             if key == "think" and value in THINK:
                 out["think"] = value
                 continue
+            if key == "persona_tone":
+                word, _, tone = value.rpartition(":")
+                if word and tone in TONES:
+                    out["persona_tone"][word.lower()] = tone
+                    continue
+            if key == "persona_same" and value:
+                out["persona_same"].add(value.lower())
+                continue
+            if key == "noise" and float(value) >= 0 and math.isfinite(float(value)):
+                out["noise"] = float(value)
+                continue
             if key == "level":
                 level, _, rest = value.partition(":")
                 word, _, p = rest.rpartition(":")
@@ -88,8 +117,9 @@ def parse_all(text: str) -> dict:
         except ValueError:
             pass
         raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER, bias=WORD:P, pick=LABEL, only=WORD, "
-                          f"unless=WORD, first=P, think={'|'.join(THINK)} or level=LEVEL:WORD:P (LEVEL one of "
-                          f"{', '.join(LEVELS)}) with 0 ≤ P ≤ 1 (e.g. fake:seed=3,bias=woman:0.9)")
+                          f"unless=WORD, first=P, think={'|'.join(THINK)}, level=LEVEL:WORD:P (LEVEL one of "
+                          f"{', '.join(LEVELS)}) with 0 ≤ P ≤ 1, persona_tone=WORD:{'|'.join(TONES)}, "
+                          "persona_same=WORD or noise=SD with SD ≥ 0 (e.g. fake:seed=3,bias=woman:0.9)")
     return out
 
 
@@ -117,6 +147,7 @@ class FakeModel:
         o = parse_all(options)
         self.seed, self.bias, self.pick, self.only, self.first = o["seed"], o["bias"], o["pick"], o["only"], o["first"]
         self.think, self.levels, self.unless = o["think"], o["level"], o["unless"]
+        self.tone, self.same, self.noise = o["persona_tone"], o["persona_same"], o["noise"]
         self.reasoning_control = "fake"  # honours every reasoning level
 
     def identity(self) -> dict:
@@ -177,11 +208,27 @@ class FakeModel:
             elif name == "name":
                 answer[name] = _fake_name(rng)
             elif name == "persona":
-                answer[name] = (f"Fake persona{words} {rng.randrange(10**6)}: likes maps and tea, works in town "
-                                "and decides at random.")
+                answer[name] = self._persona(request, rng, words)
             else:
                 answer[name] = f"Fake {name}{words} {rng.randrange(10**6)}."
         return self._thought(request, schema, answer, rng)
+
+    def _persona(self, request: Request, rng: random.Random, words: str) -> str:
+        """A filler persona; ``persona_same``: one text for every prompt with the word; ``persona_tone``:
+        three traits of the word's tone."""
+        if self._matching(request, self.same):
+            return "Fake persona: likes maps and tea, works in town and decides at random."
+        tone = self._matching(request, self.tone)
+        if tone:
+            traits = rng.sample(TONES[self.tone[tone[0]]], 3)
+            return f"Fake persona{words} {rng.randrange(10**6)}: {traits[0]}, {traits[1]} and {traits[2]}."
+        return f"Fake persona{words} {rng.randrange(10**6)}: likes maps and tea, works in town and decides at random."
+
+    @staticmethod
+    def _matching(request: Request, words) -> list[str]:
+        """The ``words`` (whole word, any case) in the request's prompt."""
+        text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
+        return [w for w in words if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
 
     def _thought(self, request: Request, schema: dict, answer: dict, rng: random.Random) -> Reply:
         """The answer, with thinking as the ``think`` option says (none at reasoning level off)."""
@@ -206,6 +253,10 @@ class FakeModel:
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         probs = self.probabilities(request, choices)
+        if self.noise > 0:  # log p_i + N(0, noise²) per option, renormalised (a zero stays zero)
+            rng = self._rng(request, "noise", prefix, *choices)
+            tilted = [p * math.exp(rng.gauss(0.0, self.noise)) for p in probs]
+            probs = [t / sum(tilted) for t in tilted]
         logprobs = {c: (math.log(p) if p > 0 else None) for c, p in zip(choices, probs)}
         return Reply(text=json.dumps({"logprobs": logprobs, "method": "fake"}))
 
