@@ -19,6 +19,7 @@ commands that follow it.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shlex
@@ -185,6 +186,7 @@ def fewer_draws(cmd: str) -> str:
 # --- the claims beside the commands ------------------------------------------------------------------
 
 BOX = re.compile(r"[│┃┆┊║|]")
+FILE_CLAIM = re.compile(r"^[\w./-]+\.(csv|html|json|md|txt|yaml)$")
 CLAIM_WORD = re.compile(r'"[^"]*"|/(?:[^/\\]|\\.)+/(?!\S)|\S+')  # "TEXT", /REGEX/ (may hold spaces), a word
 
 
@@ -207,16 +209,24 @@ def check_claims(marks: tuple[str, ...], output: str, workdir: Path) -> list[str
     - ``expect not "TEXT"``: TEXT is not;
     - ``expect /REGEX/``: the regex matches the normalised output;
     - ``expect FILE.csv COLUMN=VALUE ...``: a row of FILE (in the page's folder) has every VALUE (a number
-      is compared at the decimals it is written with)."""
+      is compared at the decimals it is written with);
+    - ``expect FILE "TEXT" ...`` (or ``not`` or a regex): the same of the text of FILE (an HTML file's text without
+      its tags)."""
     problems = []
-    text = normalised(output)
     for mark in marks:
         if not mark.startswith("expect"):
             continue
         words = [w[1:-1] if w.startswith('"') else w for w in CLAIM_WORD.findall(mark[len("expect"):])]
-        if words and words[0].endswith(".csv"):
+        if words and words[0].endswith(".csv") and all("=" in w for w in words[1:]):
             problems += _check_row(workdir / words[0], dict(w.split("=", 1) for w in words[1:]))
             continue
+        text = normalised(output)
+        if words and FILE_CLAIM.search(words[0]):
+            path, words = workdir / words[0], words[1:]
+            if not path.exists():
+                problems.append(f"expected {path.name}, which no command wrote")
+                continue
+            text = normalised(html.unescape(re.sub(r"<[^>]+>", " ", path.read_text("utf-8"))))
         negate = False
         for w in words:
             if w == "not":
