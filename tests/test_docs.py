@@ -209,7 +209,7 @@ def check_claims(marks: tuple[str, ...], output: str, workdir: Path) -> list[str
     - ``expect not "TEXT"``: TEXT is not;
     - ``expect /REGEX/``: the regex matches the normalised output;
     - ``expect FILE.csv COLUMN=VALUE ...``: a row of FILE (in the page's folder) has every VALUE (a number
-      is compared at the decimals it is written with);
+      is compared at the decimals it is written with; ``COLUMN=`` is an empty cell);
     - ``expect FILE "TEXT" ...`` (or ``not`` or a regex): the same of the text of FILE (an HTML file's text without
       its tags)."""
     problems = []
@@ -243,6 +243,8 @@ def check_claims(marks: tuple[str, ...], output: str, workdir: Path) -> list[str
 
 
 def _same(cell, value: str) -> bool:
+    if value == "" or pd.isna(cell):  # `COLUMN=` claims an empty cell
+        return value == "" and pd.isna(cell)
     try:
         decimals = len(value.split(".")[1]) if "." in value else 0
         return round(float(cell), decimals) == round(float(value), decimals)
