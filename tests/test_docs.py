@@ -9,12 +9,24 @@
 **The rule for commands in pages.** In README.md and the pages under docs/getting-started/,
 docs/tutorials/ and docs/how-to/, every fenced ``console`` block's ``$ `` lines and every fenced ``bash`` block's
 non-comment lines are commands, run in order in one scratch folder per page (with ``examples/``
-linked in) and each must exit 0. ``louder`` (or ``.venv/bin/louder``) is this checkout's louder. A
-``louder`` command that calls models runs on ``fake:seed=1``: a ``--model/-m`` naming any other model
-is swapped for it, and ``run``/``probe``/``batch`` commands that name none get it. A block right
-after ``<!-- docs-test: skip (reason) -->`` is not run (servers, keys, GPUs, installs); a block right
-after ``<!-- docs-test: write FILE -->`` is written to FILE in the scratch folder before the
-commands that follow it.
+linked in) and each must exit 0. ``louder`` (or ``.venv/bin/louder``) is this checkout's louder (a plain
+``louder`` command runs in this process, the others in bash). A ``louder`` command that calls models runs
+on ``fake:seed=1``: a ``--model/-m`` naming any other model is swapped for it, and ``run``/``probe``/``batch``
+commands that name none get it (a ``--dry-run`` calls none: it keeps the page's models, and its prices).
+``louder analyze`` and ``louder report`` that name no ``-B`` get ``-B 2000``.
+
+**What a page claims is checked.** The lines a console block shows under a command must be in its output
+(in order; white space and table rules loose, "…" any text). Marks just above a block (HTML comments,
+invisible on the site; several may stand one a line):
+
+- ``<!-- docs-test: skip (reason) -->``: the block is not run (servers, keys, GPUs, installs): a reason is
+  required;
+- ``<!-- docs-test: write FILE -->``: the block is written to FILE before the commands that follow it;
+- ``<!-- docs-test: expect "TEXT" not "TEXT" /REGEX/ -->``: claims on the output of the block's commands;
+  ``expect FILE.csv COLUMN=VALUE ...`` a row of a table they wrote, ``expect FILE "TEXT"`` a file's text
+  (``check_claims``);
+- ``<!-- docs-test: with FLAGS (reason) -->``: FLAGS added to the block's ``louder run`` commands, not dry
+  runs (a smaller ``--agents`` where no claim depends on it).
 """
 
 from __future__ import annotations
@@ -159,10 +171,10 @@ def _with_flags(cmd: str, flags: str) -> str:
 
 def for_test(cmd: str, extra: str = "") -> str:
     """The command as the test runs it: this checkout's louder, on the fake model; ``extra`` (a ``with``
-    mark's flags) added to commands that call models, except dry runs."""
+    mark's flags) added to ``louder run`` commands, except dry runs."""
     cmd = re.sub(r"(^|\s)\.venv/bin/louder\b", r"\1louder", cmd.strip())
-    if not cmd.startswith("louder "):
-        return cmd
+    if not cmd.startswith("louder ") or "--dry-run" in cmd.split(" #")[0].split():
+        return cmd  # a dry run calls no model: it prices the page's own, as the reader sees it
 
     def swap(m: re.Match) -> str:
         value = m["value"].strip("\"'")
@@ -171,7 +183,7 @@ def for_test(cmd: str, extra: str = "") -> str:
     cmd = MODEL_FLAG.sub(swap, cmd)
     if CALLS_MODELS.match(cmd) and not MODEL_FLAG.search(cmd):
         cmd = _with_flags(cmd, f"--model {FAKE}")
-    if extra and CALLS_MODELS.match(cmd) and "--dry-run" not in cmd.split("#")[0]:
+    if extra and cmd.startswith("louder run "):
         cmd = _with_flags(cmd, extra)
     return cmd
 
@@ -398,7 +410,7 @@ def test_claims_beside_commands_are_checked(tmp_path):
     one = "--scenario emergency_response --group gender_identity"
     page.write_text(f"""
 <!-- docs-test: expect "status counts: {{'valid': 6" not "missing:" -->
-<!-- docs-test: expect /fake:seed=1 12 ~[0-9,]+ / -->
+<!-- docs-test: expect /embedded 12 ~[0-9,]+ / -->
 ```console
 $ louder run --out runs/a --agents 2 {one} --dry-run
 $ louder run --out runs/a --agents 2 {one}
@@ -415,7 +427,7 @@ $ louder analyze runs/b
 """)
     assert run_page(page, tmp_path / "work") == []
     assert for_test("louder run --out o --agents 2", "--agents 3") == f"louder run --out o --agents 2 --model {FAKE} --agents 3"
-    assert for_test("louder run --out o --dry-run", "--agents 3") == f"louder run --out o --dry-run --model {FAKE}"
+    assert for_test("louder run --out o --dry-run -m openai:gpt-4o", "--agents 3") == "louder run --out o --dry-run -m openai:gpt-4o"
     assert fewer_draws("louder analyze o") == f"louder analyze o -B {DOCS_BOOTSTRAP}"
     assert fewer_draws("louder report o -B 200") == "louder report o -B 200"
     # every kind of claim that does not hold is named
