@@ -483,6 +483,38 @@ def test_page_commands_run(page, tmp_path):
     assert run_page(page, tmp_path) == []
 
 
+def test_reading_the_report_follows_the_report(tmp_path):
+    """docs/getting-started/reading-the-report.md walks through the report's sections in the report's order
+    (the measures' positions): its numbered headings are the titles of a report's sections, every section of
+    that report has one, and they stand in the same order."""
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    runner, run = CliRunner(), tmp_path / "r"
+    one = ["--scenario", "emergency_response", "--group", "gender_identity"]
+    for args in (["run", "--out", run, "-m", FAKE, "--agents", 4, "-c", "contextualized", "-c", "no_persona", *one],
+                 ["probe", "explicit", "--out", run, "-m", FAKE, "--trials", 6, *one],
+                 ["probe", "beliefs", "--out", run, "-m", FAKE, "--trials", 4, *one], ["report", run, "-B", 200]):
+        r = runner.invoke(app, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+    report = [html.unescape(t) for t in re.findall(r"<h2>(.*?)</h2>", (run / "report" / "index.html").read_text("utf-8"))]
+    page = re.findall(r"^## \d+\. (.+)$", (DOCS / "getting-started" / "reading-the-report.md").read_text("utf-8"),
+                      flags=re.MULTILINE)
+    matched = [next((i for i, t in enumerate(report) if t == h or t.startswith(h + " (")), None) for h in page]
+    assert None not in matched, [h for h, m in zip(page, matched) if m is None]
+    assert matched == sorted(matched), "the page's sections stand in another order than the report's"
+    assert len(matched) == len(report), f"sections the page does not describe: {sorted(set(report) - {report[i] for i in matched})}"
+
+
+def test_tutorials_index_lists_every_tutorial():
+    """The tutorials' overview lists each tutorial page, and promises none that is not there."""
+    text = (DOCS / "tutorials" / "index.md").read_text("utf-8")
+    for page in (DOCS / "tutorials").glob("*.md"):
+        assert page.name == "index.md" or f"]({page.name})" in text, page.name
+    assert "not yet" not in text.lower()
+
+
 def test_getting_started_page_has_commands():
     """The getting-started page is the one the issue names: it must keep commands to check."""
     cmds = [c for b in blocks((DOCS / "getting-started" / "index.md").read_text()) if b.mark != "skip"
