@@ -544,6 +544,9 @@ def test_site_builds_strictly(tmp_path):
     assert "louder.run" in (site / "reference" / "api" / "index.html").read_text("utf-8")
     nb = (site / "getting-started" / "first-experiment" / "index.html").read_text("utf-8")
     assert "louder.run" in nb and "explicit" in nb
+    # issue 32: the notebook page links its own .ipynb, which the site serves beside it
+    assert 'href="first-experiment.ipynb"' in nb
+    assert (site / "getting-started" / "first-experiment" / "first-experiment.ipynb").exists()
 
 
 def test_generated_cli_reference_has_every_command_and_option():
