@@ -228,7 +228,7 @@ def check_claims(marks: tuple[str, ...], output: str, workdir: Path) -> list[str
     for mark in marks:
         if not mark.startswith("expect"):
             continue
-        words = [w[1:-1] if w.startswith('"') else w for w in CLAIM_WORD.findall(mark[len("expect"):])]
+        words = CLAIM_WORD.findall(mark[len("expect"):])  # a quoted word is text, whatever it looks like
         if words and words[0].endswith(".csv") and all("=" in w for w in words[1:]):
             problems += _check_row(workdir / words[0], dict(w.split("=", 1) for w in words[1:]))
             continue
@@ -244,10 +244,14 @@ def check_claims(marks: tuple[str, ...], output: str, workdir: Path) -> list[str
             if w == "not":
                 negate = True
                 continue
-            if len(w) > 1 and w.startswith("/") and w.endswith("/"):
+            if w.startswith('"'):
+                w = w[1:-1]
+                found = normalised(w) in text
+            elif len(w) > 1 and w.startswith("/") and w.endswith("/"):
                 found = re.search(w[1:-1], text) is not None
             else:
-                found = normalised(w) in text
+                problems.append(f"expect mark: {w!r} is neither \"TEXT\" nor /REGEX/")
+                continue
             if found == negate:
                 problems.append(f"{'unexpected' if negate else 'expected'} {w!r} in the output")
             negate = False
