@@ -57,7 +57,10 @@ def _dry_run(config, kind) -> None:
     """Price ``kind``'s plan for ``config`` (louder/cost.py); no model is called."""
     from louder.cost import price
 
-    console.print(dry_run_table(price(kind.build(config).calls, config)))
+    task = kind.build(config)
+    console.print(dry_run_table(price(task.calls, config)))
+    for line in task.notes:  # what building the plan found (a population's fit)
+        console.print(line, highlight=False)
     from louder.dimensions import plan_line
 
     if line := plan_line(config):  # issue 31.3: what the experiment dimensions multiply

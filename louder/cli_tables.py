@@ -289,12 +289,10 @@ def network_console(result) -> list:
 
 
 def population_console(result) -> list:
-    from louder.populations.fit import fit_errors
+    from louder.populations.fit import fit_line
 
-    p = result.manifest["population"]
-    return [population_rates_table(result.tables["decisions.parquet"]),
-            f"population {p['id']}: {p['n']} agents in {p['cells_drawn']} cells, {fit_errors(p)}, chi-square "
-            f"{p['chi2']:.2f} (df {p['df']})", *sequential_table(result), *_footer(result)]
+    return [population_rates_table(result.tables["decisions.parquet"]), fit_line(result.manifest["population"]),
+            *sequential_table(result), *_footer(result)]
 
 
 def archetype_console(result) -> list:

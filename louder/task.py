@@ -62,6 +62,7 @@ class Task:
     manifest_file: str
     # runs every item elsewhere (executor: ray) and returns their results in order; default: threads here
     run_items: Callable[[RunContext, list, Callable[[], None] | None], list] | None = None
+    notes: tuple[str, ...] = ()  # what building the plan found, for ``--dry-run`` to print (a population's fit)
 
     @property
     def calls(self) -> list[Calls]:

@@ -9,16 +9,29 @@
 **The rule for commands in pages.** In README.md and the pages under docs/getting-started/,
 docs/tutorials/ and docs/how-to/, every fenced ``console`` block's ``$ `` lines and every fenced ``bash`` block's
 non-comment lines are commands, run in order in one scratch folder per page (with ``examples/``
-linked in) and each must exit 0. ``louder`` (or ``.venv/bin/louder``) is this checkout's louder. A
-``louder`` command that calls models runs on ``fake:seed=1``: a ``--model/-m`` naming any other model
-is swapped for it, and ``run``/``probe``/``batch`` commands that name none get it. A block right
-after ``<!-- docs-test: skip (reason) -->`` is not run (servers, keys, GPUs, installs); a block right
-after ``<!-- docs-test: write FILE -->`` is written to FILE in the scratch folder before the
-commands that follow it.
+linked in) and each must exit 0. ``louder`` (or ``.venv/bin/louder``) is this checkout's louder (a plain
+``louder`` command runs in this process, the others in bash). A ``louder`` command that calls models runs
+on ``fake:seed=1``: a ``--model/-m`` naming any other model is swapped for it, and ``run``/``probe``/``batch``
+commands that name none get it (a ``--dry-run`` calls none: it keeps the page's models, and its prices).
+``louder analyze`` and ``louder report`` that name no ``-B`` get ``-B 2000``, unless the page shows their output.
+
+**What a page claims is checked.** The lines a console block shows under a command must be in its output
+(in order; white space and table rules loose, "…" any text). Marks just above a block (HTML comments,
+invisible on the site; several may stand one a line):
+
+- ``<!-- docs-test: skip (reason) -->``: the block is not run (servers, keys, GPUs, installs): a reason is
+  required;
+- ``<!-- docs-test: write FILE -->``: the block is written to FILE before the commands that follow it;
+- ``<!-- docs-test: expect "TEXT" not "TEXT" /REGEX/ -->``: claims on the output of the block's commands;
+  ``expect FILE.csv COLUMN=VALUE ...`` a row of a table they wrote, ``expect FILE "TEXT"`` a file's text
+  (``check_claims``);
+- ``<!-- docs-test: with FLAGS (reason) -->``: FLAGS added to the block's ``louder run`` commands, not dry
+  runs (a smaller ``--agents`` where no claim depends on it).
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shlex
@@ -43,10 +56,11 @@ import notebooks  # noqa: E402  (docs/tools/notebooks.py: notebook execution wit
 FAKE = "fake:seed=1"
 README = ROOT / "README.md"
 TESTED_DIRS = ("getting-started", "tutorials", "how-to")
-# Pages whose commands take long even on the fake model (the paper's full design, Ray, 100,000 agents,
-# many commands): marked slow, so `make test-fast` skips them and `make test` (CI) runs them.
-SLOW_PAGES = {"tutorials/scale-out.md", "tutorials/network.md", "tutorials/replicate-the-paper.md",
-              "tutorials/population-what-if.md", "how-to/control-cost.md", "how-to/bai-tests.md"}
+# Pages whose commands take long even on the fake model (the paper's full design, Ray, a 1,000,000-agent
+# dry run, a network run with its archetype run): marked slow, so `make test-fast` skips them and `make test`
+# (CI) runs them. The others take seconds in process (issue 32: population-what-if, control-cost and bai-tests
+# left this list).
+SLOW_PAGES = {"tutorials/scale-out.md", "tutorials/network.md", "tutorials/replicate-the-paper.md"}
 
 
 # --- fenced blocks and their commands ----------------------------------------------------------------
@@ -56,23 +70,28 @@ class Block:
     lang: str
     body: str
     mark: str  # "", "skip" or "write"
-    arg: str   # the file name of a write mark
+    arg: str   # the file name of a write mark, the reason of a skip mark
     line: int
+    marks: tuple[str, ...] = ()  # every docs-test mark just above the block (their bodies), in order
 
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
-MARK = re.compile(r"<!--\s*docs-test:\s*(?P<what>skip|write)\b\s*(?P<arg>[^\s>]*)")
+MARK = re.compile(r"<!--\s*docs-test:\s*(?P<body>.*?)\s*-->")
+SKIP = re.compile(r"^skip\s*(?P<reason>\(.+\))?$")
+WRITE = re.compile(r"^write\s+(?P<file>\S+)$")
 
 
 def blocks(text: str) -> list[Block]:
-    """The fenced code blocks of a Markdown page, each with the docs-test mark just above it."""
+    """The fenced code blocks of a Markdown page, each with the docs-test marks just above it (one a
+    line; blank lines may stand between)."""
     lines = text.splitlines()
-    out, i, previous = [], 0, ""
+    out, i, marks = [], 0, []
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
             if lines[i].strip():
-                previous = lines[i]
+                mark = MARK.search(lines[i])
+                marks = marks + [mark["body"]] if mark and lines[i].strip().startswith("<!--") else []
             i += 1
             continue
         indent, fence, info = m["indent"], m["fence"], m["info"].strip()
@@ -80,10 +99,14 @@ def blocks(text: str) -> list[Block]:
         while i < len(lines) and not (lines[i].strip().startswith(fence) and lines[i].strip().strip(fence[0]) == ""):
             body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip())
             i += 1
-        mark = MARK.search(previous)
-        out.append(Block(info.split()[0] if info else "", "\n".join(body) + "\n", mark["what"] if mark else "",
-                         mark["arg"] if mark else "", start))
-        previous, i = "", i + 1
+        kind, arg = "", ""
+        for mark in marks:
+            if s := SKIP.match(mark):
+                kind, arg = "skip", (s["reason"] or "")
+            elif w := WRITE.match(mark):
+                kind, arg = "write", w["file"]
+        out.append(Block(info.split()[0] if info else "", "\n".join(body) + "\n", kind, arg, start, tuple(marks)))
+        marks, i = [], i + 1
     return out
 
 
@@ -117,15 +140,42 @@ def commands(block: Block) -> list[str]:
     return []
 
 
+def shown_output(block: Block) -> list[list[str]]:
+    """The output a console block shows under each of its commands (the lines up to the next ``$ ``)."""
+    if block.lang != "console":
+        return []
+    out: list[list[str]] = []
+    continued = False
+    for line in block.body.splitlines():
+        if line.startswith("$ "):
+            out.append([])
+            continued = line.rstrip().endswith("\\")
+        elif continued:
+            continued = line.rstrip().endswith("\\")
+        elif out and line.strip():
+            out[-1].append(line)
+    return out
+
+
 MODEL_FLAG = re.compile(r"(?<=\s)(?P<flag>--model|-m)(?P<sep>\s+|=)(?P<value>\"[^\"]*\"|'[^']*'|\S+)")
 CALLS_MODELS = re.compile(r"^louder\s+(run|probe\s+(explicit|association|decision)|batch\s+(export|status|submit|poll))\b")
+ANALYSES = re.compile(r"^louder\s+(analyze|report)\b")
+# The bootstrap draws the rule gives `louder analyze` and `louder report` that name none: the docs' claims
+# (a planted case flagged, a null one not) hold at 2,000 draws as at 10,000, in a fifth of the time.
+DOCS_BOOTSTRAP = 2000
 
 
-def for_test(cmd: str) -> str:
-    """The command as the test runs it: this checkout's louder, on the fake model."""
+def _with_flags(cmd: str, flags: str) -> str:
+    code, hash_, comment = cmd.partition(" #")
+    return f"{code.rstrip()} {flags}" + (f" {hash_.strip()}{comment}" if hash_ else "")
+
+
+def for_test(cmd: str, extra: str = "") -> str:
+    """The command as the test runs it: this checkout's louder, on the fake model; ``extra`` (a ``with``
+    mark's flags) added to ``louder run`` commands, except dry runs."""
     cmd = re.sub(r"(^|\s)\.venv/bin/louder\b", r"\1louder", cmd.strip())
-    if not cmd.startswith("louder "):
-        return cmd
+    if not cmd.startswith("louder ") or "--dry-run" in cmd.split(" #")[0].split():
+        return cmd  # a dry run calls no model: it prices the page's own, as the reader sees it
 
     def swap(m: re.Match) -> str:
         value = m["value"].strip("\"'")
@@ -133,13 +183,147 @@ def for_test(cmd: str) -> str:
 
     cmd = MODEL_FLAG.sub(swap, cmd)
     if CALLS_MODELS.match(cmd) and not MODEL_FLAG.search(cmd):
-        code, hash_, comment = cmd.partition(" #")
-        cmd = f"{code.rstrip()} --model {FAKE}" + (f" {hash_.strip()}{comment}" if hash_ else "")
+        cmd = _with_flags(cmd, f"--model {FAKE}")
+    if extra and cmd.startswith("louder run "):
+        cmd = _with_flags(cmd, extra)
     return cmd
 
 
-def run_page(page: Path, workdir: Path, timeout: int = 600) -> list[str]:
-    """Run the page's commands (the rule in this module's docstring); the failures, as messages."""
+def fewer_draws(cmd: str) -> str:
+    """``-B DOCS_BOOTSTRAP`` added to a ``louder analyze`` or ``louder report`` that names no bootstrap."""
+    if ANALYSES.match(cmd) and not re.search(r"\s(-B|--bootstrap)[\s=]", cmd.split(" #")[0] + " "):
+        return _with_flags(cmd, f"-B {DOCS_BOOTSTRAP}")
+    return cmd
+
+
+# --- the claims beside the commands ------------------------------------------------------------------
+
+BOX = re.compile(r"[│┃┆┊║|]")
+FILE_CLAIM = re.compile(r"^[\w./-]+\.(csv|html|json|md|txt|yaml)$")
+CLAIM_WORD = re.compile(r'"[^"]*"|/(?:[^/\\]|\\.)+/(?!\S)|\S+')  # "TEXT", /REGEX/ (may hold spaces), a word
+
+
+def normalised(text: str) -> str:
+    """Output as a claim is matched against it: table rules and runs of white space as one space."""
+    return " ".join(BOX.sub(" ", text).split())
+
+
+def _pattern(shown: str) -> re.Pattern:
+    """A shown output line as a pattern: white space and table rules loose, "…" any text."""
+    parts = [re.escape(p) for p in normalised(shown).split("…")]
+    return re.compile(".*?".join(parts))
+
+
+def check_claims(marks: tuple[str, ...], output: str, workdir: Path) -> list[str]:
+    """What the ``expect`` marks claim and the output (or the files) do not hold, one message each.
+
+    - ``expect "TEXT" ...``: each TEXT is in the output of the block's commands (white space and table
+      rules loose, as :func:`normalised`);
+    - ``expect not "TEXT"``: TEXT is not;
+    - ``expect /REGEX/``: the regex matches the normalised output;
+    - ``expect FILE.csv COLUMN=VALUE ...``: a row of FILE (in the page's folder) has every VALUE (a number
+      is compared at the decimals it is written with; ``COLUMN=`` is an empty cell);
+    - ``expect FILE "TEXT" ...`` (or ``not`` or a regex): the same of the text of FILE (an HTML file's text without
+      its tags)."""
+    problems = []
+    for mark in marks:
+        if not mark.startswith("expect"):
+            continue
+        words = CLAIM_WORD.findall(mark[len("expect"):])  # a quoted word is text, whatever it looks like
+        if words and words[0].endswith(".csv") and all("=" in w for w in words[1:]):
+            problems += _check_row(workdir / words[0], dict(w.split("=", 1) for w in words[1:]))
+            continue
+        text = normalised(output)
+        if words and FILE_CLAIM.search(words[0]):
+            path, words = workdir / words[0], words[1:]
+            if not path.exists():
+                problems.append(f"expected {path.name}, which no command wrote")
+                continue
+            text = normalised(html.unescape(re.sub(r"<[^>]+>", " ", path.read_text("utf-8"))))
+        negate = False
+        for w in words:
+            if w == "not":
+                negate = True
+                continue
+            if w.startswith('"'):
+                w = w[1:-1]
+                found = normalised(w) in text
+            elif len(w) > 1 and w.startswith("/") and w.endswith("/"):
+                found = re.search(w[1:-1], text) is not None
+            else:
+                problems.append(f"expect mark: {w!r} is neither \"TEXT\" nor /REGEX/")
+                continue
+            if found == negate:
+                problems.append(f"{'unexpected' if negate else 'expected'} {w!r} in the output")
+            negate = False
+    return problems
+
+
+def _same(cell, value: str) -> bool:
+    if value == "" or pd.isna(cell):  # `COLUMN=` claims an empty cell
+        return value == "" and pd.isna(cell)
+    try:
+        decimals = len(value.split(".")[1]) if "." in value else 0
+        return round(float(cell), decimals) == round(float(value), decimals)
+    except (TypeError, ValueError):
+        return str(cell) == value
+
+
+def _check_row(path: Path, want: dict[str, str]) -> list[str]:
+    if not path.exists():
+        return [f"expected {path.name}, which no command wrote"]
+    df = pd.read_csv(path)
+    missing = [c for c in want if c not in df.columns]
+    if missing:
+        return [f"{path.name} has no column {', '.join(missing)}"]
+    if not any(all(_same(row[c], v) for c, v in want.items()) for _, row in df.iterrows()):
+        shown = df[list(want)].to_string(index=False)
+        return [f"{path.name}: no row with {want}; its rows:\n{shown}"]
+    return []
+
+
+def check_shown(shown: list[str], output: str) -> list[str]:
+    """The lines a console block shows under a command are in its output, in order."""
+    text, at, problems = normalised(output), 0, []
+    for line in shown:
+        m = _pattern(line).search(text, at)
+        if m is None:
+            problems.append(f"shown output {line.strip()!r} is not in the output")
+        else:
+            at = m.end()
+    return problems
+
+
+# --- running the commands ----------------------------------------------------------------------------
+
+SHELL = re.compile(r"[|&;<>()$`*?~]|^\S+=")
+
+
+def _in_process(cmd: str, workdir: Path, env: dict) -> tuple[int, str]:
+    """A plain ``louder ...`` command (no shell syntax) in this process: the same CLI the shim runs, without
+    a new Python and its imports for every command (seconds each on a loaded machine)."""
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    args = shlex.split(cmd, comments=True)[1:]
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        r = CliRunner().invoke(app, args, env={k: v for k, v in env.items() if k in ("COLUMNS", "OPENAI_API_KEY")})
+    finally:
+        os.chdir(cwd)
+    output = r.stdout + (r.stderr or "")
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        import traceback
+
+        output += "".join(traceback.format_exception(r.exception))
+    return r.exit_code, output
+
+
+def run_page(page: Path, workdir: Path, timeout: int = 600, in_process: bool = True) -> list[str]:
+    """Run the page's commands (the rule in this module's docstring) and check the claims marked beside
+    them; the failures, as messages."""
     bin_dir = workdir / ".bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     shim = bin_dir / "louder"
@@ -152,20 +336,34 @@ def run_page(page: Path, workdir: Path, timeout: int = 600) -> list[str]:
            "COLUMNS": "160"}
     env.pop("OPENAI_API_KEY", None)
     failures = []
+    where = page.relative_to(DOCS) if page.is_relative_to(DOCS) else page.name
     for block in blocks(page.read_text("utf-8")):
         if block.mark == "skip":
             continue
         if block.mark == "write":
+            (workdir / block.arg).parent.mkdir(parents=True, exist_ok=True)
             (workdir / block.arg).write_text(block.body, "utf-8")
             continue
-        for cmd in commands(block):
-            run = for_test(cmd)
-            r = subprocess.run(["bash", "-c", run], cwd=workdir, env=env, capture_output=True, text=True,
-                               timeout=timeout)
-            if r.returncode != 0:
-                where = page.relative_to(DOCS) if page.is_relative_to(DOCS) else page.name
-                failures.append(f"{where}:{block.line}: `{cmd}` (ran `{run}`) exited "
-                                f"{r.returncode}: {(r.stderr or r.stdout).strip()[-800:]}")
+        extra = next((m[len("with"):].split(" (")[0].strip() for m in block.marks if m.startswith("with ")), "")
+        outputs = []
+        shown = shown_output(block)
+        for i, cmd in enumerate(commands(block)):
+            run = for_test(cmd, extra)
+            if not (i < len(shown) and shown[i]):  # output the page shows is the output of the command as written
+                run = fewer_draws(run)
+            if in_process and run.startswith("louder ") and not SHELL.search(run.split(" #")[0]):
+                code, output = _in_process(run, workdir, env)
+            else:
+                r = subprocess.run(["bash", "-c", run], cwd=workdir, env=env, capture_output=True, text=True,
+                                   timeout=timeout)
+                code, output = r.returncode, r.stdout + r.stderr
+            if code != 0:
+                failures.append(f"{where}:{block.line}: `{cmd}` (ran `{run}`) exited {code}: {output.strip()[-800:]}")
+                continue
+            outputs.append(output)
+            if i < len(shown):
+                failures += [f"{where}:{block.line}: `{cmd}`: {p}" for p in check_shown(shown[i], output)]
+        failures += [f"{where}:{block.line}: {p}" for p in check_claims(block.marks, "\n".join(outputs), workdir)]
     return failures
 
 
@@ -185,7 +383,7 @@ simulation: {agents: 2, scenarios: [emergency_response], groups: [gender_identit
 
 ```console
 $ louder run tiny.yaml --out runs/a --model openai:gpt-4o    # a comment stays a comment
-wrote runs/a/decisions.parquet
+wrote runs/a/: decisions.parquet (6 rows), personas.parquet (6 rows), manifest.json
 $ louder run tiny.yaml \\
     --out runs/b
 ```
@@ -212,6 +410,72 @@ test -f runs/b/decisions.parquet
     assert len(failures) == 1 and "page.md:1" in failures[0] and "agents" in failures[0]
 
 
+def test_claims_beside_commands_are_checked(tmp_path):
+    """Issue 32: the output a console block shows, and what ``expect`` marks claim of the output and of the
+    files written, are checked; a claim that does not hold fails the page."""
+    page = tmp_path / "page.md"
+    one = "--scenario emergency_response --group gender_identity"
+    page.write_text(f"""
+<!-- docs-test: expect "status counts: {{'valid': 6" not "missing:" -->
+<!-- docs-test: expect /embedded 12 ~[0-9,]+ / -->
+```console
+$ louder run --out runs/a --agents 2 {one} --dry-run
+$ louder run --out runs/a --agents 2 {one}
+wrote runs/a/: decisions.parquet (6 rows), … manifest.json
+```
+
+<!-- docs-test: with --agents 3 (a smaller run) -->
+<!-- docs-test: expect runs/b/cases.csv kind=implicit n_valid=9 -->
+```console
+$ louder run --out runs/b --agents 2 {one}
+$ louder run --out runs/b --agents 2 {one} --dry-run
+$ louder analyze runs/b
+```
+""")
+    assert run_page(page, tmp_path / "work") == []
+    assert for_test("louder run --out o --agents 2", "--agents 3") == f"louder run --out o --agents 2 --model {FAKE} --agents 3"
+    assert for_test("louder run --out o --dry-run -m openai:gpt-4o", "--agents 3") == "louder run --out o --dry-run -m openai:gpt-4o"
+    assert fewer_draws("louder analyze o") == f"louder analyze o -B {DOCS_BOOTSTRAP}"
+    assert fewer_draws("louder report o -B 200") == "louder report o -B 200"
+    # every kind of claim that does not hold is named
+    page.write_text(f"""
+<!-- docs-test: expect "status counts: {{'valid': 7" -->
+<!-- docs-test: expect not "wrote" -->
+<!-- docs-test: expect /model_calls: 99\\b/ -->
+<!-- docs-test: expect runs/c/decisions.parquet.csv status=valid -->
+```console
+$ louder run --out runs/c --agents 2 {one}
+wrote runs/c/: personas.parquet
+```
+""")
+    failures = run_page(page, tmp_path / "work2")
+    assert len(failures) == 5, failures
+    assert all("page.md:" in f for f in failures)
+    assert any("shown output" in f and "personas.parquet" in f for f in failures)
+    assert any("'valid': 7" in f for f in failures) and any("unexpected 'wrote'" in f for f in failures)
+    assert any("model_calls: 99" in f for f in failures) and any("no command wrote" in f for f in failures)
+
+
+def test_every_skip_says_why_and_every_block_runs():
+    """No block of a tested page is passed over silently: a skipped one gives its reason, and every fenced block
+    is commands (console, bash), a file the page writes, or text that is no command (yaml, python, toml …
+    shown beside a run that uses it)."""
+    problems = []
+    for page in [README, *_tested_pages()]:
+        for b in blocks(page.read_text("utf-8")):
+            if b.mark == "skip" and len(b.arg.strip("() ")) < 5:
+                problems.append(f"{page.name}:{b.line}: a skip mark without its reason: `docs-test: skip (why)`")
+            if b.mark != "skip" and b.lang in ("console", "bash") and not commands(b):
+                problems.append(f"{page.name}:{b.line}: a {b.lang} block without a command")
+            if b.lang in ("sh", "shell", "shell-session", "zsh", "") and b.mark != "write":
+                problems.append(f"{page.name}:{b.line}: a ```{b.lang or '(no language)'} block: write ```console "
+                                "(with `$ `) or ```bash so that the test runs it")
+            for m in b.marks:
+                if not re.match(r"(skip|write|expect|with)\b", m):
+                    problems.append(f"{page.name}:{b.line}: unknown docs-test mark {m!r}")
+    assert not problems, "\n".join(problems)
+
+
 # --- every command of the getting-started, tutorial and how-to pages ----------------------------------
 
 def _page_params():
@@ -224,6 +488,38 @@ def _page_params():
 @pytest.mark.parametrize("page", list(_page_params()))
 def test_page_commands_run(page, tmp_path):
     assert run_page(page, tmp_path) == []
+
+
+def test_reading_the_report_follows_the_report(tmp_path):
+    """docs/getting-started/reading-the-report.md walks through the report's sections in the report's order
+    (the measures' positions): its numbered headings are the titles of a report's sections, every section of
+    that report has one, and they stand in the same order."""
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    runner, run = CliRunner(), tmp_path / "r"
+    one = ["--scenario", "emergency_response", "--group", "gender_identity"]
+    for args in (["run", "--out", run, "-m", FAKE, "--agents", 4, "-c", "contextualized", "-c", "no_persona", *one],
+                 ["probe", "explicit", "--out", run, "-m", FAKE, "--trials", 6, *one],
+                 ["probe", "beliefs", "--out", run, "-m", FAKE, "--trials", 4, *one], ["report", run, "-B", 200]):
+        r = runner.invoke(app, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+    report = [html.unescape(t) for t in re.findall(r"<h2>(.*?)</h2>", (run / "report" / "index.html").read_text("utf-8"))]
+    page = re.findall(r"^## \d+\. (.+)$", (DOCS / "getting-started" / "reading-the-report.md").read_text("utf-8"),
+                      flags=re.MULTILINE)
+    matched = [next((i for i, t in enumerate(report) if t == h or t.startswith(h + " (")), None) for h in page]
+    assert None not in matched, [h for h, m in zip(page, matched) if m is None]
+    assert matched == sorted(matched), "the page's sections stand in another order than the report's"
+    assert len(matched) == len(report), f"sections the page does not describe: {sorted(set(report) - {report[i] for i in matched})}"
+
+
+def test_tutorials_index_lists_every_tutorial():
+    """The tutorials' overview lists each tutorial page, and promises none that is not there."""
+    text = (DOCS / "tutorials" / "index.md").read_text("utf-8")
+    for page in (DOCS / "tutorials").glob("*.md"):
+        assert page.name == "index.md" or f"]({page.name})" in text, page.name
+    assert "not yet" not in text.lower()
 
 
 def test_getting_started_page_has_commands():
@@ -255,6 +551,9 @@ def test_site_builds_strictly(tmp_path):
     assert "louder.run" in (site / "reference" / "api" / "index.html").read_text("utf-8")
     nb = (site / "getting-started" / "first-experiment" / "index.html").read_text("utf-8")
     assert "louder.run" in nb and "explicit" in nb
+    # issue 32: the notebook page links its own .ipynb, which the site serves beside it
+    assert 'href="first-experiment.ipynb"' in nb
+    assert (site / "getting-started" / "first-experiment" / "first-experiment.ipynb").exists()
 
 
 def test_generated_cli_reference_has_every_command_and_option():

@@ -27,7 +27,8 @@ table{border-collapse:collapse;font-size:12px;margin:.6em 0}td,th{border:1px sol
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:13px}
 .missing{background:#fff6e0;border-left:4px solid #f0ad4e;padding:.5em 1em}.warn{color:#b35c00}
 img{max-width:100%;border:1px solid #eee}pre{background:#f8f8f8;padding:1em;overflow:auto;font-size:11px}
-.sig{font-weight:bold;color:#c0392b}.scroll{max-height:480px;overflow:auto}
+.sig{font-weight:bold;color:#c0392b}.scroll{max-height:480px;overflow:auto}.wide{overflow-x:auto}
+h1,h2,h3{overflow-wrap:anywhere}
 """
 
 

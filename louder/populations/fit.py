@@ -188,6 +188,12 @@ def fit_diagnostics(population: Population | FittedPopulation, agents: pd.DataFr
                           ipf_max_error=ipf_err if fitted.population.joint is None else 0.0)
 
 
+def fit_line(block: dict) -> str:
+    """A manifest's ``population`` block as the one line the console prints (after a run and in a dry run)."""
+    return (f"population {block['id']}: {block['n']} agents in {block['cells_drawn']} cells, {fit_errors(block)}, "
+            f"chi-square {block['chi2']:.2f} (df {block['df']})")
+
+
 def fit_errors(block: dict) -> str:
     """The one-way and two-way errors of a manifest's ``population`` block, as one phrase."""
     table = block.get("max_table_error")

@@ -36,6 +36,7 @@ from louder.errors import LouderError
 from louder.llm.base import stable_seed
 from louder.personas import Persona, generate_persona, rewrite_persona
 from louder.populations import agent_description, draw_agents, fit_diagnostics, fit_population, load_population
+from louder.populations.fit import fit_line
 from louder.populations.schema import Population
 from louder.populations.twins import (TwinCheck, fitting_name, group_lexicon, mentions, name_problem, re_express,
                                       rewrite_check, rewrite_cues, twin_calls_per_agent, twin_check)
@@ -412,13 +413,13 @@ def population_task(config: ExperimentConfig) -> Task:
         fields = status_block(counted, ["model", "condition", "scenario", "variant", *own, "attribute"])
         if pop.twins:
             fields["rows"]["twins"] = len(out["twins.parquet"])
-        fields["population"] = dict(
-            id=population.id, path=population.path, n=len(agents), groups=gids,
-            max_marginal_error=diag.max_marginal_error, max_share_error=diag.max_share_error,
-            max_table_error=diag.max_table_error, max_table_share_error=diag.max_table_share_error, chi2=diag.chi_square,
-            df=diag.df, p_value=diag.p_value, ipf_converged=diag.ipf_converged, ipf_iterations=diag.ipf_iterations,
-            ipf_max_error=diag.ipf_max_error, cells_drawn=int(agents["cell_id"].nunique()),
-            variants=list(sim.variants), twins=twin_info)
+        fields["population"] = dict(fit, variants=list(sim.variants), twins=twin_info)
         return out, fields
 
-    return Task("population", items, run_item, tables, "manifest.json")
+    fit = dict(id=population.id, path=population.path, n=len(agents), groups=gids,
+               max_marginal_error=diag.max_marginal_error, max_share_error=diag.max_share_error,
+               max_table_error=diag.max_table_error, max_table_share_error=diag.max_table_share_error,
+               chi2=diag.chi_square, df=diag.df, p_value=diag.p_value, ipf_converged=diag.ipf_converged,
+               ipf_iterations=diag.ipf_iterations, ipf_max_error=diag.ipf_max_error,
+               cells_drawn=int(agents["cell_id"].nunique()))
+    return Task("population", items, run_item, tables, "manifest.json", notes=(fit_line(fit),))
