@@ -1,0 +1,262 @@
+"""The golden reference runs (issue 41): every kind of run on the fake model, analysed with every
+analysis setting, and what the analysis wrote — each CSV, the console of ``louder analyze`` and each
+section of the report — as a snapshot that a refactor of the analysis must reproduce.
+
+``tests/test_golden.py`` builds the runs afresh and compares them with ``tests/data/golden.json.gz``;
+``python tests/golden.py --write`` writes that file (only when a change of the tables is intended: say
+which rows changed, and why, in the commit).
+
+The snapshot is normalised for what changes from one build to the next and is not the analysis: the
+run folder's path, the report's date, timings, the manifests' and the environment's sections, the
+embedded figures (a figure is drawn from the tables compared here; its bytes depend on the renderer).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "data" / "golden.json.gz"
+FAKE = "fake:seed=1"
+B = "200"
+ONE = ["--scenario", "emergency_response", "--group", "gender_identity"]
+
+
+def _louder(*args) -> str:
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    r = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "1000"})
+    assert r.exit_code == 0, (args, r.output[-3000:], r.exception)
+    return r.output
+
+
+def _observed(base: Path) -> Path:
+    import yaml
+
+    path = base / "observed.yaml"
+    rates = [("gender_identity", a, r) for a, r in (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]
+    rates += [("political_ideology", a, r) for a, r in (("Very Liberal", 0.75), ("Liberal", 0.7), ("Moderate", 0.6),
+                                                         ("Conservative", 0.5), ("Very Conservative", 0.45))]
+    path.write_text(yaml.safe_dump([dict(scenario=s, group=g, attribute=a, rate=r, n=400,
+                                         source="invented for this test", year=2026, measure="share who evacuated")
+                                    for s in ("emergency_response", "emergency_response_policy")
+                                    for g, a, r in rates]))
+    return path
+
+
+# (run, the commands that make it, the analyses: (label, analyze arguments)); a run's later analyses are
+# compared too, so that each setting's tables are kept
+def runs(base: Path) -> list[tuple[str, list[list], list[tuple[str, list]]]]:
+    observed = _observed(base)
+    stereotypes = ["--stereotype", "racism", "--stereotype", "career", "--stereotype", "age"]
+    (base / "net.yaml").write_text(
+        "simulation: {scenarios: [emergency_response], groups: [gender_identity], agents: 6, decision_mode: score, "
+        "score_pick: draw}\n"
+        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\nrounds: 2\n")
+    (base / "arch.yaml").write_text(
+        "population: us_gender_ideology\nmode: archetype\nreplicates: 2\nbuckets: 2\n"
+        "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\nrounds: 1\n"
+        "simulation: {agents: 200, scenarios: [emergency_response], groups: [political_ideology], "
+        "decision_mode: score}\n")
+    (base / "score.yaml").write_text(
+        "simulation: {scenarios: [emergency_response, career_path_selection], groups: [gender_identity], "
+        "agents: 10, decision_mode: score}\n")
+    dims = ["--scenario", "emergency_response", "--group", "race_black_white", "--wording", "as_written", "--wording",
+            "plain", "--choice-order", "balanced", "--signal", "stated", "--signal", "names", "--reasoning", "off",
+            "--reasoning", "default"]
+    biased = "fake:seed=1,bias=Female:0.8"
+    return [
+        ("plain", [["run", "-m", biased, "--agents", 8, "-c", "contextualized", "-c", "no_persona", *ONE],
+                   ["probe", "explicit", "-m", biased, "--trials", 6, *ONE],
+                   ["probe", "beliefs", "-m", biased, "--trials", 4, *ONE],
+                   ["probe", "association", "-m", FAKE, "--trials", 4, *stereotypes],
+                   ["probe", "decision", "-m", FAKE, "--trials", 4, "--variation", "chained", *stereotypes],
+                   ["weat", "--permutations", 200, *stereotypes]],
+         [("default", []), ("observed", ["--observed", observed])]),
+        ("score", [["run", base / "score.yaml", "-m", "fake:seed=2,bias=Female:0.9,noise=0.3"]],
+         [("default", []), ("slopes", ["--random-slopes", "--reference", "gender_identity=Male"])]),
+        ("net", [["run", base / "net.yaml", "-m", biased]], [("default", [])]),
+        ("pop", [["run", "--population", "us_gender_ideology", "-m", "fake:seed=1,bias=liberal:0.9",
+                  "--scenario", "emergency_response_policy", "--variant", "base", "--variant", "mandatory", "--twins",
+                  "--agents", 60]],
+         [("default", []), ("settings", ["--adjust", "parity", "--control", "political_ideology"]),
+          ("observed", ["--adjust", "observed", "--observed", observed])]),
+        ("arch", [["run", base / "arch.yaml", "-m", FAKE]], [("default", [])]),
+        ("robust", [["run", "-m", biased, "--agents", 6, "--choice-order", "balanced", "--wording", "all", *ONE]],
+         [("default", [])]),
+        ("levels", [["run", "-m", "fake:seed=1,think=field,bias=Female:0.8,unless=illegal", "--agents", 6,
+                     "--reasoning", "off", "--reasoning", "high", "--intervention", "none", "--intervention",
+                     "illegal", "--wording", "as_written", "--wording", "plain", "--choice-order", "balanced", *ONE],
+                    ["probe", "explicit", "-m", FAKE, "--trials", 4, "--intervention", "none", "--intervention",
+                     "illegal", *ONE]],
+         [("default", [])]),
+        ("seq", [["run", "-m", biased, "--until", "decided", "--budget", 40, "--wave", 20, *ONE]], [("default", [])]),
+        ("seqpop", [["run", "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
+                     "--until", "decided", "--budget", 40, "--wave", 20]], [("default", [])]),
+        ("netdims", [["run", base / "net.yaml", "-m", FAKE, "--agents", 2, "--rounds", 1, *dims]], [("default", [])]),
+        ("seqdims", [["run", "-m", FAKE, "--until", "decided", "--budget", 4, "--wave", 2, *dims]], [("default", [])]),
+        ("twindims", [["run", "-m", "fake:seed=1,bias=Female:0.8", "--population", "us_gender_ideology",
+                       "--scenario", "emergency_response", "--twins", "--twin-group", "gender_identity", "--agents",
+                       12, "--wording", "as_written", "--wording", "plain", "--reasoning", "off", "--reasoning",
+                       "default", "--intervention", "none", "--intervention", "illegal"]], [("default", [])]),
+        ("humans", [["run", "-m", biased, "--agents", 4, "--humans", ROOT / "examples" / "humans-synthetic.csv",
+                     *ONE]], [("default", [])]),
+    ]
+
+
+class _Embeddings:
+    """A fake /v1/embeddings server on 127.0.0.1 (test_weat's), for ``louder probe weat``."""
+
+    def __enter__(self):
+        from http.server import ThreadingHTTPServer
+
+        sys.path.insert(0, str(ROOT / "tests"))
+        from test_weat import _Embeddings
+
+        class Handler(_Embeddings):
+            seen: list = []
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"openai:text-embedding-3-small@http://127.0.0.1:{self.server.server_port}/v1"
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+
+
+def build(base: Path, only: list[str] | None = None) -> dict[str, dict]:
+    """Make every reference run under ``base`` (those of ``only``), analyse it with each of its settings
+    and snapshot each analysis: {run/label: {"csv": {name: text}, "console": text, "report": {h2: html}}}."""
+    import shutil
+
+    base.mkdir(parents=True, exist_ok=True)
+    out: dict[str, dict] = {}
+    for name, commands, analyses in runs(base):
+        if only and name not in only:
+            continue
+        run = base / name
+        for cmd in commands:
+            if cmd[0] == "weat":
+                with _Embeddings() as spec:
+                    _louder("probe", "weat", "--out", run, "--embeddings", spec, *cmd[1:])
+            elif cmd[0] == "run":
+                _louder("run", *cmd[1:2], "--out", run, *cmd[2:]) if str(cmd[1]).endswith(".yaml") else \
+                    _louder("run", "--out", run, *cmd[1:])
+            else:
+                _louder(*cmd[:2], "--out", run, *cmd[2:])
+        for label, args in analyses:
+            console = _louder("analyze", run, "-B", B, *args)
+            _louder("report", run)
+            out[f"{name}/{label}"] = snapshot(run, console)
+            for f in run.glob("*.csv"):  # the next setting is analysed afresh
+                if f.name not in ("sequential.csv", "sequential_waves.csv"):
+                    f.unlink()
+            (run / "analysis.json").unlink()
+            shutil.rmtree(run / "report")
+    return out
+
+
+def _normal(text: str, run: Path | None = None) -> str:
+    if run is not None:
+        text = text.replace(str(run.resolve()), "RUN").replace(str(run), "RUN")
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
+    text = re.sub(r"\(\d+\.\d s\)|in \d+\.\d s", "(S s)", text)
+    return text
+
+
+def report_sections(html: str) -> dict[str, str]:
+    """The report by its sections (``<h2>`` titles), without the date, the environment and the
+    manifests, each figure replaced by ``IMG``."""
+    html = re.sub(r"data:image/[a-z+]+;base64,[A-Za-z0-9+/=]+", "IMG", html)
+    html = re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated DATE", html)
+    parts = re.split(r"(?=<h2[ >])", html)
+    out = {"head": parts[0]}
+    for p in parts[1:]:
+        title = re.match(r"<h2[^>]*>(.*?)</h2>", p, re.S)
+        key = re.sub(r"<[^>]+>", "", title.group(1)) if title else p[:40]
+        if key in ("Environment", "Manifests"):
+            continue
+        while key in out:
+            key += "'"
+        out[key] = p
+    return out
+
+
+def snapshot(run: Path, console: str) -> dict:
+    csv = {f.name: _normal(f.read_text("utf-8")) for f in sorted(run.glob("*.csv"))}
+    html = (run / "report" / "index.html").read_text("utf-8")
+    console = _normal(console, run)
+    # the closing line (the tables written, the folder) wraps where the folder's path ends: one line
+    head, sep, tail = console.rpartition("\nwrote ")
+    if sep:
+        console = head + sep + re.sub(r"\s+", " ", tail).strip() + "\n"
+    return {"csv": csv, "console": console,
+            "report": {k: _normal(v, run) for k, v in report_sections(html).items()}}
+
+
+def write(data: dict, path: Path = GOLDEN) -> None:
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as f:
+        f.write(json.dumps(data, indent=0, sort_keys=True).encode())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buf.getvalue())
+
+
+def read(path: Path = GOLDEN) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def csv_differences(want: str, got: str, tol: float = 1e-9) -> list[str]:
+    """How two CSV texts differ: columns, rows, and cells (numbers within ``tol``, relative)."""
+    import numpy as np
+    import pandas as pd
+
+    a, b = pd.read_csv(io.StringIO(want)), pd.read_csv(io.StringIO(got))
+    if list(a.columns) != list(b.columns):
+        return [f"columns: {list(a.columns)} → {list(b.columns)}"]
+    if len(a) != len(b):
+        return [f"rows: {len(a)} → {len(b)}"]
+    out = []
+    for c in a.columns:
+        x, y = a[c], b[c]
+        if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
+            same = np.isclose(x.to_numpy(float), y.to_numpy(float), rtol=tol, atol=tol, equal_nan=True)
+        else:
+            same = ((x.astype(str) == y.astype(str)) | (x.isna() & y.isna())).to_numpy()
+        for i in np.flatnonzero(~same)[:3]:
+            out.append(f"row {i} column {c}: {x.iloc[i]!r} → {y.iloc[i]!r}")
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write", action="store_true", help="write tests/data/golden.json.gz")
+    ap.add_argument("--keep", type=Path, help="build the runs here (default: a temporary folder)")
+    ap.add_argument("only", nargs="*")
+    ns = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = build(ns.keep or Path(tmp), ns.only or None)
+    if ns.write:
+        write(data)
+        print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes, {len(data)} analyses)")
+    else:
+        want = read()
+        for k, v in data.items():
+            for name in sorted(set(v["csv"]) | set(want.get(k, {}).get("csv", {}))):
+                w, g = want.get(k, {}).get("csv", {}).get(name), v["csv"].get(name)
+                if w is None or g is None:
+                    print(f"{k} {name}: {'new' if w is None else 'gone'}")
+                elif w != g:
+                    for line in csv_differences(w, g):
+                        print(f"{k} {name}: {line}")
