@@ -13,6 +13,5 @@ The Python API (the command line is a thin layer over it):
 
 from louder.api import Run, estimate, open, plan, run
 from louder.errors import LouderError, LouderWarning
-
-__version__ = "0.1.0"
+from louder.version import __version__
 __all__ = ["LouderError", "LouderWarning", "Run", "__version__", "estimate", "open", "plan", "run"]

@@ -123,50 +123,39 @@ class Run:
             return {}
         return m.get("manifest") or next(iter(m.values()))
 
-    def _analysed(self, **settings) -> Analysis:
-        """The analysis of the folder's data as it is now, with ``settings`` (none given: those
-        ``louder analyze`` last used here, else the defaults). Computed once per data state and
-        settings: in memory here, and on disk by ``louder.analysis.analyze``."""
-        from dataclasses import asdict
-
+    def _analysed(self, settings=None) -> Analysis:
+        """The analysis of the folder's data as it is now, with ``settings`` (None: those ``louder
+        analyze`` last used here, else the defaults). Computed once per data state and settings: in
+        memory here, and on disk by ``louder.analysis.analyze``."""
         from louder.analysis import analyze, run as analysis_run
 
-        if not settings:
-            done = analysis_run.recorded_settings(self.path)
-            settings = asdict(done) if done is not None else {}
-        wanted = analysis_run.Settings.of(**settings)
+        wanted = settings or analysis_run.recorded_settings(self.path) or analysis_run.settings_of()
         a = self._analysis
         if a is None or a.settings != wanted or a.state != analysis_run.state_of(self.path, wanted):
-            a = self._analysis = analyze(self.path, **asdict(wanted))
+            a = self._analysis = analyze(self.path, wanted.bootstrap, wanted.seed, options=wanted.options)
             _warn(a.missing)
         return a
 
-    def analyze(self, bootstrap: int = 10_000, seed: int = 0, predictions: str | Path | None = None,
-                patterns: str | Path | None = None, write: bool = True,
-                observed: str | Path | None = None, adjust: str | None = None, random_slopes: bool = False,
-                reference: list[str] | tuple[str, ...] = (),
-                control: list[str] | tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
+    def analyze(self, bootstrap: int = 10_000, seed: int = 0, write: bool = True, options: dict | None = None,
+                **shorthands) -> dict[str, pd.DataFrame]:
         """Every table ``louder analyze`` computes, keyed by its CSV stem (``cases``, ``attributes``,
         ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does.
-        ``observed``: a file of observed rates (``voices``: gaps and amplification, docs/voices.md).
-        ``adjust`` (parity | observed): sensitivity.csv, a population run's policy effects under calibrated agents.
-        ``random_slopes``: discrimination.csv with discrim-eval's random attribute slopes per scenario;
-        ``reference``: "group=attribute" — the attribute a group's discrimination scores are against;
-        ``control``: the groups of a population run that conditional.csv reads every other group within.
-        Computed once per data state and settings: calling it again reads the same tables back
-        without recomputing the bootstrap or rewriting a CSV. What the run lacks for a measure is
-        raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
-        if not write:
-            from louder.analysis import analyze
+        ``options``: the measures' options, ``{"conditional": {"control": ["political_ideology"]}}``
+        (``louder measures`` lists them); the keywords of the shorthand flags set them too —
+        ``observed`` (a file of observed rates: voices, sensitivity), ``predictions``, ``patterns``,
+        ``adjust`` (parity | observed: sensitivity.csv), ``random_slopes`` and ``reference``
+        (discrimination.csv), ``control`` (conditional.csv). Computed once per data state and settings:
+        calling it again reads the same tables back without recomputing the bootstrap or rewriting a
+        CSV. What the run lacks for a measure is raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
+        from louder.analysis import analyze
+        from louder.analysis.run import settings_of
 
-            a = analyze(self.path, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                        write=False, observed=observed, adjust=adjust, random_slopes=random_slopes,
-                        reference=reference, control=control)
+        settings = settings_of(bootstrap, seed, options, **shorthands)
+        if not write:
+            a = analyze(self.path, settings.bootstrap, settings.seed, write=False, options=settings.options)
             _warn(a.missing)
             return dict(a.tables)
-        return dict(self._analysed(bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                                   observed=observed, adjust=adjust, random_slopes=random_slopes, reference=reference,
-                                   control=control).tables)
+        return dict(self._analysed(settings).tables)
 
     def summary(self, compute: bool = True) -> Summary:
         """What the run holds and what its analysis found: the answers of every table by status, the
@@ -185,15 +174,15 @@ class Run:
                 analysis.tables = tables
         return Summary.of(self, analysis)
 
-    def report(self, bootstrap: int | None = None, seed: int | None = None,
-               observed: str | Path | None = None) -> Path:
+    def report(self, bootstrap: int | None = None, seed: int | None = None, options: dict | None = None,
+               **shorthands) -> Path:
         """Write the run's self-contained HTML report; returns RUN_DIR/report/index.html. It renders the
         analysis ``analyze`` wrote (its recorded settings; the arguments apply only to a run folder
         not yet analysed: default 10,000 draws, seed 0), and never overwrites its tables."""
         from louder.analysis import for_report
         from louder.analysis.report import write_report
 
-        a = for_report(self.path, bootstrap=bootstrap, seed=seed, observed=observed)
+        a = for_report(self.path, bootstrap=bootstrap, seed=seed, options=options, **shorthands)
         _warn(a.missing)
         return write_report(a)
 
@@ -236,11 +225,11 @@ class Summary:
             blocks.append(("Analysis", ["not analysed for its data as it is now: run.analyze() (or `louder analyze "
                                         f"{run.path}`)"]))
         else:
-            from louder.cli_tables import next_steps
+            from louder.analysis.run import leads
 
             blocks.append(("Analysis tables", pd.DataFrame([dict(table=n, rows=len(t)) for n, t in a.tables.items()])))
             blocks.append(("Findings", _findings(a)))
-            if steps := next_steps(a):
+            if steps := leads(a):
                 blocks.append(("Next steps", steps))
             if a.missing:
                 blocks.append(("Missing", list(a.missing)))
@@ -274,21 +263,21 @@ class Summary:
 
 def _findings(a: Analysis) -> list[str]:
     """One line per kind of case: how many are significant (the run's Holm rule) and underpowered."""
-    from louder.analysis.measures.cases import _true
+    from louder.analysis.keys import truthy
 
     cases = a.tables.get("cases")
     if cases is None or cases.empty:
         return ["no cases"]
     out = []
     for kind, g in cases.groupby("kind", sort=False):
-        sig = g[g["significant"].map(_true)]
+        sig = g[g["significant"].map(truthy)]
         line = f"{kind}: {len(sig)} of {len(g)} cases significant (p_holm < 0.05)"
         if len(sig):
             line += ": " + "; ".join(f"{r['model']} · {r['condition']} · {r['scenario']} × {r['group']} DPD "
                                      f"{r['dpd']:.2f}" for _, r in sig.head(5).iterrows())
             line += f" (and {len(sig) - 5} more)" if len(sig) > 5 else ""
         if kind == "implicit":
-            line += f"; {int(g['underpowered'].map(_true).sum())} underpowered"
+            line += f"; {int(g['underpowered'].map(truthy).sum())} underpowered"
         out.append(line)
     return out
 

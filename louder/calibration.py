@@ -1,6 +1,6 @@
 """Calibrated agents (issue 33.2; docs/how-to/test-a-mitigation.md#calibrate-the-agents): logit offsets
-that move each attribute's agents to parity or to observed rates, written by ``louder adjust`` as
-``adjustment.yaml`` and applied by ``louder run --adjustment FILE`` (``simulation.adjustment``).
+that move each attribute's agents to parity or to observed rates, written by ``louder calibrate`` as
+``calibration.yaml`` and applied by ``louder run --calibration FILE`` (``simulation.calibration``).
 
 An agent of attribute a (in a population run: of attributes a_g, one per group g) whose model gives
 the scenario's target choice probability p_t decides with
@@ -8,7 +8,7 @@ the scenario's target choice probability p_t decides with
     p'_t = expit(logit p_t + δ),   δ = Σ_g δ_{g, a_g}
 
 and the other choices share 1 − p'_t in their old proportions (``apply_offsets``). The offsets are
-fitted by ``louder.analysis.adjustment.calibration_offsets`` (the equations are in its docstring and
+fitted by ``louder.analysis.calibration.calibration_offsets`` (the equations are in its docstring and
 docs/statistics.md). They need the choice probabilities, which only score mode has: a sample-mode
 run's JSON answer is a label, with nothing to shift (``check``)."""
 
@@ -29,7 +29,7 @@ from louder.errors import LouderError
 P_CLIP = 1e-6
 
 
-def adjust_probability(p, offset) -> np.ndarray:
+def calibrated_probability(p, offset) -> np.ndarray:
     """p' = expit(logit p + δ) (p clipped to [1e-6, 1 − 1e-6] first)."""
     p = np.clip(np.asarray(p, dtype=float), P_CLIP, 1 - P_CLIP)
     return expit(logit(p) + np.asarray(offset, dtype=float))
@@ -42,7 +42,7 @@ def apply_offsets(probabilities, target: int, offset) -> np.ndarray:
     to 1; ``offset``: a number or one per row."""
     p = np.asarray(probabilities, dtype=float)
     pt = p[..., target]
-    new_t = adjust_probability(pt, offset)
+    new_t = calibrated_probability(pt, offset)
     rest = 1 - pt
     others = np.delete(p, target, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -51,10 +51,10 @@ def apply_offsets(probabilities, target: int, offset) -> np.ndarray:
     return np.insert(scaled, target, new_t, axis=-1)
 
 
-# --- adjustment.yaml ---------------------------------------------------------------------------------
+# --- calibration.yaml ---------------------------------------------------------------------------------
 
 class Offset(BaseModel):
-    """One attribute's offset in one case (``louder adjust``'s rows)."""
+    """One attribute's offset in one case (``louder calibrate``'s rows)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,8 +71,8 @@ class Offset(BaseModel):
     rate_adjusted: float | None = Field(None, description="the attribute's mean after, on the fitted run")
 
 
-class Adjustment(BaseModel):
-    """``adjustment.yaml``: what the offsets calibrate to, where from, and the offsets."""
+class Calibration(BaseModel):
+    """``calibration.yaml``: what the offsets calibrate to, where from, and the offsets."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -88,12 +88,12 @@ class Adjustment(BaseModel):
 
 
 @cache
-def _parse(path: str, mtime: int | None) -> Adjustment:
-    return load_yaml_model(Adjustment, Path(path), "adjustment")
+def _parse(path: str, mtime: int | None) -> Calibration:
+    return load_yaml_model(Calibration, Path(path), "calibration")
 
 
-def load_adjustment(path: str | Path) -> Adjustment:
-    """The adjustment file at ``path`` (read again when it changes); LouderError naming the problem."""
+def load_calibration(path: str | Path) -> Calibration:
+    """The calibration file at ``path`` (read again when it changes); LouderError naming the problem."""
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
@@ -101,26 +101,26 @@ def load_adjustment(path: str | Path) -> Adjustment:
     return _parse(str(path), mtime)
 
 
-def offset_for(adjustment: Adjustment, model: str, condition: str, scenario: str,
+def offset_for(calibration: Calibration, model: str, condition: str, scenario: str,
                attributes: dict[str, str]) -> float:
     """δ of an agent: the sum over its groups of its attribute's offset (0 for a group the file does not
     calibrate; ``check`` makes sure every group of the run is there)."""
-    table = adjustment.lookup()
+    table = calibration.lookup()
     return float(sum(table.get((model, condition, scenario, g, a), 0.0) for g, a in attributes.items()))
 
 
 def check(config) -> None:
-    """``simulation.adjustment``: the file loads, the run decides in score mode, agents mode, and the file
+    """``simulation.calibration``: the file loads, the run decides in score mode, agents mode, and the file
     has an offset for every model × condition × scenario × group × attribute of the run (a ValueError
     naming the field and the fix)."""
     sim = config.simulation
-    if sim.adjustment is None:
+    if sim.calibration is None:
         return
-    where = f"simulation.adjustment: {sim.adjustment}"
+    where = f"simulation.calibration: {sim.calibration}"
     try:
-        adj = load_adjustment(sim.adjustment)
+        adj = load_calibration(sim.calibration)
     except LouderError as e:
-        raise ValueError(f"simulation.adjustment: {e} (write one with `louder adjust RUN --to parity`)") from None
+        raise ValueError(f"simulation.calibration: {e} (write one with `louder calibrate RUN --to parity`)") from None
     if sim.decision_mode != "score":
         raise ValueError(f"{where}: offsets shift the agents' choice probabilities, which only score mode has — a "
                          "sampled answer is a label with nothing to shift; use decision_mode: score (or read what "
@@ -145,5 +145,5 @@ def check(config) -> None:
                     missing = [a for a in attrs if (m.label, c, s, g, a) not in have]
                     if missing:
                         raise ValueError(f"{where}: no offset for {m.label} × {c} × {s} × {g} = {', '.join(missing)}; "
-                                         "fit them with `louder adjust` on a run of that model, condition, scenario "
+                                         "fit them with `louder calibrate` on a run of that model, condition, scenario "
                                          "and group")

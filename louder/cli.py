@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from louder.cli_tables import analysis_tables, dry_run_table, next_steps
+from louder.cli_tables import analysis_tables, dry_run_table
 from louder.errors import LouderError
 from louder.progress import progress_bar
 
@@ -160,9 +160,10 @@ def run(
                                                      "built-in id (illegal, ignore_demographics, …) or an intervention "
                                                      "file; repeatable (each agent decides once per intervention; "
                                                      "docs/how-to/test-a-mitigation.md)"),
-    adjustment: Optional[Path] = typer.Option(None, "--adjustment", help="calibrated agents: an adjustment file "
-                                              "(`louder adjust` writes it); each agent's choice probabilities are "
-                                              "shifted by its offsets before it decides (score mode)"),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", "--adjustment",
+                                               help="calibrated agents: a calibration file (`louder calibrate` writes "
+                                               "it); each agent's choice probabilities are shifted by its offsets "
+                                               "before it decides (score mode). --adjustment: its earlier name"),
     humans: Optional[Path] = typer.Option(None, "--humans", help="a human study of the run's scenarios (CSV): each "
                                           "respondent gets a paired agent, and anchored.csv aligns the agents with "
                                           "the humans (docs/how-to/anchor-to-humans.md)"),
@@ -178,7 +179,7 @@ def run(
                      twin_groups=twin_group or None, choice_order=choice_order, wordings=wording or None,
                      signal=signal or None, names=names, reasoning=reasoning or None,
                      simulation={**({"interventions": intervention} if intervention else {}),
-                                 **({"adjustment": str(adjustment)} if adjustment else {}),
+                                 **({"calibration": str(calibration)} if calibration else {}),
                                  **({"humans": str(humans)} if humans else {})} or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
@@ -521,7 +522,9 @@ def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> 
     width = _width()
     for table in analysis_tables(a, width, wide, columns):
         console.print(table, width=width)
-    for line in next_steps(a):
+    from louder.analysis.run import leads
+
+    for line in leads(a):
         console.print(Text(line, style="yellow"), width=width)
     for m in a.missing:
         console.print(Text.assemble(("missing:", "yellow"), " ", m), width=width)
@@ -551,15 +554,19 @@ def analyze(
     adjust: Optional[str] = typer.Option(None, "--adjust", help="parity | observed: a run with policy variants gets "
                                          "sensitivity.csv — each variant's effect under raw and calibrated agents, "
                                          "and whether the conclusion depends on the model's bias"),
+    set_: Optional[list[str]] = typer.Option(None, "--set", help="MEASURE.OPTION=VALUE: an option of a measure "
+                                             "(`louder measures` lists them); repeatable. The flags above are "
+                                             "shorthands of it (--control G is --set conditional.control=G)"),
 ) -> None:
     """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs (once per data
     state and settings: the same analysis again is read back, not recomputed)."""
     from louder.analysis import analyze as run_analysis
+    from louder.analysis.options import parse_set
 
     try:
-        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, predictions=predictions, patterns=patterns,
-                         observed=observed, adjust=adjust, random_slopes=random_slopes, reference=reference or (),
-                         control=control or ())
+        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()),
+                         predictions=predictions, patterns=patterns, observed=observed, adjust=adjust,
+                         random_slopes=random_slopes, reference=reference or (), control=control or ())
         _print_analysis(a, wide, [c.strip() for c in columns.split(",") if c.strip()] if columns else None)
     except LouderError as e:
         fail(str(e))
@@ -571,34 +578,37 @@ def analyze(
         console.print(f"wrote {names} in {run_dir} ({a.seconds:.1f} s)", highlight=False, width=_width())
 
 
-@app.command()
-def adjust(
+def calibrate(
     run_dir: Path = typer.Argument(..., help="a finished run folder (score mode fits agents; sample mode fits rates)"),
     to: str = typer.Option(..., "--to", help="parity: every attribute at the case's pooled rate; observed: the "
                            "rates of --observed FILE"),
     observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md), for "
                                             "--to observed"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write the offsets (default: "
-                                       "RUN_DIR/adjustment.yaml)"),
+                                       "RUN_DIR/calibration.yaml)"),
 ) -> None:
     """Fit logit offsets per model × condition × scenario × attribute that calibrate the run's agents to
-    parity or to observed rates; write adjustment.yaml for `louder run --adjustment FILE` and print them."""
-    from louder.analysis import calibrate
+    parity or to observed rates; write calibration.yaml for `louder run --calibration FILE` and print them."""
+    from louder.analysis import calibration
 
     try:
-        table = calibrate.fit(run_dir, to, observed)
-        path = calibrate.write(table, out or run_dir / "adjustment.yaml", to, run_dir, observed)
+        table = calibration.fit(run_dir, to, observed)
+        path = calibration.write(table, out or run_dir / "calibration.yaml", to, run_dir, observed)
     except LouderError as e:
         fail(str(e))
-    console.print(calibrate.console_table(table))
+    console.print(calibration.console_table(table))
     if (table["source"] == "sample").any():
         console.print("[yellow]sample mode: these offsets move each attribute's rate exactly on this run, but the run "
-                      "stored no probabilities — applied to agents (a score-mode run, --adjustment) they shift each "
+                      "stored no probabilities — applied to agents (a score-mode run, --calibration) they shift each "
                       "agent's probability by its attribute's offset, which moves the attribute's rate by a different "
                       "amount wherever agents differ. They calibrate rates, not agents.[/]", highlight=False)
-    console.print(f"wrote {path} — apply it with `louder run --adjustment {path}` (score mode); fit on a run several "
+    console.print(f"wrote {path} — apply it with `louder run --calibration {path}` (score mode); fit on a run several "
                   "times larger than the one you test (each offset's se is the residual you should expect)",
                   highlight=False)
+
+
+app.command("calibrate")(calibrate)
+app.command("adjust", hidden=True, help="The earlier name of `louder calibrate`.")(calibrate)
 
 
 @app.command()
@@ -610,14 +620,17 @@ def report(
                                        "(default 0; else analyze's)"),
     observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md), for a "
                                             "folder not yet analysed"),
+    set_: Optional[list[str]] = typer.Option(None, "--set", help="MEASURE.OPTION=VALUE, for a folder not yet "
+                                             "analysed (else analyze's); repeatable"),
 ) -> None:
     """Write RUN_DIR/report/index.html (self-contained, figures embedded) from the analysis `louder analyze`
     wrote (its settings; the folder's CSVs are not rewritten); a folder not yet analysed is analysed first."""
     from louder.analysis import for_report
+    from louder.analysis.options import parse_set
     from louder.analysis.report import write_report
 
     try:
-        a = for_report(run_dir, bootstrap=bootstrap, seed=seed, observed=observed)
+        a = for_report(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()), observed=observed)
         path = write_report(a)
     except LouderError as e:
         fail(str(e))
@@ -745,20 +758,29 @@ def kinds_cmd() -> None:
 
 @app.command("measures")
 def measures_cmd() -> None:
-    """The measures `louder analyze` runs (the registry, louder/analysis/registry.py): what each needs and
-    writes; an installed package adds its own (entry points `louder.measures`)."""
+    """The measures `louder analyze` runs (the registry, louder/analysis/registry.py): what each reads and
+    writes, and its options with their defaults (`louder analyze RUN --set MEASURE.OPTION=VALUE`); an
+    installed package adds its own (entry points `louder.measures`)."""
     from louder.analysis import registry
 
     try:
         table = Table(title="Measures of the analysis (in the order they run)")
-        for col in ("measure", "needs", "after", "writes", "what it measures"):
+        for col in ("measure", "reads", "after", "writes", "what it measures", "package"):
             table.add_column(col)
+        options = Table(title="Their options: louder analyze RUN --set MEASURE.OPTION=VALUE")
+        for col in ("option", "type", "default", "shorthand", "what it sets"):
+            options.add_column(col)
         for m in registry.measures():
-            table.add_row(m.name, ", ".join(m.needs) or "–", ", ".join(m.after) or "–",
-                          ", ".join(f"{t.name}.csv" for t in m.tables) or "(report only)", m.summary)
+            table.add_row(m.name, ", ".join(sorted({i.file for i in m.inputs})) or "–", ", ".join(m.after) or "–",
+                          ", ".join(f"{t.name}.csv" for t in m.tables) or "(report only)", m.summary,
+                          m.module.split(".")[0] if registry.outside(m) else "louder")
+            for o in m.options:
+                default = "–" if o.default in (None, ()) else str(o.default).lower() if o.type is bool else str(o.default)
+                options.add_row(f"{m.name}.{o.name}", o.type_name, default, o.flag or "–", o.doc)
     except LouderError as e:
         fail(str(e))
     console.print(table, width=_width())
+    console.print(options, width=_width())
 
 
 def main() -> None:

@@ -106,27 +106,30 @@ def frame_table(df: pd.DataFrame, title, shows: tuple[Show, ...] | list[Show], w
     return table
 
 
-def view_table(view: View, a, width: int | None = None, wide: bool = False,
+def view_table(view: View, ctx, width: int | None = None, wide: bool = False,
                columns: list[str] | None = None) -> Table | None:
-    """A measure's console view of the analysis ``a`` (None when it has no rows)."""
-    df = view.frame(a)
+    """A measure's console view, of the measure's context ``ctx`` (None when it has no rows)."""
+    df = view.frame(ctx)
     if df is None or df.empty:
         return None
-    title = view.title(a) if callable(view.title) else view.title
+    title = view.title(ctx) if callable(view.title) else view.title
     return frame_table(df, title, view.columns, width, wide, columns)
 
 
-def analysis_views(a) -> list[View]:
-    """Every measure's console views that apply to the analysis ``a``, in their order."""
+def analysis_views(a) -> list[tuple[View, object]]:
+    """Every measure's console views that apply to the analysis ``a``, in their order, each with its
+    measure's context."""
     from louder.analysis import registry
 
-    return sorted((v for m in registry.measures() if m.applies(a) for v in m.views), key=lambda v: v.position)
+    return sorted(((v, a.context(m)) for m in registry.measures() if a.applies(m) for v in m.views),
+                  key=lambda vc: vc[0].position)
 
 
 def analysis_tables(a, width: int | None = None, wide: bool = False, columns: list[str] | None = None) -> list[Table]:
     """What `louder analyze` prints, in order (a population run leads with its per-group DPDs and its
     regression; its cases table, the joint label, comes after them, titled as the intersections it is)."""
-    views = analysis_views(a)
+    pairs = analysis_views(a)
+    views = [v for v, _ in pairs]
     if columns:
         known = {k for v in views for s in v.columns for k in (s.key.lower(), s.header.lower())}
         unknown = [c for c in columns if c.lower() not in known]
@@ -134,14 +137,7 @@ def analysis_tables(a, width: int | None = None, wide: bool = False, columns: li
             names = sorted({s.key for v in views for s in v.columns})
             raise LouderError(f"--columns {','.join(unknown)}: no such column in these tables; use some of "
                               f"{', '.join(names)}")
-    return [t for v in views if (t := view_table(v, a, width, wide, columns)) is not None]
-
-
-def next_steps(a) -> list[str]:
-    """What the analysis leads to: every measure's next steps (``Measure.leads_to``)."""
-    from louder.analysis import registry
-
-    return [line for m in registry.measures() if m.leads_to and m.applies(a) for line in m.leads_to(a)]
+    return [t for v, ctx in pairs if (t := view_table(v, ctx, width, wide, columns)) is not None]
 
 
 # --- the tables of a run ----------------------------------------------------------------------------
@@ -331,4 +327,4 @@ def decision_console(result) -> list:
     return [test_table(result.tables["decision_test.parquet"], "decision"), *_footer(result, "decision_test")]
 
 
-__all__ = ["COUNT_COLUMNS", "analysis_tables", "frame_table", "next_steps", "view_table"]
+__all__ = ["COUNT_COLUMNS", "analysis_tables", "frame_table", "view_table"]

@@ -151,8 +151,8 @@ class ExperimentConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _adjustment(self) -> ExperimentConfig:
-        """Calibrated agents (``simulation.adjustment``): score mode, agents mode, an offset for every case."""
+    def _calibration(self) -> ExperimentConfig:
+        """Calibrated agents (``simulation.calibration``): score mode, agents mode, an offset for every case."""
         from louder.calibration import check
 
         check(self)
@@ -237,6 +237,10 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None,
             if not isinstance(out.get(key), dict):
                 out[key] = {}
             for sub, v in value.items():
+                if sub in model.RENAMED and sub not in model.model_fields:
+                    warnings.warn(f"{where}: {key}.{sub} is now {key}.{model.RENAMED[sub]}; the old name is read "
+                                  "for now", FutureWarning, stacklevel=3)
+                    sub = model.RENAMED[sub]
                 if sub not in model.model_fields:
                     fields = model.model_fields
                     refuse(f"{where}: {key}.{_name(sub)} is not a field of {key}"

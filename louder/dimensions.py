@@ -206,7 +206,7 @@ def _wordings(config, scenario: Scenario) -> list[str]:
 
 def _reference_wording(levels: Sequence[str]) -> str:
     """The file's own text when the run has it, else the first wording id in sort order
-    (``analysis.robustness.reference_wording``)."""
+    (the rows the per-case tables read: ``louder.analysis.select``)."""
     return AS_WRITTEN if AS_WRITTEN in levels else sorted(levels)[0]
 
 
@@ -345,6 +345,6 @@ register(Dimension("reasoning", "reasoning", CROSSED, "default", lambda config, 
 register(Dimension("choice_order", "choice_order", SPLIT, "as_written",
                    lambda config, s: [config.simulation.choice_order], "choice order", assign=_order, show=_shown))
 register(Dimension("signal", "signal", OWN, "stated", lambda config, s: list(config.simulation.signal), "signal",
-                   persona=_named, check=_check_signal))
+                   lambda levels: "stated" if "stated" in levels else levels[0], persona=_named, check=_check_signal))
 register(Dimension("intervention", "interventions", CROSSED, "none", _interventions, "intervention",
                    _reference_intervention, ask=_intervene, check=_check_interventions))

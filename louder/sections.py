@@ -21,6 +21,7 @@ class Section(BaseModel):
 
     FLAT: ClassVar[dict[str, str]] = {}  # flat key of louder < 0.31 → the field of this section it set
     SHORT: ClassVar[str | None] = None  # a plain value given for the whole section sets this field
+    RENAMED: ClassVar[dict[str, str]] = {}  # a field's name in an earlier louder → its name now (accepted, warned)
 
     @model_validator(mode="before")
     @classmethod

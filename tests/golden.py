@@ -195,9 +195,11 @@ def snapshot(run: Path, console: str) -> dict:
     html = (run / "report" / "index.html").read_text("utf-8")
     console = _normal(console, run)
     # the closing line (the tables written, the folder) wraps where the folder's path ends: one line
+    # (the tables in name order: the analysis' order of its measures is not what is compared)
     head, sep, tail = console.rpartition("\nwrote ")
     if sep:
-        console = head + sep + re.sub(r"\s+", " ", tail).strip() + "\n"
+        names, _, where = re.sub(r"\s+", " ", tail).strip().partition(" in ")
+        console = head + sep + ", ".join(sorted(names.split(", "))) + " in " + where + "\n"
     return {"csv": csv, "console": console,
             "report": {k: _normal(v, run) for k, v in report_sections(html).items()}}
 

@@ -9,8 +9,10 @@ import pandas as pd
 import pytest
 from scipy.special import expit, logit
 
-from louder.analysis.adjustment import (INTERVENTION_COLUMNS, adjust_probability, apply_offsets, calibration_offsets,
-                                        intervention_table, rake, sensitivity_table)
+from louder.analysis.calibration import calibration_offsets, rake
+from louder.analysis.interventions import INTERVENTION_COLUMNS, intervention_changes
+from louder.analysis.sensitivity import sensitivity_table
+from louder.calibration import apply_offsets, calibrated_probability
 from louder.analysis.prob_dpd import prob_dpd
 from louder.analysis.stats import dpd
 from louder.errors import LouderError
@@ -39,7 +41,7 @@ def intervened(seed, n=100, bias=0.9, vanishes=True, score=False):
 
 def test_a_bias_that_vanishes_under_the_intervention_reduces_in_three_of_three_seeds():
     for seed in range(3):
-        t = intervention_table(intervened(seed), B=2000, seed=seed)
+        t = intervention_changes(intervened(seed), B=2000, seed=seed)
         assert list(t.columns) == INTERVENTION_COLUMNS and len(t) == 1
         r = t.iloc[0]
         assert r["verdict"] == "reduces", r.to_dict()
@@ -50,21 +52,21 @@ def test_a_bias_that_vanishes_under_the_intervention_reduces_in_three_of_three_s
 
 
 def test_without_a_bias_no_change_in_at_least_95_percent_of_seeds():
-    verdicts = [intervention_table(intervened(100 + s, bias=0.5), B=1000, seed=s)["verdict"].iloc[0] for s in range(20)]
+    verdicts = [intervention_changes(intervened(100 + s, bias=0.5), B=1000, seed=s)["verdict"].iloc[0] for s in range(20)]
     assert verdicts.count("no change") >= 19, verdicts
     # a bias the intervention leaves alone: no change either
-    kept = [intervention_table(intervened(200 + s, vanishes=False), B=1000, seed=s)["verdict"].iloc[0] for s in range(20)]
+    kept = [intervention_changes(intervened(200 + s, vanishes=False), B=1000, seed=s)["verdict"].iloc[0] for s in range(20)]
     assert kept.count("no change") >= 19, kept
 
 
 def test_score_mode_and_thin_data():
-    t = intervention_table(intervened(5, score=True), B=1000)
+    t = intervention_changes(intervened(5, score=True), B=1000)
     assert t["verdict"].iloc[0] == "reduces" and t["ci_low"].iloc[0] <= -0.4 <= t["ci_high"].iloc[0]
-    thin = intervention_table(intervened(6, n=8), B=500)
+    thin = intervention_changes(intervened(6, n=8), B=500)
     assert thin["verdict"].iloc[0] == "underpowered"
     d = intervened(7)
     with pytest.raises(LouderError, match="no decisions under 'none'"):
-        intervention_table(d[d["intervention"] != "none"])
+        intervention_changes(d[d["intervention"] != "none"])
 
 
 def score_run(seed, n=200, bias=1.0, noise=0.7):
@@ -79,7 +81,7 @@ def score_run(seed, n=200, bias=1.0, noise=0.7):
 
 def _adjusted_means(d, offsets):
     off = offsets.set_index("attribute")["offset"]
-    adj = adjust_probability(d["p_target"], d["attribute"].map(off))
+    adj = calibrated_probability(d["p_target"], d["attribute"].map(off))
     return pd.Series(adj, index=d.index).groupby(d["attribute"]).mean()
 
 
@@ -104,7 +106,7 @@ def test_parity_offsets_make_the_dpd_zero_and_a_rerun_reads_no_significant_dpd()
     flagged = 0
     for s in range(40):
         again = score_run(50 + s)
-        again["p_target"] = adjust_probability(again["p_target"], again["attribute"].map(o.set_index("attribute")["offset"]))
+        again["p_target"] = calibrated_probability(again["p_target"], again["attribute"].map(o.set_index("attribute")["offset"]))
         flagged += prob_dpd([g["p_target"].to_numpy() for _, g in again.groupby("attribute")], B=500).p_value < 0.05
     assert flagged <= 4, flagged  # about α
 

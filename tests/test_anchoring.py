@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from louder.analysis.anchoring import DPD_COLUMNS, RATE_COLUMNS, anchored_table, ppi_dpd, ppi_rate
+from louder.analysis.anchoring import DPD_COLUMNS, RATE_COLUMNS, ppi_dpd, ppi_rate, ppi_table
 
 TRUTH = {"Male": 0.55, "Female": 0.80, "Non-binary": 0.65}  # the synthetic humans: DPD 0.25
 
@@ -33,7 +33,7 @@ def study(seed, n=80, agents=400, predict=female_biased):
 def test_done_when_ppi_covers_the_truth_and_the_dpd_over_eight_seeds():
     covered, dpd_covered = 0, 0
     for seed in range(8):
-        t = anchored_table(*study(seed), B=1000, seed=seed)
+        t = ppi_table(*study(seed), B=1000, seed=seed)
         truth = t["attribute"].map(TRUTH)
         covered += int(((t["ci_low_ppi"] <= truth) & (truth <= t["ci_high_ppi"])).sum())
         dpd_covered += int(t["dpd_ci_low_ppi"].iloc[0] <= 0.25 <= t["dpd_ci_high_ppi"].iloc[0])
@@ -42,7 +42,7 @@ def test_done_when_ppi_covers_the_truth_and_the_dpd_over_eight_seeds():
 
 def test_columns_and_every_interval_contains_its_estimate():
     h, a = study(1)
-    t = anchored_table(h, a, B=500)
+    t = ppi_table(h, a, B=500)
     assert list(t.columns) == ["model", "scenario", "group", *RATE_COLUMNS, *DPD_COLUMNS] and len(t) == 3
     for kind in ("humans", "agents", "ppi"):
         assert (t[f"ci_low_{kind}"] <= t[f"rate_{kind}"]).all() and (t[f"rate_{kind}"] <= t[f"ci_high_{kind}"]).all()
@@ -115,7 +115,7 @@ def test_biased_agents_that_know_nothing_keep_coverage_over_many_seeds():
 def test_probability_predictions_and_constant_predictions():
     rng = np.random.default_rng(5)
     h, a = study(5, predict=lambda attr, rng, m: np.clip(rng.normal(0.7 if attr == "Female" else 0.5, 0.05, m), 0, 1))
-    t = anchored_table(h, a, B=500)
+    t = ppi_table(h, a, B=500)
     assert t["dpd_ci_low_ppi"].iloc[0] <= t["dpd_ppi"].iloc[0] <= t["dpd_ci_high_ppi"].iloc[0]
     # a score-mode fake model without noise: every prediction the same, nothing to learn, λ = 0
     Y = (rng.random(80) < 0.6).astype(float)
@@ -126,5 +126,5 @@ def test_probability_predictions_and_constant_predictions():
     # an attribute with a single respondent: its counts, no estimate, and no DPD from one attribute
     h, a = study(6)
     h = h[(h["attribute"] != "Male") | (h["respondent"] == 0)]
-    t = anchored_table(h[h["attribute"] != "Non-binary"], a, B=200).set_index("attribute")
+    t = ppi_table(h[h["attribute"] != "Non-binary"], a, B=200).set_index("attribute")
     assert t.loc["Male", "n_humans"] == 1 and np.isnan(t.loc["Male", "rate_ppi"]) and t["dpd_ppi"].isna().all()

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from louder.analysis.measures.compare import load_predictions
+from louder.analysis.directions import load_predictions
 from louder.analysis.rationales import load_patterns
 from louder.config import ExperimentConfig, build_config
 from louder.errors import LouderError

@@ -1,6 +1,7 @@
-"""Calibrated agents (issue 33.2): `louder adjust` fits logit offsets on a finished run and writes
-adjustment.yaml; `louder run --adjustment FILE` shifts each agent's choice probabilities before it
-decides. The offsets' statistics are tested in tests/test_adjustment.py."""
+"""Calibrated agents (issue 33.2): `louder calibrate` fits logit offsets on a finished run and writes
+calibration.yaml; `louder run --calibration FILE` shifts each agent's choice probabilities before it
+decides (`louder adjust`, `--adjustment` and `simulation.adjustment`: the earlier names, still read).
+The offsets' statistics are tested in tests/test_adjustment.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 
 import louder
 from louder.analysis import analyze
-from louder.calibration import load_adjustment
+from louder.calibration import load_calibration
 from louder.cli import app
 from louder.config import load_config
 from louder.errors import LouderError
@@ -27,33 +28,33 @@ def cli(*args) -> str:
     return r.output
 
 
-def score_run(out, agents=100, adjustment=None, model=BIASED, **extra):
+def score_run(out, agents=100, calibration=None, model=BIASED, **extra):
     sim = {**CASE, "agents": agents, "decision_mode": "score", "score_pick": "draw",
-           **({"adjustment": str(adjustment)} if adjustment else {})}
+           **({"calibration": str(calibration)} if calibration else {})}
     return louder.run({"models": [model], "simulation": sim, **extra}, out=out, progress=False)
 
 
 def test_a_planted_disparity_adjusted_to_parity_reads_null_when_run_again(tmp_path):
-    """The issue's "done when": significant before; `louder adjust --to parity`, run again with
-    --adjustment: no significant DPD, in the decisions and in the probabilities."""
+    """The issue's "done when": significant before; `louder calibrate --to parity`, run again with
+    --calibration: no significant DPD, in the decisions and in the probabilities."""
     score_run(tmp_path / "raw")
     before = analyze(tmp_path / "raw", bootstrap=1000, write=False).tables["cases"].iloc[0]
     assert before["significant"] and before["dpd_p"] == pytest.approx(0.4) and before["p_value_p"] < 0.01
-    printed = cli("adjust", tmp_path / "raw", "--to", "parity")
-    assert "Calibration offsets to parity" in printed and "adjustment.yaml" in printed
-    adj = load_adjustment(tmp_path / "raw" / "adjustment.yaml")
+    printed = cli("calibrate", tmp_path / "raw", "--to", "parity")
+    assert "Calibration offsets to parity" in printed and "calibration.yaml" in printed
+    adj = load_calibration(tmp_path / "raw" / "calibration.yaml")
     assert adj.to == "parity" and adj.source == "score" and len(adj.offsets) == 3
     offsets = {o.attribute: o.offset for o in adj.offsets}
     assert offsets["Female"] < 0 < offsets["Male"] == pytest.approx(offsets["Non-binary"])
     (tmp_path / "score.yaml").write_text("simulation: {decision_mode: score, score_pick: draw}\n")
     cli("run", tmp_path / "score.yaml", "--out", tmp_path / "adjusted", "-m", BIASED, "-s", "emergency_response",
-        "-g", "gender_identity", "-n", 100, "--adjustment", tmp_path / "raw" / "adjustment.yaml")
+        "-g", "gender_identity", "-n", 100, "--calibration", tmp_path / "raw" / "calibration.yaml")
     after_run = louder.open(tmp_path / "adjusted")
     after = analyze(tmp_path / "adjusted", bootstrap=1000, write=False).tables["cases"].iloc[0]
     assert not after["significant"] and after["p_value_p"] > 0.05 and after["dpd_p"] == pytest.approx(0, abs=1e-9)
     p = after_run.decisions.groupby("attribute")["p_target"].mean()
     assert np.allclose(p, (0.9 + 0.5 + 0.5) / 3)  # every attribute at the pooled rate; the overall rate kept
-    assert after_run.manifest["config"]["simulation"]["adjustment"].endswith("adjustment.yaml")
+    assert after_run.manifest["config"]["simulation"]["calibration"].endswith("calibration.yaml")
 
 
 def test_adjusted_to_observed_rates_the_rates_match_the_file(tmp_path):
@@ -63,8 +64,8 @@ def test_adjusted_to_observed_rates_the_rates_match_the_file(tmp_path):
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in rates.items()]))
     score_run(tmp_path / "raw")
-    cli("adjust", tmp_path / "raw", "--to", "observed", "--observed", observed, "--out", tmp_path / "obs.yaml")
-    run = score_run(tmp_path / "again", adjustment=tmp_path / "obs.yaml")
+    cli("calibrate", tmp_path / "raw", "--to", "observed", "--observed", observed, "--out", tmp_path / "obs.yaml")
+    run = score_run(tmp_path / "again", calibration=tmp_path / "obs.yaml")
     p = run.decisions.groupby("attribute")["p_target"].mean()
     assert p.to_dict() == pytest.approx(rates)
     # the sampled decisions' rates hold the file's rates within their intervals (Wilson, 95 %)
@@ -80,8 +81,8 @@ def test_network_rounds_and_population_agents_are_calibrated(tmp_path):
     """A network run's agents decide with adjusted probabilities in every round (their neighbours hear
     adjusted decisions); a population run's offsets add over its groups (raked)."""
     score_run(tmp_path / "raw", agents=20)
-    cli("adjust", tmp_path / "raw", "--to", "parity")
-    net = score_run(tmp_path / "net", agents=20, adjustment=tmp_path / "raw" / "adjustment.yaml",
+    cli("calibrate", tmp_path / "raw", "--to", "parity")
+    net = score_run(tmp_path / "net", agents=20, calibration=tmp_path / "raw" / "calibration.yaml",
                     network={"generator": "watts_strogatz", "params": {"k": 4, "p": 0.1}}, influence={"rounds": 2})
     d = net.decisions
     assert set(d["round"]) == {0, 1, 2}
@@ -91,12 +92,12 @@ def test_network_rounds_and_population_agents_are_calibrated(tmp_path):
     louder.run({"models": ["fake:seed=3,bias=female:0.9,bias=conservative:0.8,pick=Evacuate"],
                 "simulation": {"scenarios": ["emergency_response"], "agents": 120, "decision_mode": "score"}, **pop},
                out=tmp_path / "pop", progress=False)
-    cli("adjust", tmp_path / "pop", "--to", "parity")
-    adj = load_adjustment(tmp_path / "pop" / "adjustment.yaml")
+    cli("calibrate", tmp_path / "pop", "--to", "parity")
+    adj = load_calibration(tmp_path / "pop" / "calibration.yaml")
     assert {o.group for o in adj.offsets} == {"gender_identity", "political_ideology"}
     again = louder.run({"models": ["fake:seed=3,bias=female:0.9,bias=conservative:0.8,pick=Evacuate"],
                         "simulation": {"scenarios": ["emergency_response"], "agents": 120, "decision_mode": "score",
-                                       "adjustment": str(tmp_path / "pop" / "adjustment.yaml")}, **pop},
+                                       "calibration": str(tmp_path / "pop" / "calibration.yaml")}, **pop},
                        out=tmp_path / "pop2", progress=False)
     d = again.decisions
     for col in ("attr_gender_identity", "attr_political_ideology"):
@@ -106,9 +107,9 @@ def test_network_rounds_and_population_agents_are_calibrated(tmp_path):
 
 def test_what_an_adjustment_cannot_do_is_one_line(tmp_path):
     score_run(tmp_path / "raw", agents=5)
-    cli("adjust", tmp_path / "raw", "--to", "parity")
-    path = str(tmp_path / "raw" / "adjustment.yaml")
-    base = {"models": [BIASED], "simulation": {**CASE, "agents": 5, "adjustment": path}}
+    cli("calibrate", tmp_path / "raw", "--to", "parity")
+    path = str(tmp_path / "raw" / "calibration.yaml")
+    base = {"models": [BIASED], "simulation": {**CASE, "agents": 5, "calibration": path}}
     with pytest.raises(LouderError, match="only score mode has") as e:
         load_config(base)
     assert len(str(e.value).splitlines()) == 1
@@ -119,18 +120,18 @@ def test_what_an_adjustment_cannot_do_is_one_line(tmp_path):
         load_config({**base, "models": ["fake"], "simulation": score})
     (tmp_path / "bad.yaml").write_text("to: parity\nsource: score\noffsets: []\n")
     with pytest.raises(LouderError, match="offsets: List should have at least 1 item"):
-        load_config({**base, "simulation": {**score, "adjustment": str(tmp_path / "bad.yaml")}})
-    r = CliRunner().invoke(app, ["adjust", str(tmp_path / "raw"), "--to", "observed"])
+        load_config({**base, "simulation": {**score, "calibration": str(tmp_path / "bad.yaml")}})
+    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "raw"), "--to", "observed"])
     assert r.exit_code == 2 and "--to observed needs --observed FILE" in r.output
-    r = CliRunner().invoke(app, ["adjust", str(tmp_path / "nothing"), "--to", "parity"])
+    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "nothing"), "--to", "parity"])
     assert r.exit_code == 2 and "no decisions.parquet" in r.output
 
 
 def test_sample_mode_offsets_calibrate_rates(tmp_path):
     louder.run({"models": [BIASED], "simulation": {**CASE, "agents": 60}}, out=tmp_path / "s", progress=False)
-    out = cli("adjust", tmp_path / "s", "--to", "parity")
+    out = cli("calibrate", tmp_path / "s", "--to", "parity")
     assert "They calibrate rates, not agents" in " ".join(out.split())
-    adj = load_adjustment(tmp_path / "s" / "adjustment.yaml")
+    adj = load_calibration(tmp_path / "s" / "calibration.yaml")
     assert adj.source == "sample"
     d = pd.read_parquet(tmp_path / "s" / "decisions.parquet")
     rates = d.groupby("attribute")["target"].mean()
@@ -151,7 +152,7 @@ def test_a_population_run_with_variants_gets_sensitivity_under_raw_and_parity_ag
     """The issue's "done when": sensitivity.csv with raw and parity rows and a verdict, from the stored
     probabilities (no new call); the report renders it again from analysis.json's settings."""
     from louder.analysis import for_report
-    from louder.analysis.adjustment import SENSITIVITY_COLUMNS
+    from louder.analysis.sensitivity import SENSITIVITY_COLUMNS
     from louder.analysis.report import write_report
 
     policy_run(tmp_path / "pop")
@@ -183,9 +184,11 @@ def test_sensitivity_to_observed_rates_and_what_it_cannot_read(tmp_path):
                                              n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for g, a in groups]))
     r = CliRunner().invoke(app, ["analyze", str(tmp_path / "pop"), "-B", "200", "--adjust", "observed"])
-    assert r.exit_code == 2 and "--adjust observed needs --observed FILE" in r.output
+    assert r.exit_code == 2 and "calibration=observed (--adjust observed) needs observed rates: --observed FILE" in \
+        " ".join(r.output.split())
     r = CliRunner().invoke(app, ["analyze", str(tmp_path / "pop"), "-B", "200", "--adjust", "parityy"])
-    assert r.exit_code == 2 and "--adjust parityy: use parity" in r.output
+    assert r.exit_code == 2 and "--adjust=parityy: use one of parity, observed (did you mean 'parity'?)" in \
+        " ".join(r.output.split())
     a = analyze(tmp_path / "pop", bootstrap=200, observed=observed, adjust="observed", write=False)
     t = a.tables["sensitivity"]
     assert set(t["agents"]) == {"raw", "parity", "observed"}
@@ -199,4 +202,22 @@ def test_sensitivity_to_observed_rates_and_what_it_cannot_read(tmp_path):
     louder.run({"models": ["fake"], "simulation": {**CASE, "agents": 4, "variants": ["base"]}, **net},
                out=tmp_path / "net", progress=False)
     a = analyze(tmp_path / "net", bootstrap=200, adjust="parity", write=False)
-    assert "sensitivity" not in a.tables and any("run again with `louder run --adjustment" in m for m in a.missing)
+    assert "sensitivity" not in a.tables and any("run again with `louder run --calibration" in m for m in a.missing)
+
+
+def test_the_earlier_names_of_calibration_still_work(tmp_path):
+    """`louder adjust`, `louder run --adjustment` and `simulation.adjustment` (its names before issue 41) do
+    what `louder calibrate`, `--calibration` and `simulation.calibration` do; the config key says its new name."""
+    score_run(tmp_path / "raw", agents=20)
+    cli("adjust", tmp_path / "raw", "--to", "parity")  # the hidden alias of `louder calibrate`
+    path = tmp_path / "raw" / "calibration.yaml"
+    assert load_calibration(path).to == "parity"
+    (tmp_path / "score.yaml").write_text("simulation: {decision_mode: score, score_pick: draw}\n")
+    cli("run", tmp_path / "score.yaml", "--out", tmp_path / "old", "-m", BIASED, "-s", "emergency_response",
+        "-g", "gender_identity", "-n", 20, "--adjustment", path)
+    assert louder.open(tmp_path / "old").manifest["config"]["simulation"]["calibration"] == str(path)
+    with pytest.warns(FutureWarning, match="simulation.adjustment is now simulation.calibration"):
+        cfg = load_config({"models": [BIASED], "simulation": {**CASE, "agents": 5, "decision_mode": "score",
+                                                               "adjustment": str(path)}})
+    assert cfg.simulation.calibration == str(path)
+

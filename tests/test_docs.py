@@ -717,7 +717,7 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", twindims, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
            "--twins", "--twin-group", "gender_identity", "--agents", 12, "--wording", "as_written", "--wording",
            "plain", "--reasoning", "off", "--reasoning", "default", "--intervention", "none", "--intervention", "illegal")
-    humans = base / "humans"  # issue 34: a human study (humans.parquet, the respondent column, anchored.csv)
+    humans = base / "humans"  # issue 34: a human study (humans.parquet, the respondent column, anchoring.csv)
     louder("run", "--out", humans, "-m", FAKE, "--agents", 4, "--humans", ROOT / "examples" / "humans-synthetic.csv",
            *one)
     observed = base / "observed.yaml"  # invented rates (the format only)

@@ -1,6 +1,6 @@
 """A human study in a run (issue 34): the file's checks, the paired agents (planned, accounted for,
-resumed), anchored.csv end to end on the fake model — the issue's "Done when" — and the pairing of
-anchored() on tables without a run."""
+resumed), anchoring.csv end to end on the fake model — the issue's "Done when" — and the pairing of
+anchoring() on tables without a run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import louder
 from cache_count import cached_replies  # tests/cache_count.py (never `from tests.…`: ppi-python owns `tests`)
-from louder.analysis.anchored import COLUMNS, anchored
+from louder.analysis.anchoring import COLUMNS, anchoring
 from louder.config import load_config
 from louder.errors import LouderError
 
@@ -120,7 +120,7 @@ def test_paired_agents_are_planned_accounted_and_resumed_and_leave_the_usual_age
     louder.run(cfg, tmp_path / "run", progress=False)
     assert cached_replies(tmp_path / "run" / "cache.sqlite") == before
     t = run.analyze(bootstrap=200)
-    a = t["anchored"]
+    a = t["anchoring"]
     assert list(a.columns) == COLUMNS and len(a) == 2 * 3
     assert (a[["paired_valid", "paired_invalid", "paired_refused", "paired_error"]].sum(axis=1) == 4).all()
     for kind in ("humans", "agents", "ppi"):  # every interval contains its estimate (rates of 0 and 1 too)
@@ -128,7 +128,7 @@ def test_paired_agents_are_planned_accounted_and_resumed_and_leave_the_usual_age
     # every other table reads the usual agents: the cases are the run's without humans
     pd.testing.assert_frame_equal(t["cases"], plain.analyze(bootstrap=200)["cases"])
     report = run.report().read_text("utf-8")
-    assert "Anchored to a human study" in report
+    assert "Anchoring to a human study" in report
 
 
 # --- the issue's "Done when" -----------------------------------------------------------------------------
@@ -145,9 +145,9 @@ def eight_studies(tmp_path_factory):
             humans = synthetic(base / f"h{seed}.csv", 100 + seed)
             model = f"fake:seed={seed}" + (f",{bias}" if bias else "")
             run = louder.run(config(humans, model=model, agents=60), base / f"{bias}-{seed}", progress=False)
-            # anchored.csv as analyze makes it (the test above goes through analyze; here only its table)
+            # anchoring.csv as analyze makes it (the test above goes through analyze; here only its table)
             study = pd.read_parquet(base / f"{bias}-{seed}" / "humans.parquet")
-            tables.append(anchored(run.decisions, study, B=1000, seed=seed))
+            tables.append(anchoring(run.decisions, study, B=1000, seed=seed))
         out[bias] = tables
     return out
 
@@ -178,7 +178,7 @@ def test_agents_that_know_nothing_never_make_it_wrong_only_no_narrower(eight_stu
             assert r["ci_low_ppi"] <= r["rate_ppi"] <= r["ci_high_ppi"]
 
 
-# --- anchored() on tables: pairing, imputation, informative agents -----------------------------------------
+# --- anchoring() on tables: pairing, imputation, informative agents -----------------------------------------
 
 def _tables(seed, informative: float, n=80, agents=400, fail=0):
     """decisions (usual and paired agents) and humans of one case; the paired agent copies its
@@ -205,7 +205,7 @@ def _tables(seed, informative: float, n=80, agents=400, fail=0):
 def test_informative_agents_narrow_the_interval_against_humans_only():
     cover, width = 0, []
     for seed in range(8):
-        t = anchored(*_tables(seed, informative=0.8), B=500, seed=seed)
+        t = anchoring(*_tables(seed, informative=0.8), B=500, seed=seed)
         truth = t["attribute"].map(TRUTH)
         cover += int(((t["ci_low_ppi"] <= truth) & (truth <= t["ci_high_ppi"])).sum())
         width += list((t["ci_high_ppi"] - t["ci_low_ppi"]) / (t["ci_high_humans"] - t["ci_low_humans"]))
@@ -215,11 +215,11 @@ def test_informative_agents_narrow_the_interval_against_humans_only():
 
 def test_paired_agents_without_an_answer_are_counted_and_predict_the_agents_mean():
     d, h = _tables(3, informative=0.8, fail=5)
-    t = anchored(d, h, B=300)
+    t = anchoring(d, h, B=300)
     assert (t["paired_error"] == 5).all() and (t["paired_valid"] == 75).all() and (t["n_humans"] == 80).all()
     # the imputed respondents stay in the human sample: the humans' rate is the file's
     rates = h.groupby("attribute")["target"].mean()
     assert np.allclose(t.set_index("attribute")["rate_humans"], rates.reindex(t["attribute"]))
     # without any usual agents' answers nothing is estimated, and the counts stay
-    lone = anchored(d[d["respondent"].notna()], h, B=300)
+    lone = anchoring(d[d["respondent"].notna()], h, B=300)
     assert lone["rate_ppi"].isna().all() and (lone["n_humans"] == 80).all()

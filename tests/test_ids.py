@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from louder.analysis import stats
-from louder.analysis.measures.compare import CONTRAST_CASE_COLUMNS, contrast_cases
+from louder.analysis.contrast import CONTRAST_CASE_COLUMNS, contrast_cases
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError

@@ -10,8 +10,7 @@ import pytest
 import louder
 from louder import dimensions
 from louder.analysis import analyze
-from louder.analysis.adjustment import INTERVENTION_COLUMNS
-from louder.analysis.interventions import COLUMNS
+from louder.analysis.interventions import COLUMNS, INTERVENTION_COLUMNS
 from louder.config import load_config
 from louder.errors import LouderError
 from louder.interventions import builtins, load_intervention

@@ -20,8 +20,7 @@ from typer.testing import CliRunner
 
 import louder
 from louder.analysis import registry
-from louder.analysis.inputs import Settings
-from louder.analysis.run import load
+from louder.analysis.run import load, settings_of
 from louder.cli import app
 from louder.llm.base import Request
 from louder.llm.fake import FakeModel
@@ -40,11 +39,10 @@ def _run(path, model, agents=20, score=False, **simulation):
 
 def _built(run, measure, **settings):
     """The tables of one measure (and those it reads) on the run folder's data, as `analyze` builds them."""
-    a = load(run, Settings.of(**{"bootstrap": 500, **settings}))
+    a = load(run, settings_of(500, **settings))
     for m in registry.measures():
-        if m.applies(a) and (m.name == measure or m.name in registry.get(measure).after
-                             or m.name in ("attributes",)):
-            a.tables.update(m.build(a))
+        if a.applies(m) and (m.name == measure or m.name in registry.before(registry.get(measure))):
+            a.tables.update(m.build(a.context(m, building=True)))
     return a.tables
 
 
@@ -145,7 +143,7 @@ def test_random_slopes_is_a_setting_of_the_analysis(tmp_path):
                scenarios=["emergency_response", "career_path_selection", "authority_compliance"])
     _analyze(run, "--random-slopes")
     assert set(pd.read_csv(run / "discrimination.csv")["method"]) == {"mixedlm_slopes"}
-    assert json.loads((run / "analysis.json").read_text())["random_slopes"] is True
+    assert json.loads((run / "analysis.json").read_text())["options"]["discrimination"]["random_slopes"] is True
     assert "up to date" in _analyze(run, "--random-slopes")  # the same settings: read back
     _analyze(run)  # another setting: computed again
     assert set(pd.read_csv(run / "discrimination.csv")["method"]) == {"mixedlm"}

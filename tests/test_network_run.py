@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from louder import kinds
 from louder.analysis import analyze
-from louder.analysis.measures.network import network_tables
+from louder.analysis.network import network_tables
 from louder.analysis.report import write_report
 from louder.cli import app
 from louder.config import build_config
@@ -311,7 +311,10 @@ def test_analysis_tables_follow_the_hand_computed_cascade(tmp_path):
     f1 = flips[(flips["source"] == "LLM") & (flips["round"] == 1)].set_index("attribute")["flip_rate"]
     assert f1.to_dict() == {"Female": 0.0, "Male": 0.5, "Non-binary": 0.5}
     # the seed tables read round 0 only: 6 agents, not 6 × 4 rows
-    assert a.tables["cases"]["n_valid"].tolist() == [6] and len(a.decisions) == 6 and len(a.rounds) == 24
+    from louder.analysis import registry
+
+    assert a.tables["cases"]["n_valid"].tolist() == [6]
+    assert len(a.context(registry.get("cases")).decisions) == 6 and len(a.context(registry.get("network")).rounds) == 24
     for name in ("network_rounds", "network_flips", "amplification"):
         assert (tmp_path / "out" / f"{name}.csv").exists()
 

@@ -135,3 +135,31 @@ def test_diversity_of_a_resample_leaves_out_copies_of_one_text():
         pairs = [(i, j) for i in range(drawn.size) for j in range(drawn.size) if i != j and drawn[i] != drawn[j]]
         want = np.mean([D[drawn[i], drawn[j]] for i, j in pairs]) if pairs else np.nan
         assert (np.isnan(want) and np.isnan(got)) or got == pytest.approx(want)
+
+
+def test_a_run_without_written_personas_has_nothing_to_audit(tmp_path):
+    """Issue 41: under no_persona the attribute stands in for the persona ("Female"); the audit read its
+    spelling as a finding ("length 1.000, significant, Female → Non-binary"). It reads only personas the
+    model wrote, and says so where there is none; a run with both conditions audits the written ones."""
+    import warnings
+
+    import louder
+    from louder.errors import LouderWarning
+
+    case = {"scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 6}
+    run = louder.run({"models": ["fake:seed=1"], "simulation": {**case, "conditions": ["no_persona"]}},
+                     out=tmp_path / "bare", progress=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", LouderWarning)
+        tables = run.analyze(bootstrap=200)
+    assert not {"personas_audit", "personas_audit_gaps", "personas_words"} & set(tables)
+    assert any("persona audit: nothing to audit" in str(w.message) and "no_persona" in str(w.message) for w in seen)
+    html = run.report().read_text("utf-8")
+    assert "persona audit: nothing to audit" in html and "The persona step under audit" not in html
+    both = louder.run({"models": ["fake:seed=1"], "simulation": {**case, "conditions": ["contextualized",
+                                                                                          "no_persona"]}},
+                      out=tmp_path / "both", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LouderWarning)
+        audit = both.analyze(bootstrap=200)["personas_audit"]
+    assert set(audit["condition"]) == {"contextualized"}

@@ -11,7 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis.reasoning import change_verdict, level_changes, level_view, reasoning_table
+from louder.analysis import select
+from louder.analysis.reasoning import change_verdict, level_changes, reasoning_table
+from louder.analysis.registry import Input
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError
@@ -129,7 +131,7 @@ def test_levels_share_personas_and_the_case_tables_read_the_reference_level(tmp_
     assert (d.loc[d["reasoning"] == "high", "thinking"].notna()).all() and d.loc[d["reasoning"] == "off",
                                                                                  "thinking"].isna().all()
     tables = run.analyze(bootstrap=200)
-    assert tables["cases"]["n_valid"].iloc[0] == len(d) // 2 == len(level_view(d))
+    assert tables["cases"]["n_valid"].iloc[0] == len(d) // 2 == len(select.view(d, Input("decisions")))
     m = json.loads((tmp_path / "manifest.json").read_text())
     assert m["planned_calls"] == m["model_calls"] == 45  # 15 personas, 30 decisions
     assert m["thinking"]["decisions"]["with_thinking"] == 15

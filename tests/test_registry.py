@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import sys
 import warnings
@@ -50,14 +51,21 @@ def _copy(run: Path, to: Path) -> Path:
     return to
 
 
+HOW_TO = ROOT / "docs" / "how-to" / "add-a-metric.md"
+
+
+def how_to_files() -> dict[str, str]:
+    """The files docs/how-to/add-a-metric.md writes (its package of a measure), by path."""
+    return {b.arg: b.body for b in blocks(HOW_TO.read_text("utf-8")) if b.mark == "write"}
+
+
 @pytest.fixture
 def toy_measure():
-    """The refusal-DPD measure of docs/how-to/add-a-metric.md, imported from the page itself."""
-    page = (ROOT / "docs" / "how-to" / "add-a-metric.md").read_text("utf-8")
-    code = next(b.body for b in blocks(page) if b.mark == "write" and b.arg == "refusals_measure.py")
-    spec = importlib.util.spec_from_loader("refusals_measure", loader=None)
+    """The status-DPD measure of docs/how-to/add-a-metric.md, imported from the page itself."""
+    code = how_to_files()["louder-refusals/louder_refusals/__init__.py"]
+    spec = importlib.util.spec_from_loader("louder_refusals", loader=None)
     module = importlib.util.module_from_spec(spec)
-    exec(compile(code, "refusals_measure.py", "exec"), module.__dict__)
+    exec(compile(code, "louder_refusals/__init__.py", "exec"), module.__dict__)
     yield registry.get("refusals")
     registry.unregister("refusals")
 
@@ -70,9 +78,9 @@ def test_a_new_measure_appears_in_analyze_the_report_the_api_and_the_docs(small_
     assert r.exit_code == 0, r.output
     written = pd.read_csv(run / "refusals.csv")  # analyze wrote it, with the declared columns
     assert list(written.columns) == toy_measure.tables[0].column_names
-    assert len(written) == 1 and written["n_answers"].iloc[0] == 24
-    assert (written["ci_low"] <= written["refusal_dpd"]).all() and (written["refusal_dpd"] <= written["ci_high"]).all()
-    assert "Refusal DPD per case" in r.output  # its console table
+    assert len(written) == 1 and written["n_answers"].iloc[0] == 24 and written["status"].iloc[0] == "refused"
+    assert (written["ci_low"] <= written["status_dpd"]).all() and (written["status_dpd"] <= written["ci_high"]).all()
+    assert "Refused DPD per case" in r.output  # its console table
     assert json.loads((run / "analysis.json").read_text())["tables"]["refusals"] == "refusals.csv"
     assert runner.invoke(app, ["report", str(run)]).exit_code == 0
     assert "<h2>Refusals per attribute</h2>" in (run / "report" / "index.html").read_text("utf-8")  # its section
@@ -100,10 +108,10 @@ def test_a_measure_of_another_package_registers_through_its_entry_point(tmp_path
     from importlib.metadata import EntryPoint
 
     (tmp_path / "louder_counts.py").write_text(
-        "from louder.analysis import Column, Measure, Table, register\n"
+        "from louder.analysis import Column, Input, Measure, Table, register\n"
         "register(Measure('counts', 'rows per case', (Table('counts', 'rows', (Column('n', 'rows'),)),),\n"
         "                 build=lambda a: {'counts': __import__('pandas').DataFrame({'n': [len(a.decisions)]})},\n"
-        "                 needs=('decisions',)))\n")
+        "                 inputs=(Input('decisions'),), needs=('decisions',)))\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         registry._load(EntryPoint("counts", "louder_counts", registry.GROUP))
@@ -113,6 +121,67 @@ def test_a_measure_of_another_package_registers_through_its_entry_point(tmp_path
         registry.unregister("counts")
     with pytest.raises(LouderError, match="measure 'broken' .* cannot be loaded: ModuleNotFoundError"):
         registry._load(EntryPoint("broken", "no_such_module_here", registry.GROUP))
+
+
+def _louder_files() -> dict[str, str]:
+    import hashlib
+
+    return {str(p.relative_to(ROOT)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((ROOT / "louder").rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.mark.slow
+def test_a_measure_packaged_outside_louder_installs_and_runs_in_a_fresh_venv(tmp_path):
+    """Issue 41's "done when": the how-to's package — one option, one selection of the dimensions, one
+    table — installed by pip into a new virtual environment; there `louder measures` lists it with its
+    option, `louder analyze --set refusals.status=…` writes its table, `louder report` shows its section
+    and `Run.table` returns it; and no file of louder changed."""
+    import site
+    import subprocess
+
+    before = _louder_files()
+    for path, body in how_to_files().items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(body, "utf-8")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    target = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], check=True,
+                                 capture_output=True, text=True).stdout.strip())
+    # louder (this checkout) and what it needs, from this environment: the venv holds only the new package
+    (target / "louder_env.pth").write_text("\n".join([str(ROOT), *site.getsitepackages()]) + "\n")
+
+    def run(*args, ok=True):
+        r = subprocess.run([str(py), *map(str, args)], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "COLUMNS": "200", "PYTHONPATH": ""})
+        assert (r.returncode == 0) == ok, (args, r.stdout[-3000:], r.stderr[-3000:])
+        return r.stdout + r.stderr
+
+    run("-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "./louder-refusals")
+    assert list(target.glob("louder_refusals-0.1.0.dist-info"))
+    listed = " ".join(run("-m", "louder.cli", "measures").split())
+    assert "refusals" in listed and "refusals.status" in listed and "louder_refusals" in listed
+    out = tmp_path / "runs" / "first"
+    run("-m", "louder.cli", "run", "--out", out, "--agents", 6, "--wording", "all", "--scenario",
+        "emergency_response", "--group", "gender_identity", "--model", "fake:seed=1")
+    printed = run("-m", "louder.cli", "analyze", out, "-B", 200)
+    t = pd.read_csv(out / "refusals.csv")
+    assert set(t["status"]) == {"refused"} and t["wording"].nunique() > 1  # every wording, each its own row
+    assert "Refused DPD per case" in " ".join(printed.split())
+    printed = run("-m", "louder.cli", "analyze", out, "-B", 200, "--set", "refusals.status=invalid")
+    t = pd.read_csv(out / "refusals.csv")
+    assert set(t["status"]) == {"invalid"} and "Invalid DPD per case" in " ".join(printed.split())
+    assert json.loads((out / "analysis.json").read_text())["options"] == {"refusals": {"status": "invalid"}}
+    wrong = run("-m", "louder.cli", "analyze", out, "--set", "refusal.status=error", ok=False)
+    assert "no measure 'refusal' (did you mean 'refusals'?)" in " ".join(wrong.split())
+    run("-m", "louder.cli", "report", out)
+    assert "<h2>Refusals per attribute</h2>" in (out / "report" / "index.html").read_text("utf-8")
+    code = (f"import louder; r = louder.open({str(out)!r}); t = r.table('refusals'); "
+            "assert set(t['status']) == {'invalid'}, t; "
+            "u = r.analyze(bootstrap=200, options={'refusals': {'status': 'error'}})['refusals']; "
+            "assert set(u['status']) == {'error'}, u; print('api ok')")
+    assert "api ok" in run("-W", "ignore", "-c", code)
+    assert _louder_files() == before  # nothing of louder changed
 
 
 def test_measures_run_after_the_measures_they_read():

@@ -22,12 +22,14 @@ from statsmodels.stats.multitest import multipletests
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis.measures import attributes as A
-from louder.analysis.measures import cases as C
+from louder.analysis import cases as C
+from louder.analysis import rates as A
+from louder.analysis import select
+from louder.analysis.registry import Input
 from louder.analysis import robustness as R
 from louder.analysis import stats
-from louder.analysis.measures.compare import contrast
-from louder.analysis.measures.population import group_tables
+from louder.analysis.contrast import contrast
+from louder.analysis.population import group_tables
 from louder.cli import app
 from louder.populations import draw_agents, load_population
 from test_robustness import agents
@@ -102,7 +104,7 @@ def test_cases_significant_is_the_holm_decision_on_null_and_planted_runs():
 def test_a_sequential_score_case_enters_holm_with_the_p_value_it_tested():
     """A sequential score-mode run tested the probability DPD: its anytime-valid p-value is in
     p_value_p (p_value is empty) and is what Holm and `significant` read."""
-    from louder.analysis.measures.sequential import BOOTSTRAP, SEQUENTIAL
+    from louder.analysis.sequential_cases import BOOTSTRAP, SEQUENTIAL
 
     t = C.with_holm(pd.DataFrame(dict(kind=["implicit", "implicit", "explicit"], p_value=[np.nan, np.nan, 0.3],
                                       p_value_p=[0.004, 0.2, np.nan],
@@ -283,7 +285,7 @@ def test_done_when_on_the_fake_model(fake_seeds):
             rob = R.robustness_table(d, B=300, seed=0)
             assert len(rob) == 1 and rob["n_wordings"].iloc[0] == 3 and rob["n_orders"].iloc[0] == 2
             verdicts[name].append(rob["verdict"].iloc[0])
-            cases = C.with_holm(C.implicit_cases(A.attribute_table(R.case_view(d)), B=300))
+            cases = C.with_holm(C.implicit_cases(A.attribute_table(select.view(d, Input("decisions"))), B=300))
             assert not (cases["significant"] & (cases["p_holm"] >= ALPHA)).any()
     assert verdicts["equal"].count("robust") >= EQUAL_ROBUST, verdicts
     assert verdicts["none"].count("wording-dependent") <= 1, verdicts
@@ -305,7 +307,8 @@ def test_report_renders_the_analysis_analyze_wrote(tmp_path):
     assert a.exit_code == 0, a.output
     written = {f: (run / f).read_bytes() for f in ("directions.csv", "rationales.csv", "cases.csv")}
     recorded = json.loads((run / "analysis.json").read_text("utf-8"))
-    assert (recorded["bootstrap"], recorded["seed"], recorded["predictions"]) == (200, 3, str(preds.resolve()))
+    assert (recorded["bootstrap"], recorded["seed"], recorded["options"]["directions"]["predictions"]) == (
+        200, 3, str(preds.resolve()))
     r = runner.invoke(app, ["report", str(run)])
     assert r.exit_code == 0, r.output
     assert {f: (run / f).read_bytes() for f in written} == written  # nothing overwritten

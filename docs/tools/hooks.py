@@ -251,11 +251,21 @@ def analysis_tables_markdown() -> str:
 
     out = []
     for m in registry.measures():
-        for t in m.tables:
-            out += [f"### `{t.name}.csv`", "", f"{_doc_cell(t.doc)} (Measure `{m.name}`: {_doc_cell(m.summary)}.)", "",
-                    "| column | meaning |", "|---|---|"]
+        for i, t in enumerate(m.tables):
+            out += [f"### `{t.name}.csv`", "", f"{_doc_cell(t.doc)} (Measure `{m.name}`: {_doc_cell(m.summary)}.)", ""]
+            if m.options and i == 0:  # a measure's options, once, under its first table
+                out += [f"Options (`louder analyze RUN --set {m.name}.OPTION=VALUE`): " + "; ".join(
+                    f"{_code(o.name)} ({o.type_name}, default {_code(_default(o))}"
+                    + (f", shorthand {_code(o.flag)}" if o.flag else "") + f"): {_doc_cell(o.doc)}"
+                    for o in m.options) + ".", ""]
+            out += ["| column | meaning |", "|---|---|"]
             out += [f"| {', '.join(_code(n) for n in c.names)} | {_doc_cell(c.doc)} |" for c in t.columns] + [""]
     return "\n".join(out)
+
+
+def _default(option) -> str:
+    d = option.default
+    return "none" if d in (None, ()) else str(d).lower() if isinstance(d, bool) else str(d)
 
 
 GENERATORS = {"cli": cli_markdown, "config": config_markdown, "backends": backends_markdown,

@@ -241,16 +241,16 @@ class PersonaAgent(mesa.Agent):
         return {self.model.case.group.id: self.attribute}
 
     def calibrated(self, probs: dict[str, float], labels: list[str], target: str) -> dict[str, float]:
-        """The choice probabilities the agent decides with: the model's, or under ``simulation.adjustment``
+        """The choice probabilities the agent decides with: the model's, or under ``simulation.calibration``
         (calibrated agents, louder.calibration) the target's shifted by the agent's logit offset and the
-        other choices rescaled. Without an adjustment: ``probs`` as they are."""
+        other choices rescaled. Without a calibration: ``probs`` as they are."""
         session = self.model.session
-        path = session.config.simulation.adjustment
+        path = session.config.simulation.calibration
         if path is None:
             return probs
-        from louder.calibration import apply_offsets, load_adjustment, offset_for
+        from louder.calibration import apply_offsets, load_calibration, offset_for
 
         c = self.model.case
-        delta = offset_for(load_adjustment(path), c.model, c.condition, c.scenario.id, self.groups())
+        delta = offset_for(load_calibration(path), c.model, c.condition, c.scenario.id, self.groups())
         shifted = apply_offsets([probs[x] for x in labels], labels.index(target), delta)
         return dict(zip(labels, map(float, shifted)))

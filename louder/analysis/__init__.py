@@ -8,8 +8,9 @@ settings. The statistics themselves are small pure functions in ``louder.analysi
 ``intervals``, ``rates`` and their neighbours.
 """
 
-from louder.analysis.inputs import Analysis, Settings
-from louder.analysis.registry import Column, Measure, Show, Table, View, register
+from louder.analysis.inputs import Analysis, Context, Settings
+from louder.analysis.registry import ALL, Column, Input, Measure, Option, Show, Table, View, register
 from louder.analysis.run import analyze, for_report
 
-__all__ = ["Analysis", "Column", "Measure", "Settings", "Show", "Table", "View", "analyze", "for_report", "register"]
+__all__ = ["ALL", "Analysis", "Column", "Context", "Input", "Measure", "Option", "Settings", "Show", "Table", "View",
+           "analyze", "for_report", "register"]

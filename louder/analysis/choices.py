@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, valid
+from louder.analysis.stats import substream
 
 RATE_COLUMNS = [*CASE_KEYS, "attribute", "choice", "n", "n_valid", "rate"]
 TEST_COLUMNS = [*CASE_KEYS, "chi2", "df", "p_independence", "independence_test"]
@@ -95,7 +96,7 @@ def independence_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0) 
     d = valid(decisions, [*ATTRIBUTE_KEYS, "decision"])
     rows = []
     for i, (key, g) in enumerate(d.groupby(CASE_KEYS, sort=True)):
-        s = int(np.random.SeedSequence([seed, 13, i]).generate_state(1)[0])
+        s = substream(seed, 13, i)
         r = independence(g["attribute"].to_numpy(), g["decision"].astype(str).to_numpy(), B=B, seed=s)
         rows.append(dict(zip(CASE_KEYS, key), chi2=r.chi2, df=r.df, p_independence=r.p_value,
                          independence_test=r.method))

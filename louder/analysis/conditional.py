@@ -43,7 +43,6 @@ null runs flag anything); flagged ⇔ p_holm < alpha.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +50,7 @@ import pandas as pd
 
 from louder.analysis import intervals as I
 from louder.analysis import population as P
-from louder.analysis.stats import dpd, holm
+from louder.analysis.stats import dpd, holm, named_seed
 from louder.errors import LouderError
 
 CASE = ["model", "condition", "scenario", "variant"]
@@ -147,8 +146,6 @@ def verdict(within_flagged: bool, raw_flagged: bool, ci_high: float, dpd_raw: fl
     return "no disparity"
 
 
-def _seed(seed: int, *parts) -> int:
-    return int(np.random.SeedSequence([seed, *[zlib.crc32(str(p).encode()) for p in parts]]).generate_state(1)[0])
 
 
 def conditional_tables(decisions: pd.DataFrame, controls: list[str], B: int = 10_000, seed: int = 0,
@@ -170,7 +167,7 @@ def conditional_tables(decisions: pd.DataFrame, controls: list[str], B: int = 10
                 if g == f"attr_{c}":
                     continue
                 name = g.removeprefix("attr_")
-                r = conditional_dpd(d, g, f"attr_{c}", B=B, seed=_seed(seed, *case.values(), name, c), level=level)
+                r = conditional_dpd(d, g, f"attr_{c}", B=B, seed=named_seed(seed, *case.values(), name, c), level=level)
                 rows.append(dict(case, group=name, control=c, dpd_raw=r.dpd_raw, dpd_within=r.dpd_within,
                                  ci_low=r.ci_low, ci_high=r.ci_high, p_value=r.p_value))
                 raw_p.append(r.raw_p)

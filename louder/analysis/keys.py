@@ -14,8 +14,7 @@ import pandas as pd
 from louder.types import CASE_KEYS, STATUSES
 
 __all__ = ["CASE_KEYS", "ATTRIBUTE_KEYS", "POPULATION_CASE", "POPULATION_KEYS", "VARIANT_CASE", "STATUSES", "VALID",
-           "COUNT_COLUMNS", "present", "is_valid", "valid", "is_target", "targets", "variants_as_scenarios",
-           "base_scenarios", "signals_as_conditions", "by_population_group",
+           "COUNT_COLUMNS", "present", "is_valid", "valid", "is_target", "targets", "truthy", "value_column", "by_population_group",
            "arm_keys"]
 
 ATTRIBUTE_KEYS = [*CASE_KEYS, "attribute"]  # a row of attributes.csv
@@ -57,29 +56,22 @@ def is_target(df: pd.DataFrame, target: str = "target") -> pd.Series:
     return is_valid(df) & df[target].fillna(False).astype(bool)
 
 
+def truthy(v) -> bool:
+    """A flag read from a table: a bool, or its CSV text ("True"; "False", "nan" and "0" are false)."""
+    return bool(v) and str(v) not in ("False", "nan", "0")
+
+
 def targets(df: pd.DataFrame, target: str = "target") -> pd.Series:
     """0/1 target of each row of an all-valid frame (``valid(df)``)."""
     return df[target].fillna(False).astype(bool).astype(int)
 
 
-def variants_as_scenarios(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
-    """For the per-case tables (keyed by model × condition × scenario × group) a policy variant other
-    than ``base`` reads as its own scenario, "scenario [variant]", so variants are never pooled."""
-    if decisions is None or "variant" not in decisions or (decisions["variant"] == "base").all():
-        return decisions
-    v = decisions["variant"].astype(str)
-    return decisions.assign(scenario=decisions["scenario"].where(v == "base", decisions["scenario"] + " [" + v + "]"))
-
-
-def signals_as_conditions(df: pd.DataFrame | None) -> pd.DataFrame | None:
-    """A signal other than ``stated`` reads as its own condition, "contextualized [names]", so the
-    per-case tables never pool signals (each signal has agents of its own)."""
-    if df is None or "signal" not in df:
-        return df
-    sig = df["signal"].fillna("stated").astype(str)
-    if (sig == "stated").all():
-        return df
-    return df.assign(condition=df["condition"].where(sig == "stated", df["condition"] + " [" + sig + "]"))
+def value_column(d: pd.DataFrame, value: str = "auto") -> str:
+    """The column a rate of ``d`` reads: ``value``, or with "auto" ``p_target`` where the run stored
+    probabilities (score mode), else ``target``."""
+    if value != "auto":
+        return value
+    return "p_target" if "p_target" in d.columns and d["p_target"].notna().any() else "target"
 
 
 def by_population_group(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -91,10 +83,3 @@ def by_population_group(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
         return decisions
     return pd.concat([decisions.assign(group=c.removeprefix("attr_"), attribute=decisions[c]) for c in cols],
                      ignore_index=True)
-
-
-def base_scenarios(decisions: pd.DataFrame) -> pd.DataFrame:
-    """The inverse for tables keyed on ``variant`` itself: "scenario [variant]" back to "scenario"."""
-    if "variant" not in decisions:
-        return decisions
-    return decisions.assign(scenario=decisions["scenario"].str.replace(r" \[[^\]]*\]$", "", regex=True))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import intervals as I
-from louder.analysis.keys import valid
+from louder.analysis.keys import VARIANT_CASE, arm_keys, present, valid
 from louder.analysis.rates import rates
 from louder.analysis.stats import dpd
 
@@ -217,3 +217,145 @@ def with_archetype_clusters(rows: pd.DataFrame, cell: str = "cell_id", replicate
                             name: str = "cluster") -> pd.DataFrame:
     """Add the archetype × replicate cluster id (``cell/replicate``) that archetype-mode bootstraps resample."""
     return rows.assign(**{name: rows[cell].astype(str) + "/" + rows[replicate].astype(str)})
+
+
+# --- the tables of a network run: network_rounds, network_flips, amplification -------------------------
+
+NETWORK_TABLES = ("network_rounds", "network_flips", "amplification")
+ARM = ("signal", "wording", "reasoning")  # the arm columns a network table has where the run varies them
+ROUND_COLUMNS = ["source", "round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error",
+                 "dpd", "dpd_ci_low", "dpd_ci_high"]
+FLIP_COLUMNS = ["source", "round", "attribute", "n_both_valid", "flips", "flip_rate"]
+AMP_COLUMNS = ["round", "dpd_round0", "dpd_llm", "dpd_no_influence", "baseline", "change", "amplification", "ci_low",
+               "ci_high", "verdict", "dpd_control", "final"]
+
+
+def case_keys(decisions: pd.DataFrame) -> list[str]:
+    """The columns that identify a case (``variant`` only in population runs), and the levels of a
+    network arm where the run varies them (``keys.arm_keys``: each wording, reasoning level or signal
+    plays its own rounds, control and no-influence arm)."""
+    return present(decisions, VARIANT_CASE) + arm_keys(decisions)
+
+
+def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
+    """An archetype run (a ``bucket`` column, or ``mode: archetype`` in its manifest): resample clusters."""
+    return "bucket" in decisions.columns or ((manifest or {}).get("network") or {}).get("mode") == "archetype"
+
+
+def _clustered(rows: pd.DataFrame, control: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Archetype × replicate cluster of every row; the control's rows take their node's cluster."""
+    rows = with_archetype_clusters(rows)
+    if control is not None and "cluster" not in control.columns:
+        by_node = rows.drop_duplicates("node").set_index("node")["cluster"]
+        control = control.assign(cluster=control["node"].map(by_node))
+    return rows, control
+
+
+def case_network_tables(rows: pd.DataFrame, control: pd.DataFrame | None, cluster: str | None = None,
+                        B: int = 2000, seed: int = 0, arm: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """The three tables of one case (rows, control and no-influence arm of one case, with ``cluster``
+    if resampled by cluster)."""
+    rounds, flips = [], []
+    runs = {"LLM": rows, **({"no influence": arm} if arm is not None and len(arm) else {}),
+            **({"control": control} if control is not None and len(control) else {})}
+    dpd_control = {}
+    for source, df in runs.items():
+        d = dpd_by_round(df, "attribute", cluster=cluster, B=B, seed=seed)
+        if source == "control":
+            dpd_control = dict(zip(d["round"], d["dpd"]))
+        r = rates_by_round(df, "attribute").merge(
+            d.rename(columns={"ci_low": "dpd_ci_low", "ci_high": "dpd_ci_high"}).drop(columns="n_valid"),
+            on="round", how="left")
+        rounds.append(r.assign(source=source)[ROUND_COLUMNS])
+        if "changed" in df.columns:
+            flips.append(flip_rates(df, "attribute").assign(source=source)[FLIP_COLUMNS])
+    with_arm = "no influence" in runs
+    amp = amplification(rows, arm if with_arm else None, "attribute", cluster=cluster, B=B, seed=seed)
+    amp["baseline"] = "no-influence arm" if with_arm else "round 0"
+    amp["dpd_control"] = amp["round"].map(dpd_control).astype(float)
+    amp["final"] = amp["round"] == amp["round"].max()
+    return {"network_rounds": pd.concat(rounds, ignore_index=True),
+            "network_flips": pd.concat(flips, ignore_index=True) if flips else pd.DataFrame(columns=FLIP_COLUMNS),
+            "amplification": amp[AMP_COLUMNS]}
+
+
+def network_tables(decisions: pd.DataFrame, control: pd.DataFrame | None, manifest: dict | None = None,
+                   B: int = 2000, seed: int = 0, arm: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """The three tables over every case of a network run, case columns first. ``arm``: the
+    no-influence arm's rows (no_influence.parquet), if the run asked it."""
+    keys = case_keys(decisions)
+    cluster = None
+    if is_archetype(decisions, manifest):
+        decisions, control = _clustered(decisions, control)
+        cluster = "cluster"
+    out: dict[str, list[pd.DataFrame]] = {n: [] for n in NETWORK_TABLES}
+    # the control and the arm are matched on the case columns they have (a run may write them without ``variant``)
+
+    def split(table: pd.DataFrame | None) -> tuple[list[str], dict]:
+        k = [c for c in keys if table is not None and c in table.columns]
+        return k, (dict(iter(table.groupby(k, sort=False))) if k else {})
+
+    (ckeys, controls), (akeys, arms) = split(control), split(arm)
+    for key, rows in decisions.groupby(keys, sort=False):
+        pick = lambda k: tuple(v for c, v in zip(keys, key) if c in k)  # noqa: E731
+        for name, t in case_network_tables(rows, controls.get(pick(ckeys)), cluster, B, seed,
+                                           arms.get(pick(akeys))).items():
+            if len(t):
+                out[name].append(t.assign(**dict(zip(keys, key)))[keys + list(t.columns)])
+    empty = {"network_rounds": ROUND_COLUMNS, "network_flips": FLIP_COLUMNS, "amplification": AMP_COLUMNS}
+    return {n: pd.concat(f, ignore_index=True) if f else pd.DataFrame(columns=keys + empty[n])
+            for n, f in out.items()}
+
+
+def case_verdicts(amp: pd.DataFrame) -> pd.DataFrame:
+    """The final round's row of every case: its verdict is the case's."""
+    return amp[amp["final"].astype(bool)].reset_index(drop=True) if len(amp) else amp
+
+
+# --- why an archetype run resamples clusters -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class ArchetypeNote:
+    """Round-0 DPD interval widths of one case, resampling clusters vs agents.
+
+    width_cluster / width_agent: 95 % bootstrap interval widths of DPD_0 (``dpd_by_round``
+    with cluster = cell_id/replicate, and with every agent its own cluster); ratio = their quotient.
+    """
+
+    agents: int
+    clusters: int
+    agents_per_cluster: float
+    width_cluster: float
+    width_agent: float
+    ratio: float
+    text: str
+
+
+def archetype_cells(decisions: pd.DataFrame) -> bool:
+    """The columns of an archetype run's agents (cell, bucket, replicate, round)."""
+    return {"cell_id", "bucket", "replicate", "round"} <= set(decisions.columns)
+
+
+def archetype_note(decisions: pd.DataFrame, B: int = 500, seed: int = 0) -> ArchetypeNote | None:
+    """The note for the first case of an archetype run's decisions (None for any other run)."""
+    if decisions is None or decisions.empty or not archetype_cells(decisions):
+        return None
+    keys = ["model", "condition", "scenario", "group"]  # the case (louder.analysis.keys.CASE_KEYS)
+    first = decisions[keys].iloc[0]
+    case = decisions[(decisions[keys] == first).all(axis=1) & (decisions["round"] == 0)]
+    rows = with_archetype_clusters(case)
+    n, c = len(rows), rows["cluster"].nunique()
+    clus = dpd_by_round(rows, "attribute", cluster="cluster", B=B, seed=seed).iloc[0]
+    agent = dpd_by_round(rows, "attribute", cluster=None, B=B, seed=seed).iloc[0]
+    wc, wa = clus["ci_high"] - clus["ci_low"], agent["ci_high"] - agent["ci_low"]
+    ratio = wc / wa if wa > 0 else float("nan")
+    text = (f"Archetype mode: the {n:,} agents of this run share {c:,} model calls (population cell × replicate), "
+            f"about {n / c:,.0f} agents per call. Agents of one call draw from the same probability, so they are not "
+            f"independent observations: every interval here resamples the {c:,} archetype × replicate clusters, not "
+            f"the agents. For {first['scenario']} × {first['group']} (round 0) the cluster interval of the DPD is "
+            f"{wc:.3f} wide; resampling agents would give {wa:.3f}" +
+            (f", {ratio:.1f}× narrower — it would count each call's randomness once per agent and call almost any "
+             f"gap significant." if ratio >= 1.2 else
+             " — about the same here, because the calls of one cell barely differ in this run; where they do, "
+             "agent-level intervals are far too narrow (docs/networks.md, \"Why clusters, not agents\")."))
+    return ArchetypeNote(n, c, n / c, float(wc), float(wa), float(ratio), text)

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import re
 import warnings
-import zlib
 from functools import cache
 
 import numpy as np
@@ -54,7 +53,7 @@ import pandas as pd
 from louder.analysis import intervals as I
 from louder.analysis.keys import CASE_KEYS, is_valid
 from louder.analysis.rationales import TOKEN, Pattern, distinctive_words, load_patterns
-from louder.analysis.stats import holm, significant
+from louder.analysis.stats import holm, named_seed, significant
 
 KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 MEASURES = ["length", "sentiment", "stereotype", "restates", "diversity"]
@@ -267,8 +266,6 @@ def audit_case(texts: list[str], attributes: list[str], group: str, scenario: st
     return pd.DataFrame(audit), pd.DataFrame(gaps)
 
 
-def _seed(seed: int, *parts) -> int:
-    return int(np.random.SeedSequence([seed, *[zlib.crc32(str(p).encode()) for p in parts]]).generate_state(1)[0])
 
 
 def persona_audit(personas: pd.DataFrame, B: int = 2000, seed: int = 0, alpha: float = 0.05, level: float = 0.95,
@@ -283,7 +280,7 @@ def persona_audit(personas: pd.DataFrame, B: int = 2000, seed: int = 0, alpha: f
     for key, case in p.groupby(KEYS, sort=True):
         keys = dict(zip(KEYS, key))
         a, g = audit_case(case["persona"].astype(str).tolist(), case["attribute"].astype(str).tolist(),
-                          keys["group"], keys["scenario"], patterns, B=B, seed=_seed(seed, *key), level=level)
+                          keys["group"], keys["scenario"], patterns, B=B, seed=named_seed(seed, *key), level=level)
         audits.append(a.assign(**keys))
         gaps.append(g.assign(**keys))
     audit = pd.concat(audits, ignore_index=True) if audits else pd.DataFrame(columns=AUDIT_COLUMNS)

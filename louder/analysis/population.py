@@ -11,6 +11,7 @@ r_S = Σ_S w_i y_i / Σ_S w_i and the Kish effective size n_eff(S) = (Σ_S w_i)�
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +21,12 @@ from statsmodels.stats.multitest import multipletests
 
 from louder.analysis import intervals as I
 from louder.analysis import keys
-from louder.analysis.keys import is_valid
+from louder.analysis.keys import CASE_KEYS, POPULATION_CASE, is_valid
+from louder.analysis.rates import rates as rate_table
 from louder.analysis.rates import target_rates
-from louder.analysis.stats import dpd, dpd_difference_interval, level_alpha, mean_difference_interval, significant, wilson
+from louder.analysis.stats import (dpd, dpd_difference_interval, holm, level_alpha, mean_difference_interval, named_seed,
+                                   significant, wilson)
+from louder.status import status_table
 
 
 def valid(decisions: pd.DataFrame) -> pd.DataFrame:
@@ -288,3 +292,158 @@ def paired_dpd(twins: pd.DataFrame, B: int = 10_000, seed: int = 0, level: float
     lo, hi = I.dpd_interval(wide.mean(axis=0), np.concatenate(rates), _paired_pair_variance(wide),
                             np.concatenate(variances), level)
     return observed, lo, hi
+
+
+# --- the tables of a population run: per case (model × condition × scenario × variant) ------------------
+
+POP_CASE = POPULATION_CASE
+
+
+def attr_groups(decisions: pd.DataFrame) -> list[str]:
+    """The ``attr_<group>`` columns of a population run, in the population's group order."""
+    return [c for c in decisions.columns if c.startswith("attr_")]
+
+
+def _gname(col: str) -> str:
+    return col.removeprefix("attr_")
+
+
+def group_tables(decisions: pd.DataFrame, B: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per case × group: the population-weighted DPD with its parity bootstrap (``group_dpd``), p_holm
+    across the table's rows and significant ⇔ p_holm < 0.05 (``stats.significant``); and per case ×
+    group × attribute the weighted rate, n_eff and every status count."""
+    cols = attr_groups(decisions)
+    dpd_rows, rate_frames = [], []
+    for i, (key, d) in enumerate(decisions.groupby(POP_CASE, sort=True)):
+        for col in cols:
+            r = group_dpd(d, col, B=B, seed=named_seed(seed, i, col))
+            dpd_rows.append(dict(zip(POP_CASE, key), group=_gname(col), n_valid=r.n_valid, dpd=r.dpd,
+                                 threshold=r.threshold, p_value=r.p_value, significant=r.significant,
+                                 ci_low=r.lo, ci_high=r.hi))
+            t = rate_table(d, [col], weight="weight").rename(columns={col: "attribute"})
+            rate_frames.append(t.assign(**dict(zip(POP_CASE, key)), group=_gname(col)))
+    dpd = pd.DataFrame(dpd_rows)
+    if len(dpd):  # the run's multiplicity control: Holm across every case × group of the table
+        dpd.insert(dpd.columns.get_loc("p_value") + 1, "p_holm", holm(dpd["p_value"].to_numpy(dtype=float)))
+        dpd["significant"] = significant(dpd["p_holm"].to_numpy())
+    rates = pd.concat(rate_frames, ignore_index=True) if rate_frames else pd.DataFrame()
+    if len(rates):
+        rates = rates[POP_CASE + ["group", "attribute", "n_valid", "n_target", "rate", "n_eff", "n_invalid",
+                                  "n_refused", "n_error"]]
+    return dpd, rates
+
+
+def intersection_tables(decisions: pd.DataFrame, min_n: int = 30) -> pd.DataFrame:
+    """Per case × pair of groups: ``intersection_table`` (rate and n per cell, Fisher test of cells
+    with ≥ ``min_n`` valid decisions, Benjamini–Hochberg across the pair's tested cells)."""
+    cols, frames = attr_groups(decisions), []
+    for key, d in decisions.groupby(POP_CASE, sort=True):
+        for a, b in itertools.combinations(cols, 2):
+            t = intersection_table(d, a, b, min_n=min_n).rename(columns={a: "attribute_a", b: "attribute_b"})
+            frames.append(t.assign(**dict(zip(POP_CASE, key)), group_a=_gname(a), group_b=_gname(b)))
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    return out[POP_CASE + ["group_a", "group_b", "attribute_a", "attribute_b", "n_valid", "n_target", "rate",
+                           "n_eff", "tested", "p_value", "p_bh", "significant"]]
+
+
+def regression_tables(decisions: pd.DataFrame, min_n: int = 10) -> pd.DataFrame:
+    """Per case: the logistic regression on every group (``logistic_regression``). Agents with an
+    attribute the model cannot estimate — fewer than ``min_n`` valid decisions, or all of them the same
+    decision (separation) — are left out first and named in ``dropped``; a case the data still cannot
+    support gets one row with its status and no odds ratio."""
+    cols, frames = attr_groups(decisions), []
+    for key, d in decisions.groupby(POP_CASE, sort=True):
+        v = valid(d)
+        keep = pd.Series(True, index=d.index)
+        dropped = []
+        for col in cols:
+            stats = v.groupby(col)["y"].agg(["size", "mean"])
+            bad = stats[(stats["size"] < min_n) | (stats["mean"] == 0) | (stats["mean"] == 1)].index
+            dropped += [f"{_gname(col)}={a}" for a in bad]
+            keep &= ~d[col].isin(bad)
+        r = logistic_regression(d[keep], cols)
+        t = r.table if len(r.table) else pd.DataFrame([{c: np.nan for c in REGRESSION_COLUMNS}])
+        frames.append(t.assign(**dict(zip(POP_CASE, key)), status=r.status, n=r.n, dropped="; ".join(dropped)))
+    out = pd.concat(frames, ignore_index=True)
+    out["group"] = out["group"].map(lambda g: _gname(g) if isinstance(g, str) else g)
+    return out[POP_CASE + ["status", "n", "dropped", *REGRESSION_COLUMNS]]
+
+
+def overall_table(decisions: pd.DataFrame) -> pd.DataFrame:
+    """Per case: the population's weighted target rate with its Wilson interval (``weighted_rate``)
+    and every status count."""
+    rows = []
+    counts = status_table(decisions, POP_CASE).set_index(POP_CASE)
+    for key, d in decisions.groupby(POP_CASE, sort=True):
+        r = weighted_rate(d)
+        rows.append(dict(zip(POP_CASE, key), rate=r.rate, ci_low=r.lo, ci_high=r.hi, n_eff=r.n_eff,
+                         **{c: int(n) for c, n in counts.loc[key].items()}))
+    return pd.DataFrame(rows)
+
+
+def variant_tables(decisions: pd.DataFrame, B: int, seed: int) -> dict[str, pd.DataFrame]:
+    """Policy variants against ``base``, per case (without the variant) × group: rate per variant and
+    attribute; each variant's effect per attribute with its interval; the change of DPD (Δ > 0 widens)."""
+    if "variant" not in decisions or decisions["variant"].nunique() < 2:
+        return {}
+    cols = attr_groups(decisions) or ["attribute"]
+    keys = ["model", "condition", "scenario"] + ([] if attr_groups(decisions) else ["group"])
+    variants = list(dict.fromkeys(decisions["variant"]))
+    base = "base" if "base" in variants else variants[0]
+    rates, effects, dpds = [], [], []
+    for i, (key, d) in enumerate(decisions.groupby(keys, sort=True)):
+        case = {k: v for k, v in zip(keys, key) if k != "group"}  # group: the analysed group, set below
+        for col in cols:
+            g = _gname(col) if col != "attribute" else key[-1]
+            r = variant_rates(d, col)
+            counts = pd.concat([status_table(d, ["variant"]).assign(attribute="(all)"),
+                                status_table(d, ["variant", col]).rename(columns={col: "attribute"})])
+            counts = counts.drop(columns="n_valid")
+            rates.append(r.merge(counts, on=["variant", "attribute"], how="left").assign(**case, group=g))
+            for v in variants:
+                if v == base:
+                    continue
+                s = named_seed(seed, i, col, v)
+                effects.append(variant_effects(d, col, base, v, B=B, seed=s).assign(**case, group=g, variant=v,
+                                                                                       base=base))
+                diff, lo, hi = variant_dpd_difference(d, col, base, v, B=B, seed=s)
+                dpds.append(dict(case, group=g, variant=v, base=base, dpd_difference=diff, ci_low=lo, ci_high=hi,
+                                 verdict="widens" if lo > 0 else "narrows" if hi < 0 else "inconclusive"))
+    out_keys = CASE_KEYS
+    rt = pd.concat(rates, ignore_index=True)
+    rt = rt[out_keys + [c for c in rt.columns if c not in out_keys]]
+    rt[[c for c in rt.columns if c.startswith("n_") and c != "n_eff"]] = rt.filter(regex="^n_(?!eff)").fillna(0)
+    ef = pd.concat(effects, ignore_index=True) if effects else pd.DataFrame()
+    if len(ef):
+        ef = ef[out_keys + ["variant", "base"] + [c for c in ef.columns if c not in out_keys + ["variant", "base"]]]
+    return {"variant_rates": rt, "variant_effects": ef, "variant_dpd": pd.DataFrame(dpds)}
+
+
+def twin_tables(twins: pd.DataFrame, decisions: pd.DataFrame, B: int, seed: int) -> dict[str, pd.DataFrame]:
+    """Counterfactual twins per case × group: flip rate and exact McNemar test per attribute pair
+    (``twin_flips``), the paired DPD (same personas) beside the unpaired one (the drawn agents,
+    ``group_dpd``), and the twins' answer and check accounting."""
+    keys = POP_CASE + ["group"]
+    flips, dpds = [], []
+    for i, (key, t) in enumerate(twins.groupby(keys, sort=True)):
+        case = dict(zip(keys, key))
+        f = twin_flips(t)
+        flips.append(f.assign(**case))
+        paired, lo, hi = paired_dpd(t, B=B, seed=named_seed(seed, i))
+        d = decisions[(decisions[POP_CASE] == pd.Series(key[:4], index=POP_CASE)).all(axis=1)]
+        u = group_dpd(d, f"attr_{case['group']}", B=B, seed=named_seed(seed, i, "unpaired"))
+        n_sets = t["twin_set"].nunique()
+        dpds.append(dict(case, n_sets=n_sets, n_complete=len(complete_twin_sets(t)), paired_dpd=paired,
+                         paired_ci_low=lo, paired_ci_high=hi, unpaired_dpd=u.dpd, unpaired_ci_low=u.lo,
+                         unpaired_ci_high=u.hi,
+                         paired_to_unpaired=paired / u.dpd if u.dpd and np.isfinite(u.dpd) and u.dpd > 0 else np.nan))
+    made = twins[~twins["original"].astype(bool)]
+    status = status_table(made, keys)
+    checks = made.groupby(keys)["twin_status"].value_counts().unstack(fill_value=0).reset_index()
+    checks.columns = [c if c in keys else f"twin_{c}" for c in checks.columns]
+    accounting = status.merge(checks, on=keys, how="left")
+    flip_cols = keys + ["attribute_a", "attribute_b", "n_sets", "a_only", "b_only", "flip_rate", "p_mcnemar"]
+    return {"twin_flips": pd.concat(flips, ignore_index=True)[flip_cols] if flips else pd.DataFrame(),
+            "twin_dpd": pd.DataFrame(dpds), "twin_accounting": accounting}

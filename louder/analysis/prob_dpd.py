@@ -26,6 +26,7 @@ import pandas as pd
 
 from louder.analysis import intervals as I
 from louder.analysis.keys import CASE_KEYS, is_valid
+from louder.analysis.stats import substream
 
 COLUMNS = [*CASE_KEYS, "dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
 TIE = 1e-9  # DPDs closer than this are equal in the permutation tests
@@ -214,7 +215,7 @@ def prob_dpd_table(decisions: pd.DataFrame, B: int = 10_000, seed: int = 0, clus
         d = d.assign(_cluster=clusters)
     rows = []
     for i, (key, g) in enumerate(d.groupby(CASE_KEYS, sort=True)):
-        s = int(np.random.SeedSequence([seed, 7, i]).generate_state(1)[0])
+        s = substream(seed, 7, i)
         if clusters is not None:
             r = prob_dpd_clustered(g["p_target"].to_numpy(dtype=float), g["attribute"].to_numpy(object),
                                    g["_cluster"].to_numpy(object), B=B, seed=s)

@@ -18,13 +18,16 @@ modules' (``stats``, ``intervals``, ``prob_dpd``, ``network``): they take the co
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
-from louder.analysis.keys import COUNT_COLUMNS, is_valid, targets
+from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, is_valid, targets, valid
 from louder.status import status_table
 
-__all__ = ["status_table", "target_rates", "rates", "difference", "RateFrame"]
+__all__ = ["status_table", "target_rates", "rates", "difference", "attribute_table", "explicit_attribute_table",
+           "with_choice_rates", "ATTRIBUTE_COLUMNS", "RateFrame"]
 
 
 def target_rates(df: pd.DataFrame, by: list[str], weight: str | None = None, cluster: str | None = None,
@@ -101,3 +104,66 @@ class RateFrame:
 
 
 COLUMNS = [*COUNT_COLUMNS, "n_target", "rate"]
+
+
+# --- attributes.csv: the rate of every attribute of every case ---------------------------------------
+
+ATTRIBUTE_COLUMNS = ["kind", *ATTRIBUTE_KEYS, *COUNT_COLUMNS, "n_target", "rate"]
+
+
+def attribute_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """One row per case × attribute: status counts, target count over valid decisions, rate.
+
+    rate_a = n_target_a / n_valid_a (NaN when n_valid_a = 0). ``attributes`` (group → attributes)
+    adds rows for attributes with no decisions at all, so nothing missing goes unseen.
+    """
+    if decisions.empty:
+        return pd.DataFrame(columns=ATTRIBUTE_COLUMNS)
+    table = rates(decisions, ATTRIBUTE_KEYS)
+    if attributes:
+        extra = []
+        for key, g in table.groupby(CASE_KEYS):
+            for a in attributes.get(key[3], []):
+                if a not in set(g["attribute"]):
+                    extra.append(dict(zip(CASE_KEYS, key), attribute=a))
+        if extra:
+            table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+            table[[c for c in table.columns if c.startswith("n_")]] = table.filter(like="n_").fillna(0)
+    for c in [c for c in table.columns if c.startswith("n_")]:
+        table[c] = table[c].astype("int64")
+    table["rate"] = table["n_target"] / table["n_valid"].where(table["n_valid"] > 0)
+    table.insert(0, "kind", "implicit")
+    return table[ATTRIBUTE_COLUMNS].sort_values(ATTRIBUTE_KEYS, ignore_index=True)
+
+
+def explicit_attribute_table(probes: pd.DataFrame, attributes: dict[str, list[str]]) -> pd.DataFrame:
+    """One row per explicit case × attribute: count of answers naming it over all valid answers.
+
+    rate_a = c_a / N with N = valid answers including Unknown; status counts are per case (the
+    same on each of its rows), since a probe answer belongs to no attribute until it is valid.
+    """
+    if probes.empty:
+        return pd.DataFrame(columns=ATTRIBUTE_COLUMNS + ["n_unknown"])
+    case = ["model", "scenario", "group"]
+    answers = dict(iter(valid(probes, [*case, "attribute"]).groupby(case)))
+    none = pd.DataFrame(columns=[*case, "attribute"])
+    rows = []
+    for key, st in status_table(probes, case).set_index(case).iterrows():
+        g = answers.get(key, none)
+        n = len(g)
+        named = g["attribute"].value_counts()
+        for a in attributes.get(key[2], sorted(named.index)):
+            c = int(named.get(a, 0))
+            rows.append(dict(kind="explicit", model=key[0], condition="explicit", scenario=key[1], group=key[2],
+                             attribute=a, **{k: int(st[k]) for k in COUNT_COLUMNS}, n_target=c,
+                             rate=c / n if n else np.nan, n_unknown=int(g["attribute"].isna().sum())))
+    return pd.DataFrame(rows, columns=ATTRIBUTE_COLUMNS + ["n_unknown"])
+
+
+def with_choice_rates(attr: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """Add ``choice_rates`` (JSON choice → rate over valid decisions) to each implicit attribute row."""
+    out = attr.copy()
+    js = {k[:5]: json.dumps({c: round(float(r), 6) for c, r in zip(g["choice"], g["rate"])}, ensure_ascii=False)
+          for k, g in rates.groupby(ATTRIBUTE_KEYS)} if len(rates) else {}
+    out["choice_rates"] = [js.get(tuple(r), "{}") for r in out[ATTRIBUTE_KEYS].itertuples(index=False)]
+    return out

@@ -38,7 +38,7 @@ import pandas as pd
 from louder.analysis import intervals as I
 from louder.analysis import keys, power, stats
 from louder.analysis.keys import CASE_KEYS, is_target, is_valid
-from louder.analysis.robustness import _weights, heterogeneity_p, reference_wording
+from louder.analysis.robustness import agent_weights, heterogeneity_p
 from louder.llm.thinking import LEVELS, TRUNCATED
 
 ORDER = {level: i for i, level in enumerate(LEVELS)}
@@ -60,22 +60,6 @@ def levels_of(decisions: pd.DataFrame) -> list[str]:
 def varies(decisions: pd.DataFrame | None) -> bool:
     """Whether the run decided at more than one reasoning level."""
     return decisions is not None and not decisions.empty and len(levels_of(decisions)) > 1
-
-
-def level_view(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The decisions the other tables read: the reference level only (each agent answers once per
-    level, so pooling levels would count an agent's answers as several people). reasoning.csv has
-    every level."""
-    if not varies(decisions):
-        return decisions
-    ref = levels_of(decisions)[0]
-    return decisions[decisions["reasoning"].fillna("default").astype(str) == ref].reset_index(drop=True)
-
-
-def wording_view(decisions: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the reference wording (the per-case tables' wording), every level."""
-    ref = reference_wording(decisions)
-    return decisions if ref is None else decisions[decisions["wording"] == ref].reset_index(drop=True)
 
 
 # --- the statistics: pure functions of agent × level matrices ------------------------------------
@@ -102,7 +86,7 @@ def level_bands(Y: np.ndarray, V: np.ndarray, attribute: np.ndarray, B: int = 10
     n, L = Y.shape
     k = int(attribute.max()) + 1 if n else 0
     groups = [np.flatnonzero(attribute == a) for a in range(k)]
-    G = _weights(np.random.default_rng(seed), [g for g in groups if g.size], n, B)
+    G = agent_weights(np.random.default_rng(seed), [g for g in groups if g.size], n, B)
     ones = np.ones((1, n))
     rates, bands = [], []
     for j in range(L):
@@ -167,7 +151,7 @@ def reasoning_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] | 
     (REASONING_COLUMNS): the level's DPD and interval, the change from the reference level with its
     interval, verdict and interaction test (``level_changes``), and its thinking: the share of valid
     decisions that came with thinking, the mean reasoning tokens where reported, and the answers
-    invalid because the thinking never closed. ``decisions``: one wording (``wording_view``)."""
+    invalid because the thinking never closed. ``decisions``: one wording (``louder.analysis.select``)."""
     if decisions is None or decisions.empty or "reasoning" not in decisions:
         return pd.DataFrame(columns=REASONING_COLUMNS)
     d = decisions.assign(signal=decisions["signal"].fillna("stated").astype(str) if "signal" in decisions
@@ -178,7 +162,7 @@ def reasoning_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] | 
             g["attribute"].dropna().unique())
         levels = levels_of(g)
         Y, V, attr = _matrices(g, attrs, levels)
-        s = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+        s = stats.substream(seed, i)
         results = level_changes(Y, V, attr, B=B, seed=s)
         for j, (lv, res) in enumerate(zip(levels, results)):
             at = g[g["reasoning"].fillna("default").astype(str) == lv]

@@ -1,57 +1,52 @@
 """The measures louder's analysis knows, in one registry (as ``louder.kinds`` is for kinds of run).
 
-A **measure** declares its name, the tables it writes with their columns (a line of description per
-column: the docs' table reference is generated from them), the inputs it needs from the run folder
-(``INPUTS``), the measures whose tables it reads (``after``), how it builds its tables, its console
-tables for ``louder analyze``, its report section with its position, and what it leads to (the next
-step it suggests). ``louder analyze``, ``louder report``, ``louder view``, the Python API
-(``Run.table``) and the docs' output reference all read this registry.
+A **measure** declares everything about itself, so that adding one changes no other file:
 
-A new measure is one module that calls ``register(Measure(...))`` at import: louder's own are the
-modules of ``louder.analysis.measures`` (``BUILTIN``, imported when the registry is first read); one
-from another package declares an entry point in the group ``louder.measures`` naming its module::
+* what it **reads** (``inputs``): each a view of a file of the run folder, selected over the run's
+  dimensions — for each dimension (wording, choice order, signal, reasoning level, intervention,
+  round, variant, paired respondents, …: ``louder.analysis.select``) whether the view keeps every
+  level (``whole``), cuts to the reference level (``reference``) or keeps every level as part of the
+  case (``keyed``), each dimension it does not name taking its default; ``needs``: the inputs without
+  which it writes nothing;
+* its **options** (``Option``: name, type, default, one documented line), set with ``louder analyze
+  RUN --set MEASURE.OPTION=VALUE`` or ``Run.analyze(options={MEASURE: {OPTION: VALUE}})``;
+* the **tables** it writes, each column documented (the docs' table reference is generated from
+  them), the measures whose tables it reads (``after``), how it builds them (``build``), its console
+  tables (``views``), its report section with its position, and what it leads to (next steps).
+
+``build``, ``section``, ``leads_to`` and a view's ``title`` / ``source`` get the measure's **context**
+(``louder.analysis.inputs.Context``): its declared inputs by name (``a.decisions``), its options
+(``a.options.NAME``), the bootstrap draws and seed, the tables built so far and ``a.missing``.
+
+louder's own measures are the modules of ``louder.analysis.measures``, found there (each calls
+``register(Measure(...))`` at import); one from another package declares an entry point in the group
+``louder.measures`` naming its module::
 
     [project.entry-points."louder.measures"]
     mine = "louder_mine.measure"
 
-or registers from code imported before the analysis runs (docs/how-to/add-a-metric.md).
+or registers from code imported before the analysis runs (docs/how-to/add-a-metric.md). This module
+knows no measure and no statistic.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from dataclasses import dataclass
+import pkgutil
+from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
-if TYPE_CHECKING:
-    from louder.analysis.inputs import Analysis
+from louder.analysis import select
+from louder.analysis.select import ALL, KEYED, REFERENCE, WHOLE
+from louder.errors import LouderError, did_you_mean
 
-# What a measure can read from the run folder (``Analysis`` attributes of the same name).
-INPUTS = {
-    "decisions": "decisions.parquet as the per-case tables read it: one wording, every choice order, the reference "
-                 "reasoning level, round 0 of a network run, a policy variant as its own scenario",
-    "presented": "every wording, choice order and signal (the reference reasoning level)",
-    "levels": "every reasoning level (and every wording)",
-    "personas": "personas.parquet", "probes": "probes.parquet (the explicit probe)",
-    "beliefs": "beliefs.parquet (the beliefs probe)", "association": "association.parquet (Bai et al.)",
-    "decision_test": "decision_test.parquet (Bai et al.)", "weat": "weat.parquet",
-    "rounds": "every round of a network run", "control": "control.parquet (a network run's rule-based control)",
-    "no_influence": "no_influence.parquet (the no-influence arm)", "population": "population.parquet",
-    "twins": "twins.parquet", "sequential": "sequential.csv and sequential_waves.csv of a sequential run",
-    "interventions": "every prompt intervention of a run that varies them (one wording, the reference reasoning "
-                     "level, round 0); every other input holds the decisions and answers under none",
-    "intervention_probes": "probes.parquet under every prompt intervention, when the probe varied them",
-    "humans": "humans.parquet (a human study's respondents); ``paired``: the case view with their paired agents' rows, "
-              "which every other input leaves out",
-}
-BUILTIN = ("attributes", "cases", "voices", "anchored", "compare", "rationales", "bai", "weat", "network", "robustness",
-           "reasoning", "sequential", "population", "archetype", "interventions",
-           "sensitivity", "discrimination", "conditional", "persona_audit")  # modules of louder.analysis.measures
 GROUP = "louder.measures"  # the entry-point group of measures from other packages
+BUILTIN_PACKAGE = "louder.analysis.measures"
 
 
 @dataclass(frozen=True)
@@ -119,17 +114,134 @@ def with_interval(est: str, low: str, high: str, digits: int = 3) -> Callable[[A
 @dataclass(frozen=True)
 class View:
     """A console table of ``louder analyze``: the rows of ``table`` (or of ``source``, a function of the
-    analysis, for a table the run itself wrote) under ``title`` (a string, or a function of the
-    analysis), with ``columns``; ``position`` orders the views of every measure."""
+    measure's context, for a table the run itself wrote) under ``title`` (a string, or a function of the
+    context), with ``columns``; ``position`` orders the views of every measure."""
 
     table: str
-    title: str | Callable[[Analysis], str]
+    title: str | Callable[[Any], str]
     columns: tuple[Show, ...]
     position: float = 50
-    source: Callable[[Analysis], pd.DataFrame | None] | None = None
+    source: Callable[[Any], pd.DataFrame | None] | None = None
 
-    def frame(self, a: Analysis) -> pd.DataFrame | None:
+    def frame(self, a) -> pd.DataFrame | None:
         return self.source(a) if self.source is not None else a.tables.get(self.table)
+
+
+def _names(v: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    return (v,) if isinstance(v, str) else tuple(v)
+
+
+@dataclass(frozen=True)
+class Input:
+    """A view of one file of the run folder, as a measure reads it (``a.<name>``; None when the run
+    folder has no such file).
+
+    ``file``: the file (default ``<name>.parquet``; a ``.csv`` is read as CSV). ``raw``: the file as
+    written. Otherwise every dimension of the run (``louder.analysis.select``) whose column the file
+    has is treated as the measure says — ``whole``: every level; ``reference``: the reference level
+    only; ``keyed``: every level, as part of the case key (a signal as its own condition, a variant as
+    its own scenario) — and each dimension it does not name as that dimension's default (the per-case
+    view: one wording, the reference reasoning level and intervention, round 0 of a network run, every
+    choice order, signals and variants keyed, a human study's paired agents left out).
+    ``whole=ALL`` keeps every dimension whole but those named in ``reference`` or ``keyed``.
+    ``columns``: the view is of a file that has these columns only (e.g. ``round``: a network run's
+    decisions); of another it is None, as of a missing file."""
+
+    name: str
+    file: str = ""
+    whole: tuple[str, ...] = ()
+    reference: tuple[str, ...] = ()
+    keyed: tuple[str, ...] = ()
+    raw: bool = False
+    columns: tuple[str, ...] = ()
+    doc: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "file", self.file or f"{self.name}.parquet")
+        for f in ("whole", "reference", "keyed", "columns"):
+            object.__setattr__(self, f, _names(getattr(self, f)))
+
+    def mode(self, dimension: str, default: str) -> str:
+        """What this view does with ``dimension`` (``default``: the dimension's own)."""
+        for mode in (REFERENCE, KEYED, WHOLE):
+            if dimension in getattr(self, mode):
+                return mode
+        return WHOLE if ALL in self.whole else default
+
+    @property
+    def selection(self) -> tuple:
+        """What makes two views of the same file the same view (the analysis computes each once)."""
+        return (self.file, self.raw, self.whole, self.reference, self.keyed, self.columns)
+
+
+_TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A setting of a measure: its name, type (bool, int, float, str or Path: a file, read as its
+    absolute path, whose content is part of the analysis' data state), default and one documented
+    line. ``multiple``: a list of values (``--set M.O=A --set M.O=B``, or a list from Python);
+    ``choices``: the values it takes; ``flag``: the ``louder analyze`` flag that is its shorthand;
+    ``check``: a value → what is wrong with it and the fix (None: fine)."""
+
+    name: str
+    type: type = str
+    default: Any = None
+    doc: str = ""
+    choices: tuple = ()
+    multiple: bool = False
+    flag: str | None = None
+    check: Callable[[Any], str | None] | None = None
+
+    def __post_init__(self):
+        if self.multiple and self.default is None:
+            object.__setattr__(self, "default", ())
+
+    @property
+    def type_name(self) -> str:
+        name = "file" if self.type is Path else self.type.__name__
+        return f"{name}, repeatable" if self.multiple else name
+
+    def parse(self, text: str, where: str) -> Any:
+        """One value from the text of ``--set`` (``where``: how the message names the option)."""
+        if self.type is bool:
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise LouderError(f"{where}={text}: not a yes/no value; write true or false")
+        if self.type in (int, float):
+            try:
+                return self.type(text)
+            except ValueError:
+                raise LouderError(f"{where}={text}: not a number ({self.type.__name__}); write e.g. "
+                                  f"{where}={self.type(1)}") from None
+        return text
+
+    def one(self, value: Any, where: str) -> Any:
+        """One value from Python or from ``parse``, checked (a file as its absolute path)."""
+        if isinstance(value, str) and self.type is not str:
+            value = self.parse(value, where)
+        if self.type is Path:
+            value = str(Path(value).resolve())
+        elif self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        elif not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
+            raise LouderError(f"{where}={value!r}: expected {self.type_name}")
+        if self.choices and value not in self.choices:
+            raise LouderError(f"{where}={value}: use one of {', '.join(map(str, self.choices))}"
+                              f"{did_you_mean(str(value), [str(c) for c in self.choices])}")
+        if self.check is not None and (problem := self.check(value)):
+            raise LouderError(f"{where}={value}: {problem}")
+        return value
+
+    def value(self, given: Any, where: str) -> Any:
+        """The option's value from what was given (a list for ``multiple``, without repeats)."""
+        if self.multiple:
+            values = [given] if isinstance(given, (str, Path)) or not hasattr(given, "__iter__") else list(given)
+            return tuple(dict.fromkeys(self.one(v, where) for v in values))
+        return self.one(given, where)
 
 
 @dataclass(frozen=True)
@@ -137,58 +249,71 @@ class Measure:
     name: str
     summary: str  # one line: what it measures
     tables: tuple[Table, ...]
-    build: Callable[[Analysis], dict[str, pd.DataFrame]]  # the analysis so far (inputs, settings, earlier tables)
-    needs: tuple[str, ...] = ()  # INPUTS that must be there; without one the measure writes nothing
+    build: Callable[[Any], dict[str, pd.DataFrame]]  # the measure's context → its tables
+    inputs: tuple[Input, ...] = ()  # what it reads from the run folder
+    options: tuple[Option, ...] = ()  # its settings
+    needs: tuple[str, ...] = ()  # its inputs that must be there; without one the measure writes nothing
     after: tuple[str, ...] = ()  # measures whose tables ``build`` reads
     views: tuple[View, ...] = ()  # what `louder analyze` prints
-    section: Callable[[Analysis], str] | None = None  # its HTML section(s) of the report ("" without)
-    position: float = 50  # where the section stands in the report
-    leads_to: Callable[[Analysis], list[str]] | None = None  # the next steps its tables suggest, one line each
+    section: Callable[[Any], str] | None = None  # its HTML section(s) of the report ("" without)
+    position: float = 50  # where the section stands in the report (and the measure in the analysis' order)
+    leads_to: Callable[[Any], list[str]] | None = None  # the next steps its tables suggest, one line each
+    check: Callable[[dict], str | None] | None = None  # its options together → what is wrong (None: fine)
+    module: str = field(default="", compare=False)  # where it was declared (set by ``register``)
 
-    def applies(self, a: Analysis) -> bool:
-        """Every input it needs is in the run folder."""
-        return all(getattr(a, n, None) is not None for n in self.needs)
+    def input(self, name: str) -> Input | None:
+        return next((i for i in self.inputs if i.name == name), None)
+
+    def option(self, name: str) -> Option:
+        for o in self.options:
+            if o.name == name:
+                return o
+        raise LouderError(f"measure {self.name} has no option {name!r}"
+                          f"{did_you_mean(name, [o.name for o in self.options])}; its options: "
+                          f"{', '.join(o.name for o in self.options) or 'none'}")
 
 
 _MEASURES: dict[str, Measure] = {}
-_RANK: dict[str, tuple[int, int]] = {}  # louder's own in BUILTIN order (whichever imports first), then the others
-
-
-def _rank(measure: Measure) -> tuple[int, int]:
-    module = getattr(measure.build, "__module__", "") or ""
-    tail = module.removeprefix("louder.analysis.measures.")
-    return (BUILTIN.index(tail) if module != tail and tail in BUILTIN else len(BUILTIN), len(_RANK))
 
 
 def register(measure: Measure) -> Measure:
     """Make ``measure`` known (replacing one of the same name). Its tables must not be another
-    measure's, its inputs must be ``INPUTS``."""
-    from louder.errors import LouderError
-
-    unknown = [n for n in measure.needs if n not in INPUTS]
+    measure's, its inputs must select dimensions that exist and its ``needs`` must be its inputs."""
+    m = measure
+    names = [i.name for i in m.inputs]
+    if len(set(names)) < len(names):
+        raise LouderError(f"measure {m.name}: two inputs are named {next(n for n in names if names.count(n) > 1)!r}")
+    unknown = [n for n in m.needs if n not in names]
     if unknown:
-        raise LouderError(f"measure {measure.name}: needs {', '.join(unknown)}, which no run folder has; inputs are "
-                          f"{', '.join(INPUTS)}")
+        raise LouderError(f"measure {m.name}: needs {', '.join(unknown)}, which it does not declare; add "
+                          f"Input({unknown[0]!r}) to its inputs (its inputs: {', '.join(names) or 'none'})")
+    for i in m.inputs:
+        if problem := select.check(i.name, i.whole, i.reference, i.keyed):
+            raise LouderError(f"measure {m.name}: {problem}")
+    opts = [o.name for o in m.options]
+    if len(set(opts)) < len(opts):
+        raise LouderError(f"measure {m.name}: two options are named {next(n for n in opts if opts.count(n) > 1)!r}")
     for other in _MEASURES.values():
-        taken = {t.name for t in other.tables} & {t.name for t in measure.tables}
-        if taken and other.name != measure.name:
-            raise LouderError(f"measure {measure.name}: table {', '.join(sorted(taken))} is already written by measure "
+        taken = {t.name for t in other.tables} & {t.name for t in m.tables}
+        if taken and other.name != m.name:
+            raise LouderError(f"measure {m.name}: table {', '.join(sorted(taken))} is already written by measure "
                               f"{other.name}; give it another name")
-    _MEASURES[measure.name] = measure
-    _RANK.setdefault(measure.name, _rank(measure))
-    return measure
+    module = getattr(m.build, "__module__", "") or ""
+    _MEASURES[m.name] = Measure(**{**m.__dict__, "module": m.module or module})
+    return _MEASURES[m.name]
 
 
 def unregister(name: str) -> None:
     _MEASURES.pop(name, None)
-    _RANK.pop(name, None)
 
 
 @cache
 def _loaded() -> None:
-    """louder's own measures, then those of installed packages (entry points), once."""
-    for module in BUILTIN:
-        importlib.import_module(f"louder.analysis.measures.{module}")
+    """louder's own measures (every module of ``louder.analysis.measures``), then those of installed
+    packages (entry points), once."""
+    package = importlib.import_module(BUILTIN_PACKAGE)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        importlib.import_module(f"{BUILTIN_PACKAGE}.{info.name}")
     for ep in importlib.metadata.entry_points(group=GROUP):
         _load(ep)
 
@@ -201,11 +326,14 @@ def _load(ep: importlib.metadata.EntryPoint) -> None:
         register(obj)
 
 
-def measures() -> list[Measure]:
-    """Every measure, in the order the analysis runs them: registration order, each after the
-    measures it reads (``after``)."""
-    from louder.errors import LouderError
+def outside(m: Measure) -> bool:
+    """A measure of another package (not one of louder's own)."""
+    return not m.module.startswith(BUILTIN_PACKAGE + ".")
 
+
+def measures() -> list[Measure]:
+    """Every measure, in the order the analysis runs them: by report position (then name), each after
+    the measures it reads (``after``)."""
     _loaded()
     order: list[Measure] = []
     visiting: set[str] = set()
@@ -222,17 +350,28 @@ def measures() -> list[Measure]:
             visit(_MEASURES[dep])
         order.append(m)
 
-    for m in sorted(_MEASURES.values(), key=lambda m: _RANK[m.name]):
+    for m in sorted(_MEASURES.values(), key=lambda m: (m.position, m.name)):
         visit(m)
     return order
 
 
-def get(name: str) -> Measure:
-    from louder.errors import LouderError
+def before(m: Measure) -> set[str]:
+    """The measures ``m`` runs after, and those they run after, …: whose tables its ``build`` may read."""
+    out: set[str] = set()
+    todo = list(m.after)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(get(name).after)
+    return out
 
+
+def get(name: str) -> Measure:
     _loaded()
     if name not in _MEASURES:
-        raise LouderError(f"unknown measure {name!r}; one of {', '.join(_MEASURES)}")
+        raise LouderError(f"unknown measure {name!r}{did_you_mean(name, list(_MEASURES))}; measures: "
+                          f"{', '.join(sorted(_MEASURES))} (`louder measures` lists them)")
     return _MEASURES[name]
 
 

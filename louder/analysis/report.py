@@ -12,12 +12,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from louder.analysis import registry
+from louder.analysis import registry, select
 from louder.analysis.html import note as _p, section as _section, table as _table
-from louder.analysis.keys import ATTRIBUTE_KEYS
 from louder.analysis.inputs import Analysis
+from louder.analysis.keys import ATTRIBUTE_KEYS
+from louder.analysis.registry import ALL, Input
 from louder.io import write_text
 from louder.status import status_by
+
+# what the answer accounting counts: every answer of round 0 (the rounds have their own section) in every
+# level of every dimension, each dimension that varies a column of its own; the paired agents of a human
+# study are counted by their own measure
+ACCOUNTED = {"decisions": Input("decisions", whole=ALL, reference=("round", "respondent"), keyed=("variant",)),
+             "thinking": Input("decisions", whole=("wording", "reasoning", "signal")),
+             "personas": Input("personas", whole=ALL, reference=("respondent",)),
+             "probes": Input("probes", whole=("intervention",)),
+             "beliefs": Input("beliefs", raw=True), "association": Input("association", raw=True),
+             "decision_test": Input("decision_test", raw=True)}
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
@@ -36,29 +47,31 @@ def _accounting(a: Analysis) -> str:
     parts = [_p("Every model answer has one status: <b>valid</b> (one of the offered choices), <b>invalid</b> "
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
-    if a.decisions is not None:
+    d = a.view(ACCOUNTED["decisions"])
+    if d is not None:
         # every wording (issue 25), every reasoning level (issue 30) and every prompt intervention (issue 33)
-        d = next(x for x in (getattr(a, "every_intervention", None), getattr(a, "levels", None),
-                             getattr(a, "presented", None), a.decisions) if x is not None)
-        keys = list(ATTRIBUTE_KEYS)
-        keys += [c for c in ("signal", "wording", "reasoning", "intervention") if c in d and d[c].nunique() > 1]
-        t = pd.DataFrame(status_by(d, keys))
+        t = pd.DataFrame(status_by(d, [*ATTRIBUTE_KEYS, *select.varying(d)]))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
-    if a.personas is not None and len(a.personas):
-        t = pd.DataFrame(status_by(a.personas, ATTRIBUTE_KEYS))
+    personas = a.view(ACCOUNTED["personas"])
+    if personas is not None and len(personas):
+        t = pd.DataFrame(status_by(personas, ATTRIBUTE_KEYS))
         bad = t[(t["invalid"] + t["refused"] + t["error"]) > 0]
         parts += ["<h3>Personas</h3>", _p("A decision row whose persona failed carries the persona's status. "
                                            f"{len(bad)} of {len(t)} case × attribute cells had a persona that was "
                                            "not valid" + (":" if len(bad) else ".")), _table(bad, scroll=True)]
-    if a.probes is not None:
-        p = a.probes if getattr(a, "intervention_probes", None) is None else a.intervention_probes
-        t = pd.DataFrame(status_by(p, ["model", "scenario", "group"] + (["intervention"] if p is not a.probes else [])))
+    p = a.view(ACCOUNTED["probes"])
+    if p is not None:
+        by = ["model", "scenario", "group"] + (["intervention"] if "intervention" in select.varying(p) else [])
+        t = pd.DataFrame(status_by(p, by))
         parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
-    if a.beliefs is not None:
-        t = pd.DataFrame(status_by(a.beliefs, ["model", "scenario", "group", "attribute"]))
+    beliefs = a.view(ACCOUNTED["beliefs"])
+    if beliefs is not None:
+        t = pd.DataFrame(status_by(beliefs, ["model", "scenario", "group", "attribute"]))
         parts += ["<h3>Beliefs probe (per attribute)</h3>", _table(t, scroll=True)]
-    for title, df, keys in (("Word association test", a.association, ["model", "stereotype", "variation"]),
-                            ("Relative decision test", a.decision_test, ["model", "stereotype", "variant"])):
+    for title, df, keys in (("Word association test", a.view(ACCOUNTED["association"]),
+                             ["model", "stereotype", "variation"]),
+                            ("Relative decision test", a.view(ACCOUNTED["decision_test"]),
+                             ["model", "stereotype", "variant"])):
         if df is not None:
             parts += [f"<h3>{title}</h3>", _table(pd.DataFrame(status_by(df, keys)), scroll=True)]
     parts.append(_thinking_accounting(a))
@@ -69,8 +82,8 @@ def _thinking_accounting(a: Analysis) -> str:
     """Issue 30: per table, the answers that came with thinking, those whose thinking never closed
     (invalid, reason thinking_truncated) and the reasoning tokens reported; "" without any thinking."""
     rows = []
-    for name, df in (("decisions", getattr(a, "levels", None) if getattr(a, "levels", None) is not None
-                      else a.decisions), ("personas", a.personas), ("probes", a.probes), ("beliefs", a.beliefs)):
+    for name, df in (("decisions", a.view(ACCOUNTED["thinking"])), ("personas", a.view(ACCOUNTED["personas"])),
+                     ("probes", a.view(Input("probes"))), ("beliefs", a.view(ACCOUNTED["beliefs"]))):
         if df is None or "thinking" not in df:
             continue
         thinking = df["thinking"].fillna("").astype(str).str.strip() != ""
@@ -94,12 +107,10 @@ def sections(a: Analysis) -> list[str]:
     """Every measure's section that applies to the run, in report order."""
     out = []
     for m in sorted(registry.measures(), key=lambda m: m.position):
-        if m.section is None or not m.applies(a) or (m.tables and not any(t.name in a.tables for t in m.tables)):
+        if m.section is None or not a.applies(m) or (m.tables and not any(t.name in a.tables for t in m.tables)):
             continue  # a measure that built nothing here has nothing to show
-        out.append(m.section(a))
+        out.append(m.section(a.context(m)))
     return [s for s in out if s]
-
-
 def environment_table(manifests: dict[str, dict]) -> pd.DataFrame:
     """One row per package (Python first), one column per manifest that recorded versions: what each
     part of the run ran on. Two parts of one run may differ (the probes run later, elsewhere)."""

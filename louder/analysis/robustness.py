@@ -35,7 +35,7 @@ from scipy.stats import binomtest, chi2
 
 from louder.analysis import intervals as I
 from louder.analysis import keys, power, stats
-from louder.analysis.keys import CASE_KEYS, is_target, is_valid, signals_as_conditions
+from louder.analysis.keys import CASE_KEYS, is_target, is_valid
 from louder.scenarios import AS_WRITTEN
 
 ALPHA = stats.ALPHA  # level of the disparity and heterogeneity decisions, after Holm across the run's cases
@@ -48,29 +48,6 @@ ROBUSTNESS_COLUMNS = [*CASE_KEYS, "signal", "n_wordings", "n_orders", "dpd_by_wo
                       "unit", "ci_by_wording", "dpd_by_order", "pooled_rates", "n_agents", "n_valid", "mdd"]
 POSITION_COLUMNS = ["model", "scenario", "k", "rate_first_listed", "ci_low", "ci_high", "expected", "n", "p_value",
                     "mean_p_first_listed", "orders", "target_rate_balanced", "dpd_balanced"]
-
-
-# --- which rows the per-case tables read ------------------------------------------------------
-
-def reference_wording(decisions: pd.DataFrame) -> str | None:
-    """The wording the per-case tables read: the file's own text when the run has it, else the first
-    wording id in sort order. None when the run has one wording (or no wording column)."""
-    if "wording" not in decisions or decisions["wording"].nunique() < 2:
-        return None
-    ws = sorted(decisions["wording"].dropna().unique())
-    return AS_WRITTEN if AS_WRITTEN in ws else ws[0]
-
-
-def case_view(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The decisions the per-case tables (cases.csv, attributes.csv, …) read: one wording — each agent
-    decides once per wording, so pooling wordings there would count an agent's W answers as W
-    independent people — every order, and the `names` signal as its own condition,
-    "contextualized [names]", so signals are never pooled. robustness.csv has every wording."""
-    if decisions is None:
-        return None
-    ref = reference_wording(decisions)
-    d = decisions if ref is None else decisions[decisions["wording"] == ref].reset_index(drop=True)
-    return signals_as_conditions(d)
 
 
 def varies(decisions: pd.DataFrame | None) -> bool:
@@ -95,7 +72,7 @@ class Pooled:
     p_value: float = float("nan")  # of DPD = 0, inverting the interval (``intervals.dpd_p_value``)
 
 
-def _weights(rng: np.random.Generator, cells: list[np.ndarray], n: int, B: int) -> np.ndarray:
+def agent_weights(rng: np.random.Generator, cells: list[np.ndarray], n: int, B: int) -> np.ndarray:
     """B × n agent weights: within each cell (index array), how often each agent was drawn."""
     g = np.zeros((B, n))
     for idx in cells:
@@ -182,7 +159,7 @@ def pooled_dpd(Y: np.ndarray, V: np.ndarray, attribute: np.ndarray, stratum: np.
     for start in range(0, B, chunk):
         b = min(chunk, B - start)
         M = rng.multinomial(W, np.full(W, 1 / W), size=b).astype(float) if W > 1 else np.ones((b, 1))
-        G = _weights(rng, cells, n, b)
+        G = agent_weights(rng, cells, n, b)
         rb, Ab, Cb, Sb = _moments(G, M, Y, V, groups)
         draws.append(rb)
         dvar.append(_pair_variance(Ab, Cb, Sb, M)[0])
@@ -412,7 +389,7 @@ def robustness_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] |
         wordings = sorted(g["wording"].unique())
         orders = sorted(g["choice_order"].unique())
         unit = "wording" if len(wordings) > 1 else "choice_order" if len(orders) > 1 else None
-        s = int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+        s = stats.substream(seed, i)
         Y, V, attr, stratum = _matrices(g, attrs, wordings)
         pooled = pooled_dpd(Y, V, attr, stratum, B=B, seed=s)
         rates = np.array(pooled.rates)

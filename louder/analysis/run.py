@@ -12,19 +12,37 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
+from louder.analysis import options as O
 from louder.analysis import registry
-from louder.analysis.inputs import (DEFAULT_BOOTSTRAP, MANIFESTS, SETTINGS, Analysis, Settings, group_refs, load,
-                                   read_json)
+from louder.analysis.inputs import DEFAULT_BOOTSTRAP, MANIFESTS, Analysis, Settings, group_refs, load, read_json
 from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged, fingerprint
 
-__all__ = ["Analysis", "Settings", "analyze", "for_report", "load", "recorded_settings", "state_of", "written"]
+__all__ = ["Analysis", "Settings", "analyze", "for_report", "leads", "load", "recorded_settings", "settings_of",
+           "state_of", "written"]
+
+# the keyword arguments of ``analyze`` before measures declared their options: each the shorthand flag
+# an option declares (``random_slopes`` → ``--random-slopes``)
+SHORTHANDS = ("predictions", "patterns", "observed", "adjust", "random_slopes", "reference", "control")
+
+
+def settings_of(bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, options=None, **shorthands) -> Settings:
+    """The settings of an analysis: ``options`` (measure → option → value) and the shorthands of
+    ``SHORTHANDS`` (each sets the options that declare its flag); an unknown one is one line."""
+    unknown = [k for k in shorthands if k not in SHORTHANDS]
+    if unknown:
+        from louder.errors import did_you_mean
+
+        raise LouderError(f"analyze: no setting {unknown[0]!r}{did_you_mean(unknown[0], SHORTHANDS)}; a measure's "
+                          "option is options={MEASURE: {OPTION: value}} (`louder measures` lists them)")
+    flagged = O.from_flags({"--" + k.replace("_", "-"): v for k, v in shorthands.items()})
+    return Settings.of(bootstrap, seed, O.merge(flagged, options))
+
 
 # --- the cache: one analysis per data state and settings ------------------------------------------
 
@@ -37,7 +55,7 @@ def data_state(run: Path, generations: dict[str, str | None], settings: Settings
     id (``runfolder.fingerprint``; its size and modification time when it has none), the sha256 of
     every manifest and sequential CSV, of the settings' files and of the group files the run names,
     and louder's version."""
-    from louder import __version__
+    from louder.version import __version__
 
     state = {"louder": __version__}
     for f in sorted(run.glob("*.parquet")):
@@ -49,7 +67,7 @@ def data_state(run: Path, generations: dict[str, str | None], settings: Settings
     for name in sorted({f for _, f in MANIFESTS} | {"sequential.csv", "sequential_waves.csv"}):
         if (run / name).is_file():
             state[name] = _sha(run / name)
-    files = [("predictions", settings.predictions), ("patterns", settings.patterns), ("observed", settings.observed)]
+    files = O.files(settings.options)
     for _, m in MANIFESTS:
         for ref in group_refs(read_json(run / m)) if (run / m).is_file() else []:
             files.append(("group", ref))
@@ -93,33 +111,22 @@ def written(run_dir: str | Path, names: list[str] | None = None) -> dict[str, pd
     return _cached(run, read_json(run / "analysis.json"), settings, data_state(run, generations, settings), names)
 
 
-def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
-            predictions: str | Path | None = None, patterns: str | Path | None = None, write: bool = True,
-            observed: str | Path | None = None, adjust: str | None = None, random_slopes: bool = False,
-            reference=(), control=()) -> Analysis:
+def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, write: bool = True,
+            options: dict | None = None, **shorthands) -> Analysis:
     """Every table of the run folder's measures (``louder.analysis.registry``) and, with ``write``, the
-    CSVs and analysis.json in the folder. ``observed``: a file of observed rates (docs/voices.md;
-    default: the one the predictions file names, if any). ``adjust`` (parity | observed): sensitivity.csv,
-    the policy variants' effects under calibrated agents (issue 33). ``random_slopes``, ``reference`` and
-    ``control``: the settings of discrimination.csv and conditional.csv (``Settings``). With ``write``, an
-    analysis of the same data with the same settings is read back from its CSVs (``Analysis.cached``), not
-    computed or written again; ``write=False`` computes in memory and touches no file."""
+    CSVs and analysis.json in the folder. ``options``: measure → option → value (``louder measures``
+    lists them); ``shorthands``: the keyword forms of the flags options declare (``SHORTHANDS``:
+    ``control=["political_ideology"]`` is ``options={"conditional": {"control": [...]}}``). With
+    ``write``, an analysis of the same data with the same settings is read back from its CSVs
+    (``Analysis.cached``), not computed or written again; ``write=False`` computes in memory and
+    touches no file."""
     start = time.perf_counter()
-    if bootstrap < 100:
-        raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
-    if adjust not in (None, "parity", "observed"):
-        raise LouderError(f"--adjust {adjust}: use parity (agents calibrated to the pooled rate) or observed (to the "
-                          "rates of --observed FILE)")
-    if adjust == "observed" and observed is None:
-        raise LouderError("--adjust observed needs --observed FILE: observed rates per scenario, group and attribute "
-                          "(docs/voices.md)")
+    settings = settings_of(bootstrap, seed, options, **shorthands)
     run = Path(run_dir)
     if not run.is_dir():
         raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
     # one write's files only: decisions of one run beside the personas of another are refused (issue 36)
     generations = check_generations(run)
-    settings = Settings.of(bootstrap, seed, predictions, patterns, observed, adjust, random_slopes=random_slopes,
-                           reference=reference, control=control)
     state = data_state(run, generations, settings)
     done = read_json(run / "analysis.json")
     cached = _cached(run, done, settings, state) if write else None
@@ -129,8 +136,8 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
         a.tables, a.missing, a.cached = cached, list(done.get("missing") or []), True
     else:
         for m in registry.measures():
-            if m.applies(a):
-                a.tables.update(m.build(a))
+            if a.applies(m):
+                a.tables.update(m.build(a.context(m, building=True)))
     check_unchanged(run, generations)  # no run rewrote a file while it was read
     a.seconds = time.perf_counter() - start
     if write and not a.cached:
@@ -138,9 +145,20 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
     return a
 
 
+def leads(a: Analysis) -> list[str]:
+    """What the analysis leads to: every measure's next steps (``Measure.leads_to``)."""
+    return [line for m in registry.measures() if m.leads_to and a.applies(m) for line in m.leads_to(a.context(m))]
+
+
 def _write(a: Analysis, state: dict[str, str]) -> None:
-    """The CSV of every registered table the analysis built, then analysis.json (last: it vouches for them)."""
+    """The CSV of every registered table the analysis built, then analysis.json (last: it vouches for them).
+    A table the previous analysis wrote and this one did not build (another option, another measure) is
+    removed: the folder holds one analysis, never a table of another beside it."""
     declared = registry.tables()
+    before = (read_json(a.run_dir / "analysis.json") or {}).get("tables") or {}
+    for name, file in before.items():
+        if name not in a.tables and name in declared and file == f"{name}.csv":
+            (a.run_dir / file).unlink(missing_ok=True)
     written = {}
     for name, df in a.tables.items():
         if name in declared:
@@ -154,15 +172,22 @@ def _write(a: Analysis, state: dict[str, str]) -> None:
 
 
 def recorded_settings(run_dir: str | Path) -> Settings | None:
-    """The settings of the analysis ``louder analyze`` last wrote in ``run_dir`` (None: none yet)."""
+    """The settings of the analysis ``louder analyze`` last wrote in ``run_dir`` (None: none yet). An
+    analysis.json of an earlier louder, whose settings were fields of their own, reads as their
+    shorthands; a measure or option that is no longer installed is left out."""
     done = read_json(Path(run_dir) / "analysis.json")
     if done is None or done.get("bootstrap") is None or done.get("seed") is None:
         return None
-    return Settings.of(**{k: done[k] for k in SETTINGS if done.get(k) is not None})
+    if "options" in done:
+        known = {m.name: {o.name for o in m.options} for m in registry.measures()}
+        options = {m: {k: v for k, v in values.items() if k in known[m]}
+                   for m, values in (done.get("options") or {}).items() if m in known}
+        return Settings.of(done["bootstrap"], done["seed"], options)
+    return settings_of(done["bootstrap"], done["seed"], **{k: done[k] for k in SHORTHANDS if done.get(k) is not None})
 
 
 def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | None = None,
-               observed: str | Path | None = None) -> Analysis:
+               options: dict | None = None, **shorthands) -> Analysis:
     """The analysis ``louder report`` renders: the one ``louder analyze`` wrote, read from its CSVs
     (never computed with other settings). A setting given here that differs from the recorded one is
     not used, and the report says so (run ``louder analyze`` with it to change the analysis). When the
@@ -171,15 +196,18 @@ def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | No
     settings (default 10,000 draws, seed 0) and its tables written."""
     run = Path(run_dir)
     was = recorded_settings(run)
+    asked = settings_of(DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap, 0 if seed is None else seed,
+                        options, **shorthands)
     if was is None:
-        return analyze(run, bootstrap=DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap,
-                       seed=0 if seed is None else seed, observed=observed)
-    asked = {"bootstrap": bootstrap, "seed": seed, "observed": None if observed is None else str(Path(observed).resolve())}
-    ignored = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != getattr(was, k)]
-    a = analyze(run, **asdict(was))
+        return analyze(run, asked.bootstrap, asked.seed, options=asked.options)
+    ignored = [f"--{k} {v}" for k, v in (("bootstrap", bootstrap), ("seed", seed)) if v is not None
+               and v != getattr(was, k)]
+    ignored += [f"--set {m}.{o}={v}" for m, values in asked.options.items() for o, v in values.items()
+                if was.options.get(m, {}).get(o) != v]
+    a = analyze(run, was.bootstrap, was.seed, options=was.options)
     if ignored:
-        shown = ", ".join(f"--{k} {getattr(was, k)}" for k in ("bootstrap", "seed", "observed")
-                          if getattr(was, k) is not None)
+        shown = f"--bootstrap {was.bootstrap} --seed {was.seed}" + "".join(
+            f" --set {m}.{o}={v}" for m, values in was.options.items() for o, v in values.items())
         a.missing.append(f"report: shows the analysis `louder analyze` wrote ({shown}), not {' '.join(ignored)}; run "
                          f"`louder analyze {run} {' '.join(ignored)}` to change it, then `louder report` again")
     if not a.cached:

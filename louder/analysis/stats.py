@@ -17,6 +17,21 @@ NAN = float("nan")
 ALPHA = 0.05  # the level of every `significant` decision (after the multiplicity control its table names)
 
 
+def substream(seed: int, *parts: int) -> int:
+    """The seed of one independent random stream, from the analysis seed and integer ``parts`` (a
+    case's index, a statistic's own number): ``SeedSequence([seed, *parts])``'s first word, so every
+    case has its own stream, reproducible from the seed alone."""
+    return int(np.random.SeedSequence([seed, *parts]).generate_state(1)[0])
+
+
+def named_seed(seed: int, *parts) -> int:
+    """``substream`` of parts of any kind (a group's name, a variant): each part enters as the crc32 of
+    its text — not ``hash()``, whose value for a string changes from one process to the next."""
+    import zlib
+
+    return substream(seed, *[zlib.crc32(str(p).encode()) for p in parts])
+
+
 # Results are frozen dataclasses (as statsmodels' result classes). For one release they also
 # behave like what these functions returned before — a dict (``r["p_value"]``) or a tuple
 # (``lo, hi = …``) — so callers move over at their own pace.

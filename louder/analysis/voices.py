@@ -38,6 +38,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportion_
 from louder.analysis import intervals as I
 from louder.analysis.keys import valid
 from louder.analysis.prob_dpd import prob_dpd
+from louder.analysis.stats import substream
 from louder.errors import LouderError, describe_validation_error
 
 NAN = float("nan")
@@ -309,7 +310,7 @@ def amplification(x_h: float, n_h: float, x_l: float, n_l: float, q_h: float, m_
 # --- the tables ----------------------------------------------------------------------------------------
 
 def _seed(seed: int, *parts: int) -> int:
-    return int(np.random.SeedSequence([seed, 21, *parts]).generate_state(1)[0])
+    return substream(seed, 21, *parts)  # 21: the voices' own streams, apart from every other table's
 
 
 def belief_samples(beliefs: pd.DataFrame | None) -> dict[tuple, dict[str, np.ndarray]]:

@@ -5,7 +5,7 @@ variants), the generation of personas and decisions, and the experiment dimensio
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -14,10 +14,14 @@ from louder.scenarios import builtin_groups, builtin_scenarios, check_distinct, 
 from louder.sections import GenerationParams, Section
 
 CONDITIONS = ("contextualized", "non_contextualized", "no_persona")
+# the conditions in which the model writes the persona (under no_persona it writes a name only, and the
+# attribute stands in for the persona)
+WRITTEN = ("contextualized", "non_contextualized")
 Condition = Literal["contextualized", "non_contextualized", "no_persona"]
 
 
 class SimulationConfig(Section):
+    RENAMED: ClassVar[dict[str, str]] = {"adjustment": "calibration"}  # its name before issue 41
     """``simulation:`` — the agents' runs (``louder run``): what is asked, of how many agents, how."""
 
     # every field was a flat top-level key before sections (louder < 0.31)
@@ -80,10 +84,10 @@ class SimulationConfig(Section):
         "persona shared): none (the paper's prompt), ids of the built-ins (louder/data/interventions.yaml: "
         "really_dont_discriminate, illegal, ignore_demographics, …) or paths of intervention files (id, text, where: "
         "system | before_decision); interventions.csv compares each with none (docs/how-to/test-a-mitigation.md)")
-    adjustment: str | None = Field(
-        None, description="calibrated agents: an adjustment file of logit offsets (`louder adjust RUN --to parity | "
-        "observed` writes RUN/adjustment.yaml); each agent's target-choice probability is shifted by its attribute's "
-        "offset before it decides (score mode; network rounds hear the adjusted decisions) — "
+    calibration: str | None = Field(
+        None, description="calibrated agents: a calibration file of logit offsets (`louder calibrate RUN --to parity "
+        "| observed` writes RUN/calibration.yaml); each agent's target-choice probability is shifted by its "
+        "attribute's offset before it decides (score mode; network rounds hear the calibrated decisions) — "
         "docs/how-to/test-a-mitigation.md")
     humans: str | None = Field(
         None, description="a human study of the run's scenarios (CSV: respondent, scenario, one column per group id "

@@ -150,6 +150,6 @@ def case_band(data: ViewData, label: str, B: int = 1000) -> pd.DataFrame:
 
 def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
     """An archetype run, as ``louder analyze`` decides it (``measures.network.is_archetype``)."""
-    from louder.analysis.measures.network import is_archetype as analysed_as_archetype
+    from louder.analysis.network import is_archetype as analysed_as_archetype
 
     return analysed_as_archetype(decisions, manifest)

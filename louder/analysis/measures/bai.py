@@ -8,7 +8,7 @@ import pandas as pd
 
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
 from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Table, register
 
 STAT_COLUMNS_DOC = (
     Column(("test", "model"), "the test and model"),
@@ -22,7 +22,7 @@ STAT_COLUMNS_DOC = (
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    B, seed = a.settings.bootstrap, a.settings.seed
+    B, seed = a.bootstrap, a.seed
     out = {}
     if a.association is not None:
         out["association_stats"] = association_stats(a.association, B=B, seed=seed)
@@ -82,4 +82,6 @@ register(Measure(
                                                              "interval"),
             Column("intercept", "the regression's intercept"),
             Column("note", "why it was not fitted (too few answers, no variation)")))),
-    build=build, section=report_section, position=160))
+    build=build, inputs=(Input("association", raw=True, doc="the word association test's answers"),
+                         Input("decision_test", raw=True, doc="the relative decision test's answers")),
+    section=report_section, position=160))

@@ -9,8 +9,13 @@ import pandas as pd
 
 from louder.analysis import conditional as C
 from louder.analysis.html import note, section, table
-from louder.analysis.keys import base_scenarios
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
+from louder.analysis.keys import truthy
+from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
+                                      with_interval)
+
+CONTROL = Option("control", str, (), "a population run's group to read every other group's DPD within (in order)",
+                 multiple=True, flag="--control")
+INPUTS = (Input("decisions", whole=("variant",), doc="the drawn agents' decisions, every policy variant"),)
 
 
 def _population_run(a) -> bool:
@@ -18,15 +23,14 @@ def _population_run(a) -> bool:
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    controls = list(a.settings.control)
+    controls = list(a.options.control)
     if not controls:
         return {}
     if not _population_run(a):
         a.missing.append(f"conditional: --control {' --control '.join(controls)} reads a population run's groups "
                          "within each other; this run has one group per case (run `louder run --population …`)")
         return {}
-    t, strata = C.conditional_tables(base_scenarios(a.decisions), controls, B=a.settings.bootstrap,
-                                     seed=a.settings.seed)
+    t, strata = C.conditional_tables(a.decisions, controls, B=a.bootstrap, seed=a.seed)
     return {"conditional": t, "conditional_strata": strata}
 
 
@@ -54,12 +58,10 @@ def report_section(a) -> str:
 
 def leads_to(a) -> list[str]:
     """A population run with a flagged group and no --control: the question this measure answers."""
-    from louder.analysis.measures.cases import _true
-
     g = a.tables.get("population_groups")
-    if a.settings.control or g is None or g.empty or g["group"].nunique() < 2:
+    if a.options.control or g is None or g.empty or g["group"].nunique() < 2:
         return []
-    flagged = sorted(set(g.loc[g["significant"].map(_true), "group"]))
+    flagged = sorted(set(g.loc[g["significant"].map(truthy), "group"]))
     if not flagged:
         return []
     return [f"population_groups.csv flags {', '.join(flagged)}: does the gap remain among agents alike in another "
@@ -110,5 +112,6 @@ register(Measure(
                           "gives)"),
             Column("used", "every attribute of the group has a valid decision in the stratum, so it enters "
                            "`dpd_within`")))),
-    build=build, needs=("decisions",), views=(VIEW,), section=report_section, position=31,
+    build=build, inputs=INPUTS, options=(CONTROL,), needs=("decisions",), views=(VIEW,), section=report_section,
+    position=31,
     leads_to=leads_to))

@@ -19,26 +19,35 @@ import pandas as pd
 
 from louder.analysis import discrimination as D
 from louder.analysis.html import note, png, section, table
-from louder.analysis.keys import base_scenarios, signals_as_conditions
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
+from louder.analysis.keys import truthy
+from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
+                                      with_interval)
 
 KEYS = ["model", "condition", "variant"]  # one fit per key (``variant``: runs with policy variants)
 MAX_PLOTS = 12  # coefficient plots drawn (the table has every coefficient)
 
 
-def _decisions(a) -> pd.DataFrame:
-    """Every wording (they are the scenario × wording units of the random intercept), the reference
-    reasoning level, round 0 of a network run; the names signal as its own condition, a policy
-    variant keyed by ``variant`` (not as "scenario [variant]")."""
-    return base_scenarios(signals_as_conditions(a.presented))
+# every wording (they are the scenario × wording units of the random intercept), the reference reasoning level,
+# round 0 of a network run; the names signal as its own condition, a policy variant keyed by ``variant``
+INPUTS = (Input("decisions", whole=("wording", "variant"), doc="the agents' decisions in every wording"),)
+
+
+def _pair(v: str) -> str | None:
+    return None if v.count("=") == 1 and all(v.split("=")) else "write GROUP=ATTRIBUTE, e.g. gender_identity=Female"
+
+
+OPTIONS = (Option("random_slopes", bool, False, "score mode: add discrim-eval's random attribute slopes per scenario "
+                  "to the mixed model", flag="--random-slopes"),
+           Option("reference", str, (), "GROUP=ATTRIBUTE: the attribute a group's scores are against (default: the "
+                  "group's first)", multiple=True, flag="--reference", check=_pair))
 
 
 def _references(a, d: pd.DataFrame) -> dict[str, str]:
-    """``--reference GROUP=ATTRIBUTE`` as {group: attribute}, each group one of the run's."""
+    """``reference`` (GROUP=ATTRIBUTE) as {group: attribute}, each group one of the run's."""
     from louder.errors import LouderError
 
     groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"])
-    out = dict(r.split("=", 1) for r in a.settings.reference)
+    out = dict(r.split("=", 1) for r in a.options.reference)
     unknown = sorted(set(out) - groups)
     if unknown:
         raise LouderError(f"--reference {unknown[0]}=…: {unknown[0]!r} is not a group of this run (groups: "
@@ -47,9 +56,9 @@ def _references(a, d: pd.DataFrame) -> dict[str, str]:
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    d = _decisions(a)
+    d = a.decisions
     by = [k for k in KEYS if k in d.columns]
-    t = D.discrimination_table(d, mode="score" if a.score else "sample", random_slopes=a.settings.random_slopes,
+    t = D.discrimination_table(d, mode="score" if a.score else "sample", random_slopes=a.options.random_slopes,
                                by=by, order=a.groups, reference=_references(a, d))
     return {"discrimination": t}
 
@@ -114,13 +123,11 @@ def leads_to(a) -> list[str]:
     t, cases = a.tables.get("discrimination"), a.tables.get("cases")
     if t is None or cases is None or t.empty or cases.empty or "variant" in t.columns:
         return []
-    from louder.analysis.measures.cases import _true
-
     imp = cases[cases["kind"] == "implicit"]
     flagged = {(m, c, g) for m, c, g, s in imp[["model", "condition", "group", "significant"]].itertuples(index=False)
-               if _true(s)}
+               if truthy(s)}
     scored = {(m, c, g) for m, c, g, s in t[["model", "condition", "group", "significant"]].itertuples(index=False)
-              if _true(s)}
+              if truthy(s)}
     tested = set(map(tuple, t[t["status"] == "ok"][["model", "condition", "group"]].to_numpy()))
     only_score = sorted(scored - flagged)
     only_dpd = sorted((flagged - scored) & tested)
@@ -140,17 +147,17 @@ def _ok(r) -> bool:
 
 
 def _sig(r) -> str | None:
-    from louder.analysis.measures.cases import _true
-
-    return "bold red" if _true(r["significant"]) else None
+    return "bold red" if truthy(r["significant"]) else None
 
 
 VIEW = View("discrimination", "Discrimination score (discrim-eval): shift of logit P(target) against the group's "
                               "reference, every scenario in one fit; significant = p_holm < 0.05", (
     key("model"), key("condition"),
     Show("group", "group", priority=1),
-    Show("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else r["status"],
+    Show("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "–",
          priority=1, name="attribute"),
+    # why a fit gave no coefficient, in a column of its own (shown only when some row has one)
+    Show("no score because", lambda r: "" if _ok(r) else str(r["status"]), priority=1, name="status"),
     Show("coef [95 % CI]", lambda r: with_interval("coef", "ci_low", "ci_high", 2)(r) if _ok(r) else "", number=True,
          priority=1, name="coef"),
     Show("p_holm", lambda r: number(r["p_holm"], 4), number=True, priority=1),
@@ -183,5 +190,5 @@ register(Measure(
         Column("status", "`ok`, or why no coefficient: `no data`, `one attribute`, `no variation`, `too few data` "
                          "(fewer than 10 decisions per parameter), `no residual variance` (a deterministic model's "
                          "scores), `separation`, `singular`, `failed`"))),),
-    build=build, needs=("decisions",), after=("cases",), views=(VIEW,), section=report_section, position=45,
+    build=build, inputs=INPUTS, options=OPTIONS, needs=("decisions",), after=("cases",), views=(VIEW,), section=report_section, position=45,
     leads_to=leads_to))

@@ -3,7 +3,7 @@
 interval and test, the side effects (overall rate shift, agents whose decision changed, the explicit
 DPD where the probe ran under the interventions) and a verdict. The report's section: the
 interventions' texts and sources, one sentence per row and a figure per case. The statistics are
-``louder.analysis.adjustment``'s, the rows they read ``louder.analysis.interventions``'."""
+``louder.analysis.interventions``'."""
 
 from __future__ import annotations
 
@@ -16,22 +16,27 @@ import pandas as pd
 from louder.analysis import interventions as IV
 from louder.analysis.html import case_heading, note, png, section, table
 from louder.analysis.keys import CASE_KEYS, by_population_group
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
 
 KEYS = CASE_KEYS
 VERDICT_COLORS = {"reduces": "#2980b9", "increases": "#c0392b", "no change": "#2c3e50", "underpowered": "#7f8c8d"}
 
 
+# every intervention (the same agents decide under each), one wording and reasoning level
+INPUTS = (Input("decisions", whole=("intervention",), doc="the agents' decisions under every intervention"),
+          Input("probes", whole=("intervention",), doc="the explicit probe's answers under every intervention"))
+
+
 def build(a) -> dict[str, pd.DataFrame]:
-    if a.interventions is None:
+    if not IV.varies(a.decisions):
         return {}
-    if IV.NONE not in IV.levels_of(a.interventions):
+    if IV.NONE not in IV.levels_of(a.decisions):
         a.missing.append("interventions: the run has no `none` arm to compare the interventions with; add none to "
                          "simulation.interventions")
+    probes = a.probes if IV.varies(a.probes) else None  # the explicit side effect, where the probe varied them too
     # population runs: per group of the population (``keys.by_population_group``)
-    return {"interventions": IV.interventions_table(by_population_group(a.interventions), B=a.settings.bootstrap,
-                                                     seed=a.settings.seed, probes=a.intervention_probes,
-                                                     attributes=a.groups)}
+    return {"interventions": IV.interventions_table(by_population_group(a.decisions), B=a.bootstrap, seed=a.seed,
+                                                     probes=probes, attributes=a.groups)}
 
 
 
@@ -183,4 +188,4 @@ register(Measure(
         Column("verdict", "`reduces` / `increases` (p < 0.05, by the sign of the change), `no change`, or "
                           "`underpowered` (an attribute with fewer than 10 paired agents, or a real disparity under "
                           "`none` whose whole removal the interval cannot exclude)"))),),
-    build=build, needs=("interventions",), views=(VIEW,), section=report_section, position=142))
+    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=142))

@@ -10,24 +10,41 @@ from __future__ import annotations
 import pandas as pd
 
 from louder.analysis import persona_audit as PA
+from louder.analysis import select
 from louder.analysis.html import note, section, table
-from louder.analysis.keys import CASE_KEYS, by_population_group, signals_as_conditions
+from pathlib import Path
+
+from louder.analysis.keys import CASE_KEYS, by_population_group, truthy
 from louder.analysis.rationales import load_patterns
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
+from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
+                                      with_interval)
+from louder.simulation.config import WRITTEN
+
+# every signal (keyed below, once the condition is read); a human study's paired agents left out
+INPUTS = (Input("personas", whole=("signal",), doc="personas.parquet: every persona with its status"),)
+PATTERNS = Option("patterns", Path, None, "stereotype phrase patterns of your own (the format of "
+                  "louder/data/analysis/rationale_patterns.yaml; default: the paper's)", flag="--patterns")
 
 
 def build(a) -> dict[str, pd.DataFrame]:
+    # only personas the model wrote: under no_persona the attribute itself stands in, and auditing it would
+    # read the attribute's spelling (its length, its words) as a finding about the model
+    p = a.personas[a.personas["condition"].isin(WRITTEN)]
+    if p.empty:
+        conditions = ", ".join(sorted(set(a.personas["condition"].astype(str)))) or "none"
+        a.missing.append(f"persona audit: nothing to audit — the model wrote no persona in this run (conditions: "
+                         f"{conditions}; under no_persona the attribute stands in for the persona); run "
+                         "`--condition contextualized` to audit what the model writes")
+        return {}
     # a names-signal persona is its own condition, as in the case tables; a population run's personas are
     # read per group of the population (each agent's attribute in it), not per joint label
-    p = by_population_group(signals_as_conditions(a.personas))
-    return PA.persona_audit(p, B=a.settings.bootstrap, seed=a.settings.seed,
-                            patterns=load_patterns(a.settings.patterns))
+    p = by_population_group(select.keyed(p, "signal"))
+    return PA.persona_audit(p, B=a.bootstrap, seed=a.seed,
+                            patterns=load_patterns(a.options.patterns))
 
 
 def _sig(r) -> str | None:
-    from louder.analysis.measures.cases import _true
-
-    return "bold red" if _true(r["significant"]) else None
+    return "bold red" if truthy(r["significant"]) else None
 
 
 def report_section(a) -> str:
@@ -97,4 +114,4 @@ register(Measure(
             Column(("attribute", "word", "count"), "the attribute, a word and its count in its personas"),
             Column(("delta", "z"), "log-odds ratio with an informative Dirichlet prior against the case's other "
                                    "attributes, and its z-score (|z| > 1.96 notable)")))),
-    build=build, needs=("personas",), views=(VIEW,), section=report_section, position=81))
+    build=build, inputs=INPUTS, options=(PATTERNS,), needs=("personas",), views=(VIEW,), section=report_section, position=81))

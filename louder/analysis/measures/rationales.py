@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis import robustness as R
+from pathlib import Path
+
 from louder.analysis.html import note, section, table
 from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
-from louder.analysis.registry import Column, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Option, Table, register
+
+INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view"),
+          Input("thinking", "decisions.parquet", whole=("reasoning",), doc="… at every reasoning level"))
+PATTERNS = Option("patterns", Path, None, "phrase patterns of your own (the format of "
+                  "louder/data/analysis/rationale_patterns.yaml; default: the paper's)", flag="--patterns")
 
 
 def build(a) -> dict[str, pd.DataFrame]:
     if a.decisions is None:
         return {"rationales": pd.DataFrame(columns=["analysis"])}
-    return {"rationales": pd.concat([pattern_counts(a.decisions, load_patterns(a.settings.patterns)),
-                                     distinctive_words(a.decisions),
-                                     thinking_mentions(R.case_view(a.levels))],  # every reasoning level
+    return {"rationales": pd.concat([pattern_counts(a.decisions, load_patterns(a.options.patterns)),
+                                     distinctive_words(a.decisions), thinking_mentions(a.thinking)],
                                     ignore_index=True)}
 
 
@@ -76,4 +81,4 @@ register(Measure(
         Column(("delta", "z"), "log-odds ratio with an informative Dirichlet prior, and its z-score (|z| > 1.96 "
                                "notable)"),
         Column("reasoning", "`thinking` rows: the reasoning level of the decisions"))),),
-    build=build, section=report_section, position=150))
+    build=build, inputs=INPUTS, options=(PATTERNS,), section=report_section, position=150))

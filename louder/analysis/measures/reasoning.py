@@ -16,15 +16,18 @@ from louder.analysis import reasoning as RS
 from louder.analysis.html import case_heading, note, png, section, table
 from louder.analysis.keys import CASE_KEYS, by_population_group
 from louder.analysis.reasoning import SMALLEST, sentence
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
+
+
+# every reasoning level (each agent answers once per level, its persona shared), one wording, every signal
+INPUTS = (Input("decisions", whole=("reasoning", "signal"), doc="the agents' decisions at every reasoning level"),)
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    if not RS.varies(a.levels):
+    if not RS.varies(a.decisions):
         return {}
     # population runs: per group of the population (``keys.by_population_group``)
-    return {"reasoning": RS.reasoning_table(by_population_group(RS.wording_view(a.levels)), a.groups,
-                                            B=a.settings.bootstrap, seed=a.settings.seed)}
+    return {"reasoning": RS.reasoning_table(by_population_group(a.decisions), a.groups, B=a.bootstrap, seed=a.seed)}
 
 VERDICT_COLORS = {"raises": "#c0392b", "lowers": "#2980b9", "no change": "#2c3e50", "underpowered": "#7f8c8d",
                   "reference": "#34495e"}
@@ -135,4 +138,4 @@ register(Measure(
         Column("thinking_share", "share of valid decisions that came with thinking"),
         Column("reasoning_tokens_mean", "mean thinking tokens per decision, where reported"),
         Column("n_thinking_truncated", "answers invalid because the thinking never closed before max_tokens"))),),
-    build=build, needs=("levels",), views=(VIEW,), section=report_section, position=140))
+    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=140))

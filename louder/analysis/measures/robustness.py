@@ -17,17 +17,21 @@ import pandas as pd
 from louder.analysis import robustness as R
 from louder.analysis.html import case_heading, note, png, section, table
 from louder.analysis.keys import by_population_group
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
 from louder.analysis.robustness import sentence
 
 
+# every wording, order and signal (signals are designs, never pooled: robustness.csv has a row per signal)
+INPUTS = (Input("decisions", whole=("wording", "signal"), doc="the agents' decisions in every wording, choice order "
+                                                              "and signal"),)
+
+
 def build(a) -> dict[str, pd.DataFrame]:
-    if not R.varies(a.presented):
+    if not R.varies(a.decisions):
         return {}
     # population runs: per group of the population, its attributes in turn (``keys.by_population_group``)
-    return {"robustness": R.robustness_table(by_population_group(a.presented), a.groups, B=a.settings.bootstrap,
-                                             seed=a.settings.seed),
-            "position_bias": R.position_bias_table(a.presented)}
+    return {"robustness": R.robustness_table(by_population_group(a.decisions), a.groups, B=a.bootstrap, seed=a.seed),
+            "position_bias": R.position_bias_table(a.decisions)}
 
 VERDICT_COLORS = {"robust": "#c0392b", "wording-dependent": "#e67e22", "underpowered": "#7f8c8d",
                   "no disparity": "#2c3e50"}
@@ -195,4 +199,4 @@ register(Measure(
             Column("orders", "the orders shown"),
             Column("target_rate_balanced", "JSON: the target rate per attribute, averaged over orders"),
             Column("dpd_balanced", "the DPD of those balanced rates")))),
-    build=build, needs=("presented",), views=VIEWS, section=report_section, position=130))
+    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=report_section, position=130))

@@ -12,32 +12,47 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from pathlib import Path
+
+from louder.analysis.calibration import observed_rates
 from louder.analysis.html import note, png, section, table
-from louder.analysis.keys import base_scenarios
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, register
+from louder.analysis.registry import Column, Input, Measure, Option, Show, Table, View, key, register
+from louder.analysis.sensitivity import CALIBRATIONS, sensitivity
 
 COLORS = {"raw": "#7f8c8d", "parity": "#2980b9", "observed": "#27ae60"}
 
 
+# every policy variant as written (the effects compare them); every round, to tell a network run
+INPUTS = (Input("decisions", whole=("variant", "round"), doc="the agents' decisions under every policy variant"),)
+OPTIONS = (Option("calibration", str, None, "parity | observed: each variant's effect under agents calibrated to "
+                  "the pooled rate (or to `observed`), beside the raw agents", choices=CALIBRATIONS, flag="--adjust"),
+           Option("observed", Path, None, "observed rates per scenario, group and attribute (docs/voices.md), for "
+                  "calibration=observed", flag="--observed"))
+
+
+def _check(options: dict) -> str | None:
+    if options["calibration"] == "observed" and options["observed"] is None:
+        return ("calibration=observed (--adjust observed) needs observed rates: --observed FILE (per scenario, group "
+                "and attribute; docs/voices.md)")
+    return None
+
+
 def build(a) -> dict[str, pd.DataFrame]:
-    adjust = a.settings.adjust
-    if adjust is None:
-        return {}
-    if a.rounds is not None:
-        a.missing.append("sensitivity: a network run's agents hear each other, so calibrated agents change their "
-                         "neighbours' decisions too — fit offsets with `louder adjust RUN --to parity`, run again with "
-                         "`louder run --adjustment RUN/adjustment.yaml` and compare the two runs' variant tables")
+    calibration = a.options.calibration
+    if calibration is None:
         return {}
     d = a.decisions
+    if "round" in d.columns:
+        a.missing.append("sensitivity: a network run's agents hear each other, so calibrated agents change their "
+                         "neighbours' decisions too — fit offsets with `louder calibrate RUN --to parity`, run again "
+                         "with `louder run --calibration RUN/calibration.yaml` and compare the two runs' variant tables")
+        return {}
     if "variant" not in d or d["variant"].nunique() < 2:
         a.missing.append("sensitivity: --adjust compares policy variants; the run has one (add `--variant base "
                          "--variant mandatory` with a scenario that has variants)")
         return {}
-    from louder.analysis.calibrate import observed_rates
-    from louder.analysis.sensitivity import sensitivity
-
-    rates = observed_rates(a.settings.observed) if adjust == "observed" else None
-    return {"sensitivity": sensitivity(base_scenarios(d), adjust, rates, B=a.settings.bootstrap, seed=a.settings.seed)}
+    rates = observed_rates(a.options.observed) if calibration == "observed" else None
+    return {"sensitivity": sensitivity(d, calibration, rates, B=a.bootstrap, seed=a.seed)}
 
 
 
@@ -145,4 +160,5 @@ register(Measure(
                                                 "resamples)"),
         Column("verdict", "`holds` when the effect's conclusion (raises / lowers / no clear effect) is the same under "
                           "every set of agents, else `depends on the model's bias`"))),),
-    build=build, needs=("decisions",), views=(VIEW,), section=report_section, position=143))
+    build=build, inputs=INPUTS, options=OPTIONS, check=_check, needs=("decisions",), views=(VIEW,),
+    section=report_section, position=143))

@@ -11,17 +11,25 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from pathlib import Path
+
 from louder.analysis import voices as V
+from louder.analysis.directions import predictions_observed
 from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
+from louder.analysis.keys import truthy
+from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
+                                      with_interval)
+
+OPTIONS = (Option("observed", Path, None, "observed rates per scenario, group and attribute (docs/voices.md): the "
+                  "world's gap beside the agents' (default: the one the predictions file names)", flag="--observed"),
+           Option("predictions", Path, None, "a predictions file whose `observed:` names the observed rates when "
+                  "`observed` is not given (default: louder's own)", flag="--predictions"))
 
 
 def build(a) -> dict[str, pd.DataFrame]:
     """voices / voice_rates, with the notes of what is missing for them."""
-    from louder.analysis.measures.compare import predictions_observed
-
     t = a.tables
-    path = a.settings.observed or predictions_observed(a.settings.predictions)
+    path = a.options.observed or predictions_observed(a.options.predictions)
     entries = None
     if path is not None:
         scenarios = set(t["attributes"]["scenario"]) | (set(a.beliefs["scenario"]) if a.beliefs is not None else set())
@@ -32,8 +40,7 @@ def build(a) -> dict[str, pd.DataFrame]:
     if a.beliefs is None:
         a.missing.append("beliefs: no beliefs.parquet — run `louder probe beliefs --out RUN_DIR` to add what the model "
                          "believes people do beside what its agents do")
-    voices, rates = V.voices(t["attributes"], t["cases"], a.beliefs, entries, a.groups, B=a.settings.bootstrap,
-                             seed=a.settings.seed)
+    voices, rates = V.voices(t["attributes"], t["cases"], a.beliefs, entries, a.groups, B=a.bootstrap, seed=a.seed)
     return {"voices": voices, "voice_rates": rates}
 
 
@@ -110,14 +117,12 @@ GAP_COLUMNS = ["model", "scenario", "group", "observed_higher", "observed_lower"
 
 def _power(tables: dict[str, pd.DataFrame], r: pd.Series) -> str:
     """A warning when the agents' case is underpowered (the case table's ``underpowered``)."""
-    from louder.analysis.measures.cases import _true
-
     c = tables.get("cases")
     if c is None or c.empty:
         return ""
     hit = c[(c["kind"] == "implicit") & (c["condition"] == "contextualized") & (c["model"] == r["model"])
             & (c["scenario"] == r["scenario"]) & (c["group"] == r["group"])]
-    if len(hit) and _true(hit["underpowered"].iloc[0]):
+    if len(hit) and truthy(hit["underpowered"].iloc[0]):
         return " The agents' case is underpowered (too few agents to detect a DPD of 0.3): a small action DPD is " \
                "not evidence of no bias."
     return ""
@@ -228,4 +233,5 @@ register(Measure(
                    "with `--observed`: the observed rate, its n and Wilson interval"),
             Column(("observed_source", "observed_year", "observed_measure"), "where it comes from and what was "
                                                                              "measured")))),
-    build=build, after=("cases",), views=(VIEW,), section=report_section, position=60))
+    build=build, inputs=(Input("beliefs", raw=True, doc="the beliefs probe's answers"),), options=OPTIONS,
+    after=("cases",), views=(VIEW,), section=report_section, position=60))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Table, register
 from louder.analysis.weat import correlation
 
 
@@ -44,4 +44,5 @@ register(Measure(
             Column(("model", "convention"), "as in `association_stats.csv`"),
             Column("n_stereotypes", "stereotypes with both scores"),
             Column(("pearson", "spearman"), "correlation across stereotypes of WEAT d and the association score")))),
-    build=build, needs=("weat",), after=("bai",), section=report_section, position=165))
+    build=build, inputs=(Input("weat", raw=True, doc="weat.parquet (louder probe weat)"),), needs=("weat",),
+    after=("bai",), section=report_section, position=165))

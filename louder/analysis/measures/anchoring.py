@@ -1,8 +1,8 @@
-"""Anchored to a human study (issue 34; docs/how-to/anchor-to-humans.md): ``anchored.csv`` — the
+"""Anchoring to a human study (issue 34; docs/how-to/anchor-to-humans.md): ``anchoring.csv`` — the
 agents and a small human survey of the same scenarios combined by prediction-powered inference — when
-the run has a human study (``louder run --humans``). The table is ``louder.analysis.anchored``'s (its
-statistics ``louder.analysis.anchoring``'s); here its declaration, console table and report section
-with a figure of the humans', agents' and PPI rates per attribute."""
+the run has a human study (``louder run --humans``). The table and its statistics are
+``louder.analysis.anchoring``'s; here its declaration, console table and report section with a figure
+of the humans', agents' and PPI rates per attribute."""
 
 from __future__ import annotations
 
@@ -13,32 +13,36 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Measure, Show, Table, View, key, number, register, with_interval
+from louder.analysis.anchoring import anchoring
+from louder.analysis.registry import (Column, Input, Measure, Show, Table, View, key, number, register,
+                                      with_interval)
+
+# the case view with the respondents' paired agents, which every other input leaves out
+INPUTS = (Input("humans", raw=True, doc="humans.parquet: the study's respondents"),
+          Input("paired", "decisions.parquet", whole=("respondent",), doc="the decisions with the paired agents'"))
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    """anchored: the paired agents and the usual ones of the case view against the respondents."""
-    from louder.analysis.anchored import anchored
-
+    """anchoring: the paired agents and the usual ones of the case view against the respondents."""
     if a.paired is None:
         return {}
-    return {"anchored": anchored(a.paired, a.humans, B=a.settings.bootstrap, seed=a.settings.seed)}
+    return {"anchoring": anchoring(a.paired, a.humans, B=a.bootstrap, seed=a.seed)}
 
 
 # --- the report section ------------------------------------------------------------------------------------
 
-TITLE = "Anchored to a human study (prediction-powered inference)"
+TITLE = "Anchoring to a human study (prediction-powered inference)"
 # estimate → (label, colour)
 SERIES = {"humans": ("humans only", "#2c3e50"), "agents": ("agents only", "#c0392b"),
           "ppi": ("humans + agents (PPI)", "#27ae60")}
 
 
-def anchored_figure(anchored: pd.DataFrame):
+def anchoring_figure(t: pd.DataFrame):
     """One panel per case: per attribute, the humans-only, agents-only and PPI target rates as points
     with their 95 % intervals."""
     from matplotlib.figure import Figure
 
-    rows = anchored[anchored["rate_humans"].notna()]
+    rows = t[t["rate_humans"].notna()]
     if rows.empty:
         return None
     cases = list(rows.groupby(["model", "condition", "scenario", "group"], sort=True))
@@ -67,8 +71,8 @@ def anchored_figure(anchored: pd.DataFrame):
 
 
 def report_section(a) -> str:
-    """The section, when the run has a human study (``anchored.csv``)."""
-    t = a.tables.get("anchored")
+    """The section, when the run has a human study (``anchoring.csv``)."""
+    t = a.tables.get("anchoring")
     if t is None:
         return ""
     if t.empty:
@@ -101,7 +105,7 @@ def report_section(a) -> str:
              "valid answer counts at the agents' mean. DPD of the PPI rates: a joint bootstrap over respondents and "
              "agents; the magnitude ratio divides the agents' DPD by the humans' (docs/how-to/anchor-to-humans.md)."),
         f"<ul>{''.join(summary)}</ul>" if summary else "",
-        png(anchored_figure(t)),
+        png(anchoring_figure(t)),
         table(shown, scroll=True))
 
 
@@ -112,7 +116,7 @@ def _gained(r) -> str:
 
 
 VIEW = View(
-    "anchored", "Anchored to a human study: target rate [95 % CI] of the humans, the agents and both by "
+    "anchoring", "Anchoring to a human study: target rate [95 % CI] of the humans, the agents and both by "
                 "prediction-powered inference; DPD of the PPI rates, magnitude ratio agents ÷ humans — "
                 "docs/how-to/anchor-to-humans.md", (
         key("model"), key("condition"), key("scenario"), key("group"), Show("attribute", "attribute", priority=1),
@@ -133,10 +137,10 @@ VIEW = View(
 
 
 register(Measure(
-    "anchored", "the agents anchored to a small human study by prediction-powered inference: the humans', the agents' "
+    "anchoring", "the agents anchored to a small human study by prediction-powered inference: the humans', the agents' "
                 "and the PPI rates, the anchored DPD and the magnitude ratio agents ÷ humans",
     tables=(
-        Table("anchored", "Runs with a human study ([Anchor to a human study](../how-to/anchor-to-humans.md)): one row "
+        Table("anchoring", "Runs with a human study ([Anchor to a human study](../how-to/anchor-to-humans.md)): one row "
                           "per case × attribute, the humans and the agents combined by prediction-powered inference "
                           "(`louder/analysis/anchoring.py` has the formulas).", (
             Column(("model", "condition", "scenario", "group", "attribute"), "the case and attribute"),
@@ -162,4 +166,4 @@ register(Measure(
             Column(("ratio", "ratio_ci_low", "ratio_ci_high"), "the magnitude ratio, agents' DPD ÷ humans' DPD, with "
                                                                "its interval (infinite above when the humans' DPD "
                                                                "interval reaches 0)")),),),
-    build=build, needs=("humans",), views=(VIEW,), section=report_section, position=62))
+    build=build, inputs=INPUTS, needs=("humans",), views=(VIEW,), section=report_section, position=62))

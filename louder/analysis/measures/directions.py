@@ -1,0 +1,46 @@
+"""The literature's predicted directions against the run's rates (section 5.5, Table 3):
+``directions.csv`` (the statistic and the predictions file: ``louder.analysis.directions``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from louder.analysis.directions import directions, load_predictions
+from louder.analysis.html import note, png, section, table
+from louder.analysis.registry import Column, Measure, Option, Table, register
+
+PREDICTIONS = Option("predictions", Path, None, "a predictions file of your own (the format of "
+                     "louder/data/analysis/directions.yaml; default: the paper's Table 3)", flag="--predictions")
+
+
+def build(a) -> dict[str, pd.DataFrame]:
+    attr = a.tables["attributes"]
+    return {"directions": directions(attr[attr["kind"] == "implicit"], load_predictions(a.options.predictions),
+                                     B=a.bootstrap, seed=a.seed)}
+
+
+def directions_section(a) -> str:
+    from louder.analysis import figures
+
+    d = a.tables["directions"]
+    return section("Literature directions (Table 3)",
+                   note("aligned: the predicted direction with a 95 % interval excluding 0; opposite: the reverse "
+                        "direction, interval excluding 0; inconclusive: the interval includes 0."),
+                   png(figures.directions_figure(d)), table(d.drop(columns=["evidence"]), scroll=True))
+
+
+register(Measure(
+    "directions", "the literature's predicted directions against the run's rates (Table 3)",
+    tables=(Table("directions", "Literature directions (Table 3): one row per prediction and case.", (
+        Column(("id", "prediction"), "the prediction (`louder/data/analysis/directions.yaml`; `louder analyze "
+                                     "--predictions FILE` for your own)"),
+        Column(("model", "condition", "scenario", "group"), "the case"),
+        Column(("higher", "lower"), "the attributes predicted higher and lower"),
+        Column(("mean_higher", "mean_lower", "difference"), "mean target rates of each set and their difference"),
+        Column(("ci_low", "ci_high"), "the difference's 95 % bootstrap interval"),
+        Column("verdict", "`aligned`, `opposite`, `inconclusive`, `not_run`, `not_testable`"),
+        Column("note", "why a prediction could not be tested"),
+        Column("evidence", "the literature behind the prediction"))),),
+    build=build, options=(PREDICTIONS,), after=("attributes",), section=directions_section, position=90))
