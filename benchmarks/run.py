@@ -44,6 +44,10 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
 - P9 planning: a run of 1,000,002 agents (one case, 333,334 per attribute) up to its first model call,
   in a fresh process: seconds from ``louder.run`` and peak memory, beyond those of a 3-agent run
   (the imports and the fixed setup), which are printed beside (benchmarks/plan_stream.py).
+- P10 report: ``louder report`` of P6's 99,960 decisions (36 cases; a ~70-word persona each, so the sample of
+  the agents' words weighs what it would): the size of the one HTML file in MB, the seconds to write it, and
+  the seconds Debian's Chromium takes from navigation to the load event at 1280 × 800, with its console
+  errors (benchmarks/analyze_100k.py ``report``).
 - E1 contention: two embedded-model processes at once ÷ one alone, mean wall time of the same
   decision-like calls (benchmarks/embedded_contention.py); ≫ 2 means llama.cpp threads spin.
 
@@ -108,6 +112,9 @@ GOALS: tuple[Goal, ...] = (
     Goal("P8", "type1", "<=", 0.05, "type-I ≤ α = 0.05"),
     Goal("P9", "extra_s", "<=", 2.0, "≤ 2 s"),
     Goal("P9", "extra_mb", "<=", 200, "≤ 200 MB"),
+    Goal("P10", "mb", "<=", 10.0, "≤ 10 MB"),
+    Goal("P10", "load_s", "<=", 3.0, "load ≤ 3 s"),
+    Goal("P10", "console_errors", "==", 0, "no console error"),
     Goal("E1", "ratio", "<=", 2.0, "≤ 2"),
 )
 
@@ -377,6 +384,22 @@ def p6_analysis(tmp: Path, quick: bool) -> list[Result]:
                                                         cases=t[0]["cases"], B=10_000),
                           "(cpu_s: the analysis process's CPU time, less sensitive than wall time to other load)"))
     return out
+
+
+@figure("P10", quick_s=40)
+def p10_report(tmp: Path, quick: bool) -> list[Result]:
+    """The report of the 100,000-decision run, analysed once (B = 10,000; 1,000 with --quick)."""
+    from analyze_100k import report, synthetic_run
+
+    from louder.analysis import analyze
+
+    run = tmp / "P10"
+    run.mkdir()
+    n = synthetic_run(run, personas=True)
+    analyze(run, bootstrap=1_000 if quick else 10_000)
+    r = report(run)
+    return [Result("P10", "P10 report", {**r, "decisions": n},
+                   "" if "load_s" in r else "(no Chromium: load_s not measured)")]
 
 
 @figure("P7", embedded_calls=(12, 48), quick_s=45)

@@ -173,10 +173,11 @@ def _normal(text: str, run: Path | None = None) -> str:
 
 
 def report_sections(html: str) -> dict[str, str]:
-    """The report by its sections (``<h2>`` titles), without the date, the environment and the
-    manifests, each figure replaced by ``IMG``."""
+    """The report by its sections (``<h2>`` titles), without the dates (the report's, the run's in the design
+    card), the environment and the manifests, each figure (an SVG data URI) replaced by ``IMG``."""
     html = re.sub(r"data:image/[a-z+]+;base64,[A-Za-z0-9+/=]+", "IMG", html)
     html = re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated DATE", html)
+    html = re.sub(r"<dt>Date</dt><dd>[^<]*</dd>", "<dt>Date</dt><dd>DATE</dd>", html)  # the design card's
     parts = re.split(r"(?=<h2[ >])", html)
     out = {"head": parts[0]}
     for p in parts[1:]:

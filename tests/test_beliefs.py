@@ -182,4 +182,4 @@ def test_a_run_with_decisions_probes_and_beliefs_has_the_four_readings(tmp_path)
     assert pd.isna(v.loc["career_path_selection", "observed_gap"])
     assert (out / "voices.csv").exists() and t["contrast"]["n_belief"].iloc[0] == 2
     page = run.report(bootstrap=300, observed=observed).read_text("utf-8")
-    assert "Actions, words, beliefs and the world" in page and page.count("data:image/png") >= 2
+    assert "Actions, words, beliefs and the world" in page and page.count("data:image/svg+xml") >= 2

@@ -47,6 +47,7 @@ def _report(**values):
     base = {"P1": dict(ratio=1.01), "P2": dict(ratio=1.2), "P3": dict(ratio=0.002, rerun_model_calls=0),
             "P4": dict(ratio=1.5), "P5": dict(seconds=1100.0, extrapolated=1, peak_mb=1300.0),
             "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "E1": dict(ratio=1.3),
+            "P10": dict(mb=3.0, load_s=1.0, console_errors=0),
             "P7": dict(ratio=1.0)}  # P7 last
     for key, v in values.items():
         base[key.replace("_", " ")] = v
@@ -140,6 +141,19 @@ def test_p6_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
 
     cases = pd.read_csv(tmp_path / "P6_score" / "cases.csv")
     assert cases["dpd_p"].notna().all() and pd.read_csv(tmp_path / "P6" / "cases.csv")["dpd_p"].isna().all()
+
+
+def test_p10_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
+    import analyze_100k
+
+    monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=10))
+    (p10,) = bench.p10_report(tmp_path, quick=True)
+    assert p10.key == "P10" and p10.values["decisions"] == 3 * 4 * 14 * 10  # conditions × scenarios × attributes × agents
+    assert 0 < p10.values["mb"] < 10 and p10.values["figures"] >= 5
+    if "load_s" in p10.values:  # Chromium installed
+        assert p10.values["console_errors"] == 0 and p10.values["load_s"] > 0
+    page = (tmp_path / "P10" / "report" / "index.html").read_text("utf-8")
+    assert "What the agents do" in page and "<details class=\"words\">" in page
 
 
 def test_p8_quick_on_few_runs(bench, monkeypatch):

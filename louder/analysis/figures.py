@@ -66,6 +66,7 @@ def dpd_figure(cases: pd.DataFrame, probability: bool = False) -> Figure | None:
     probability_shown = False
     for ax, model in zip(axes, models):
         sub = data[data["model"] == model]
+        several = sub.loc[sub["kind"] == "implicit", "condition"].nunique() > 1  # else the row says "agents"
         y, ticks, labels = 0.0, [], []
         for (scenario, group), g in sub.groupby(["scenario", "group"], sort=True):
             g = g.assign(_k=(g["kind"] == "explicit").astype(int)).sort_values(["_k", "condition"])
@@ -85,8 +86,8 @@ def dpd_figure(cases: pd.DataFrame, probability: bool = False) -> Figure | None:
                 if bool(r["h_significant"]):
                     ax.text(1.035, y, MARK, ha="center", va="center", fontsize=9, color=P.SIGNIFICANT)
                 ticks.append(y)
-                labels.append(f"{_short(scenario)} × {_short(group)} · "
-                              f"{'explicit' if kind == 'explicit' else _short(r['condition'])}")
+                labels.append(f"{_short(scenario)} × {_short(group)} · " + (
+                    "asked directly" if kind == "explicit" else _short(r["condition"]) if several else "agents"))
             y -= 0.6
         ax.set_yticks(ticks, labels, fontsize=7)
         ax.set_ylim(y + 0.2, 0.2 - 0.6)

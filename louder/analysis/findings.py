@@ -62,9 +62,7 @@ class Findings:
                 continue
             head = (f'<p class="model"><b>{html.escape(model)}</b></p>' if model else
                     '<p class="model"><b>The run</b></p>' if len(self.by_model) > 1 else "")
-            parts.append(head + "<ul>" + "".join(
-                f"<li>{html.escape(f.text)}" + (f' <a class="go" href="#{slug(f.section)}">→ {html.escape(f.section)}</a>'
-                                                if f.section else "") + "</li>" for f in items) + "</ul>")
+            parts.append(head + "<ul>" + "".join(f"<li>{html.escape(f.text)}{_link(f)}</li>" for f in items) + "</ul>")
         if not any(self.by_model.values()):
             parts.append('<p class="note">No measure found anything to say about this run folder.</p>')
         if self.missing:
@@ -72,6 +70,10 @@ class Findings:
                          f"{len(self.missing)})</summary><ul>" +
                          "".join(f"<li>{html.escape(m)}</li>" for m in self.missing) + "</ul></details>")
         return "\n".join(parts)
+
+
+def _link(f: Finding) -> str:
+    return f' <a class="go" href="#{slug(f.section)}">→ {html.escape(f.section)}</a>' if f.section else ""
 
 
 def findings(a: Analysis) -> Findings:
@@ -165,7 +167,7 @@ def _cost(a: Analysis) -> str:
     for model, (tin, tout) in tokens.items():
         try:
             usd = spent(model, tin, tout)
-        except LouderError:  # a spec this louder cannot parse any more: say so, count nothing
+        except (LouderError, ValueError):  # a spec this louder cannot parse: say so, count nothing
             usd = None
         if usd is None:
             unpriced.append(model)

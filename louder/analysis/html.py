@@ -78,9 +78,9 @@ def figure(fig: Figure | None, alt: str, name: str = "figure", download: str | N
     w, h = _size(data)
     src = base64.b64encode(data).decode("ascii")
     file = html.escape(f"{download or name.replace('/', '-')}.svg", quote=True)
-    return (f'<figure class="fig" data-figure="{html.escape(name, quote=True)}"><img alt="{html.escape(alt, quote=True)}" '
-            f'width="{w}" height="{h}" src="data:image/svg+xml;base64,{src}"><figcaption>'
-            f'<a class="dl" download="{file}" href="#">download {file}</a></figcaption></figure>')
+    return (f'<figure class="fig" data-figure="{html.escape(name, quote=True)}"><img '
+            f'alt="{html.escape(alt, quote=True)}" width="{w}" height="{h}" src="data:image/svg+xml;base64,{src}">'
+            f'<figcaption><a class="dl" download="{file}" href="#">download {file}</a></figcaption></figure>')
 
 
 def no_figure(name: str, why: str) -> str:

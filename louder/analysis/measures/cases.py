@@ -266,11 +266,13 @@ def findings(a) -> list[Finding]:
     if cases is None or cases.empty:
         return []
     t, title, out = headlined(a), section_title(a), []
+    # a population run's cases are its joint labels: its answer is the population's per-group findings
+    kinds = ("explicit",) if population_run(a.tables) else ("implicit", "explicit")
     for model, g in t.groupby("model", sort=True):
-        for kind in ("implicit", "explicit"):
+        for kind in kinds:
             if (g["kind"] == kind).any():
                 out.append(_kind_finding(kind, g[g["kind"] == kind], str(model), title))
-        if (weak := _power_finding(g, str(model), title)) is not None:
+        if "implicit" in kinds and (weak := _power_finding(g, str(model), title)) is not None:
             out.append(weak)
     return out
 
