@@ -7,8 +7,10 @@ section of the report — as a snapshot that a refactor of the analysis must rep
 which rows changed, and why, in the commit).
 
 The snapshot is normalised for what changes from one build to the next and is not the analysis: the
-run folder's path, the report's date, timings, the manifests' and the environment's sections, the
-embedded figures (a figure is drawn from the tables compared here; its bytes depend on the renderer).
+run folder's path, the checkout's path in a warning, the report's date and the run's (the design card),
+timings, the manifests' and the environment's sections, the embedded figures (SVG data URIs: a figure is
+drawn from the tables compared here; its bytes depend on the renderer — tests/test_golden.py checks what
+each figure draws instead).
 """
 
 from __future__ import annotations
@@ -169,6 +171,8 @@ def _normal(text: str, run: Path | None = None) -> str:
         text = text.replace(str(run.resolve()), "RUN").replace(str(run), "RUN")
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
     text = re.sub(r"\(\d+\.\d s\)|in \d+\.\d s", "(S s)", text)
+    # a warning names the file of louder that raised it: wherever this checkout is
+    text = re.sub(r"\S*/louder/(?=[\w/]+\.py:\d+)", "LOUDER/", text)
     return text
 
 
