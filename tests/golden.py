@@ -204,6 +204,8 @@ def snapshot(run: Path, console: str) -> dict:
     head, sep, tail = console.rpartition("\nwrote ")
     if sep:
         names, _, where = re.sub(r"\s+", " ", tail).strip().partition(" in ")
+        # a Python warning printed after it is the warnings filter's (pytest captures them), not the analysis'
+        where = where.split(" (S s)")[0] + " (S s)" if " (S s)" in where else where
         console = head + sep + ", ".join(sorted(names.split(", "))) + " in " + where + "\n"
     return {"csv": csv, "console": console,
             "report": {k: _normal(v, run) for k, v in report_sections(html).items()}}

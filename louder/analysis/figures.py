@@ -63,7 +63,7 @@ def dpd_figure(cases: pd.DataFrame, probability: bool = False) -> Figure | None:
                .shape[0] for m in models]
     fig = Figure(figsize=(8.4, 0.24 * sum(heights) + 1.1 * len(models) + 0.6), layout="constrained")
     axes = fig.subplots(len(models), 1, squeeze=False, height_ratios=[max(h, 2) for h in heights])[:, 0]
-    probability_shown = False
+    probability_shown = explicit_shown = tick_shown = sig_shown = False
     for ax, model in zip(axes, models):
         sub = data[data["model"] == model]
         several = sub.loc[sub["kind"] == "implicit", "condition"].nunique() > 1  # else the row says "agents"
@@ -77,13 +77,16 @@ def dpd_figure(cases: pd.DataFrame, probability: bool = False) -> Figure | None:
                 test = r.get("test", "sampled")
                 interval(ax, r["h_dpd"], y, r["h_ci_low"], r["h_ci_high"], color=color,
                          marker="s" if kind == "explicit" else "o")
+                explicit_shown |= kind == "explicit"
                 if test == "probability":
                     probability_shown = True
                     if pd.notna(r["dpd"]):
                         ax.plot(r["dpd"], y, "o", color=P.GREY, mfc=P.WHITE, mec=P.GREY, ms=5)
                 elif pd.notna(r.get("threshold", np.nan)):
                     ax.plot(r["threshold"], y, marker="|", color=P.BLACK, ms=11, mew=1.6)
+                    tick_shown = True
                 if bool(r["h_significant"]):
+                    sig_shown = True
                     ax.text(1.035, y, MARK, ha="center", va="center", fontsize=9, color=P.SIGNIFICANT)
                 ticks.append(y)
                 labels.append(f"{_short(scenario)} × {_short(group)} · " + (
@@ -96,13 +99,13 @@ def dpd_figure(cases: pd.DataFrame, probability: bool = False) -> Figure | None:
         ax.grid(axis="x", color=P.GRID, lw=0.6)
         ax.set_axisbelow(True)
         ax.set_title(f"{model}: DPD per case, 95 % interval", fontsize=9, loc="left")
-    handles = [Line2D([], [], color=P.IMPLICIT, marker="o", ls="-", label="implicit (agents)"),
-               Line2D([], [], color=P.EXPLICIT, marker="s", ls="-", label="explicit (asked directly)"),
-               Line2D([], [], color=P.BLACK, marker="|", ls="", ms=10, mew=1.6, label="parity threshold"),
-               Line2D([], [], color=P.SIGNIFICANT, marker="$✱$", ls="", label="significant (Holm p < 0.05)")]
-    if probability_shown:
-        handles.insert(1, Line2D([], [], color=P.GREY, marker="o", mfc=P.WHITE, ls="",
-                                 label="sampled DPD of the argmax picks"))
+    shown = [(data["kind"] == "implicit").any(), probability_shown, explicit_shown, tick_shown, sig_shown]
+    handles = [h for h, on in zip([
+        Line2D([], [], color=P.IMPLICIT, marker="o", ls="-", label="implicit (agents)"),
+        Line2D([], [], color=P.GREY, marker="o", mfc=P.WHITE, ls="", label="sampled DPD of the argmax picks"),
+        Line2D([], [], color=P.EXPLICIT, marker="s", ls="-", label="explicit (asked directly)"),
+        Line2D([], [], color=P.BLACK, marker="|", ls="", ms=10, mew=1.6, label="parity threshold"),
+        Line2D([], [], color=P.SIGNIFICANT, marker="$✱$", ls="", label="significant (Holm p < 0.05)")], shown) if on]
     axes[-1].set_xlabel("DPD: largest − smallest rate across the attributes" +
                         (" (implicit: probability DPD, dpd_p)" if probability_shown else ""))
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7, frameon=False)

@@ -145,7 +145,7 @@ def table(df: pd.DataFrame | None, scroll: bool = False, digits: int = 3, key: I
 
     head = "".join(td(c, c, "th") for c in order)
     rows = "".join("<tr>" + "".join(td(c, text[c][i]) for c in order) + "</tr>" for i in range(len(df)))
-    once = [c for c in shared if c in hidden]
+    once = [c for c in shared if c in hidden and text[c][0] not in ("", "–")]  # an empty column: nothing to say
     said = (f'<p class="shared">all rows: {" · ".join(f"{html.escape(c)} {html.escape(text[c][0])}" for c in once)}'
             "</p>" if once else "")
     toggle = (f'<button class="cols" type="button" aria-expanded="false">all {len(cols)} columns '
