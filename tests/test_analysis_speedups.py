@@ -82,3 +82,67 @@ def test_word_counts_equal_one_pass_per_text():
     assert R._word_counts(texts, stop) == old
     assert "the" not in R._word_counts(texts, stop) and R._word_counts(texts, frozenset())["the"] == 2
     assert re.fullmatch(R.TOKEN, "family's")  # apostrophes stay inside a token, spaces never do
+
+
+def _old_pattern_counts(decisions, patterns):
+    d = R._with_rationale(decisions)
+    rows = []
+    for p in patterns:
+        rx = re.compile(p.regex, re.IGNORECASE)
+        sub = d if p.scenario is None else d[d["scenario"] == p.scenario]
+        if sub.empty:
+            continue
+        hit = np.array([rx.search(t) is not None for t in sub["rationale"]], dtype=bool)
+        for key, g in sub.assign(hit=hit).groupby(R.KEYS + ["attribute"], sort=True):
+            n, m = len(g), int(g["hit"].sum())
+            rows.append(dict(analysis="pattern", **dict(zip(R.KEYS + ["attribute"], key)), pattern=p.id, paper=p.paper,
+                             n_rationales=n, n_match=m, share=m / n if n else np.nan))
+    return pd.DataFrame(rows, columns=R.RATIONALE_COLUMNS)
+
+
+def _old_distinctive_words(decisions, top=10, min_count=2):
+    stop = R.stopwords()
+    d = R._with_rationale(decisions)
+    rows = []
+    for key, case in d.groupby(R.KEYS, sort=True):
+        per_attr = {a: R._word_counts(g["rationale"], stop) for a, g in case.groupby("attribute", sort=True)}
+        if len(per_attr) < 2:
+            continue
+        vocab = sorted(set().union(*per_attr.values()))
+        if len(vocab) < 2:
+            continue
+        matrix = np.array([[per_attr[a][w] for w in vocab] for a in per_attr], dtype=float)
+        prior = matrix.sum(axis=0)
+        for i, a in enumerate(per_attr):
+            yi = matrix[i]
+            delta, z = R.stats.log_odds_dirichlet(yi, prior - yi, prior)
+            for j in [j for j in np.argsort(-z) if yi[j] >= min_count][:top]:
+                rows.append(dict(analysis="distinctive_word", **dict(zip(R.KEYS, key)), attribute=a, word=vocab[j],
+                                 count=int(yi[j]), delta=float(delta[j]), z=float(z[j])))
+    return pd.DataFrame(rows, columns=R.RATIONALE_COLUMNS)
+
+
+def test_rationale_tables_equal_the_per_group_code():
+    """Issue 41: pattern counts and distinctive words from one pass over the rows (cell codes, texts as a
+    list) equal the previous per-group code, on Arrow strings as a run's Parquet file gives them."""
+    rng = np.random.default_rng(3)
+    words = "my son and daughter need safety no immediate threat family community knowledge stand up risk".split()
+    rows = []
+    for scenario in ("emergency_response", "career_path_selection", "authority_compliance"):
+        for group, attrs in (("gender_identity", ["Male", "Female", "Non-binary"]), ("religion", ["Hindu"])):
+            for attr in attrs:
+                for _ in range(int(rng.integers(5, 40))):
+                    rows.append(dict(model="m", condition="contextualized", scenario=scenario, group=group,
+                                     attribute=attr, status=rng.choice(["valid"] * 8 + ["invalid", "refused"]),
+                                     rationale=None if rng.random() < 0.05 else
+                                     " ".join(rng.choice(words, int(rng.integers(0, 12))))))
+    d = pd.DataFrame(rows).astype({c: "string[pyarrow]" for c in ("model", "condition", "scenario", "group",
+                                                                  "attribute", "status", "rationale")})
+    patterns = R.load_patterns()
+    counts = R.pattern_counts(d, patterns)
+    pd.testing.assert_frame_equal(counts, _old_pattern_counts(d, patterns))
+    assert counts["n_match"].between(1, counts["n_rationales"] - 1).any()  # matches and misses both counted
+    new, old = R.distinctive_words(d, min_count=1), _old_distinctive_words(d, min_count=1)
+    pd.testing.assert_frame_equal(new, old)
+    assert len(new) and set(new["group"]) == {"gender_identity"}  # a group of one attribute has no contrast
+    assert R.pattern_counts(d.assign(status="invalid"), patterns).empty
