@@ -354,8 +354,10 @@ def _analyze_in_fresh_process(run: Path) -> dict:
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(louder.__file__).parents[1]),
                                                                      os.environ.get("PYTHONPATH")])))
+    # cwd: the run folder, so that `-c` (which puts the working directory first on sys.path) cannot import
+    # another checkout's louder than the one this suite measures
     out = subprocess.run([sys.executable, "-c", _ANALYZE, str(run)], capture_output=True, text=True, env=env,
-                         check=True)
+                         check=True, cwd=run)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

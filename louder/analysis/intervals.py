@@ -49,6 +49,13 @@ from scipy.stats import t as student_t
 NAN = float("nan")
 
 
+def columns_first(a) -> np.ndarray:
+    """``a`` (… × k) with its last axis first, contiguous (k × …). numpy's max and min over a short last
+    axis (k attributes) are ~10× slower than over the first axis of a contiguous array; both are exact, so
+    reducing ``columns_first(a)`` over axis 0 gives the same values as reducing ``a`` over its last axis."""
+    return np.ascontiguousarray(np.moveaxis(np.asarray(a), -1, 0))
+
+
 def pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k(k−1)/2 pairs a < b in ``np.triu_indices`` order, the order of every pair array here."""
     return np.triu_indices(k, 1)
