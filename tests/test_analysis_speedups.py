@@ -75,13 +75,18 @@ def test_choice_rates_equal_the_per_case_crosstabs():
 
 
 def test_word_counts_equal_one_pass_per_text():
-    texts = pd.Series(["Safety FIRST, then my family's home.", "don't leave the kids", "", "home: safety; risk",
-                       "Über-cautious — the neighbours' pets"])
+    texts = ["Safety FIRST, then my family's home.", "don't leave the kids", "", "home: safety; risk",
+             "Über-cautious — the neighbours' pets", "rock'n'roll 'tis a''b x' ' naïve\tcafé\nend",
+             "\u212a (Kelvin, lowercases to k) and a lone surrogate \ud800 here", "ｆｕｌｌwidth ok"]
     stop = R.stopwords()
     old = Counter(w for t in texts for w in R.TOKEN.findall(t.lower()) if w not in stop)
     assert R._word_counts(texts, stop) == old
     assert "the" not in R._word_counts(texts, stop) and R._word_counts(texts, frozenset())["the"] == 2
     assert re.fullmatch(R.TOKEN, "family's")  # apostrophes stay inside a token, spaces never do
+    rng = np.random.default_rng(7)  # random texts over letters, apostrophes, separators and non-ASCII
+    alphabet = list("abcxyzABZ'  ,.;-\n\té€ßİ\u212a\U0001f600'")
+    texts = ["".join(rng.choice(alphabet, int(rng.integers(0, 40)))) for _ in range(2000)]
+    assert R._word_counts(texts, stop) == Counter(w for t in texts for w in R.TOKEN.findall(t.lower()) if w not in stop)
 
 
 def _old_pattern_counts(decisions, patterns):

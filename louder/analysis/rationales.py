@@ -98,10 +98,20 @@ def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataF
     return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)
 
 
+# every byte but a-z and the apostrophe becomes a space (UTF-8 bytes of other characters are ≥ 0x80)
+_RUNS = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz'" else 32 for c in range(256))
+
+
 def _word_counts(texts, stop: frozenset[str]) -> Counter:
-    """Word counts of the texts (strings), stop words left out. One regex pass over the texts joined
-    by a space: a token never contains a space, so this finds the same tokens as one pass per text."""
-    counts = Counter(TOKEN.findall(" ".join(texts).lower()))
+    """Word counts of the texts (strings), stop words left out: ``TOKEN`` over the lowercased texts.
+    A token lies within a run of the characters [a-z'], and a run without an apostrophe is one token, so
+    the runs are cut out by a byte translation (no per-token regex match: ~2× faster) and only runs with
+    an apostrophe go through ``TOKEN``."""
+    runs = Counter(" ".join(texts).lower().encode("utf-8", "replace").translate(_RUNS).split())
+    counts: Counter = Counter()
+    for run, n in runs.items():
+        for w in TOKEN.findall(run.decode()) if b"'" in run else (run.decode(),):
+            counts[w] += n
     for w in stop & counts.keys():
         del counts[w]
     return counts
