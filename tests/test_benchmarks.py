@@ -132,14 +132,27 @@ def test_p6_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
     import analyze_100k
 
     monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=20))
-    p6, score = bench.p6_analysis(tmp_path, quick=True)
+    p6, cached, score = bench.p6_analysis(tmp_path, quick=True)
     assert (p6.key, p6.values["runs"], p6.values["cases"]) == ("P6", 3, 36)
     assert score.key == "P6 score" and score.values["runs"] == 1
+    assert cached.key == "P6 cached" and cached.values["cold_s"] == p6.values["seconds"] > 0
+    # cold: every run analysed a fresh copy of the decisions; the folder they were copied from stays bare
+    for key, runs in (("P6", 3), ("P6_score", 1)):
+        assert sorted(f.name for f in (tmp_path / key / "data").iterdir()) == ["decisions.parquet"]
+        assert all((tmp_path / key / f"cold{i + 1}" / "analysis.json").is_file() for i in range(runs))
     # score mode: the probability DPD is filled in
     import pandas as pd
 
-    cases = pd.read_csv(tmp_path / "P6_score" / "cases.csv")
-    assert cases["dpd_p"].notna().all() and pd.read_csv(tmp_path / "P6" / "cases.csv")["dpd_p"].isna().all()
+    cases = pd.read_csv(tmp_path / "P6_score" / "cold1" / "cases.csv")
+    assert cases["dpd_p"].notna().all() and pd.read_csv(tmp_path / "P6" / "cold1" / "cases.csv")["dpd_p"].isna().all()
+
+
+def test_p6_refuses_a_cached_analysis_as_cold(bench, monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "_analyze_in_fresh_process", lambda run: dict(seconds=0.3, cpu_s=0.3, cases=36,
+                                                                              cached=True))
+    (tmp_path / "data").mkdir()
+    with pytest.raises(RuntimeError, match="read from a cache"):
+        bench._cold_analysis(tmp_path / "data", tmp_path / "cold1")
 
 
 def test_p8_quick_on_few_runs(bench, monkeypatch):

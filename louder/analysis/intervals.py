@@ -49,6 +49,13 @@ from scipy.stats import t as student_t
 NAN = float("nan")
 
 
+def columns_first(a) -> np.ndarray:
+    """``a`` (… × k) with its last axis first, contiguous (k × …). numpy's max and min over a short last
+    axis (k attributes) are ~10× slower than over the first axis of a contiguous array; both are exact, so
+    reducing ``columns_first(a)`` over axis 0 gives the same values as reducing ``a`` over its last axis."""
+    return np.ascontiguousarray(np.moveaxis(np.asarray(a), -1, 0))
+
+
 def pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k(k−1)/2 pairs a < b in ``np.triu_indices`` order, the order of every pair array here."""
     return np.triu_indices(k, 1)
@@ -98,14 +105,18 @@ def band(estimates, draws, pair_variance, draw_pair_variance) -> Band | None:
     dev = np.abs(rb[:, i] - rb[:, j] - d)
     seb = np.sqrt(np.maximum(vb, 0))
     with np.errstate(invalid="ignore", divide="ignore"):
-        # se* = 0: no spread in this resample; it only counts if it moved (then ∞: it cannot be scaled)
-        t = np.where(seb > 0, dev / np.where(seb > 0, seb, 1), np.where(dev > 1e-12, np.inf, 0.0))
+        t = dev / seb
+    flat = ~(seb > 0)  # se* = 0 (or NaN): no spread in this resample; it only counts if it moved (then ∞)
+    if flat.any():
+        t[flat] = np.where(dev[flat] > 1e-12, np.inf, 0.0)
     t[np.isnan(dev)] = np.nan
     return Band(d, np.sqrt(np.maximum(v, 0)), t)
 
 
 def _quantile(t: np.ndarray, q: float) -> float:
     """q-quantile of the rows' max (rows without any pair left out); 'higher' so ∞ never interpolates."""
+    if t.size and not np.isnan(t).any():  # every resample has every pair: a plain max (the same, faster)
+        return float(np.quantile(columns_first(t).max(axis=0), q, method="higher"))
     ok = ~np.isnan(t).all(axis=1)
     if not ok.any():
         return 0.0

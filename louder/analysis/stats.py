@@ -99,7 +99,9 @@ def dpd(rates) -> float:
 
 
 def _dpd_rows(rates: np.ndarray) -> np.ndarray:
-    return rates.max(axis=1) - rates.min(axis=1)
+    """max − min of each row (B × k), reduced over ``I.columns_first`` (faster, the same values)."""
+    r = I.columns_first(rates)
+    return r.max(axis=0) - r.min(axis=0)
 
 
 def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ParityTest:
