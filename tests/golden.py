@@ -167,6 +167,7 @@ def build(base: Path, only: list[str] | None = None) -> dict[str, dict]:
 def _normal(text: str, run: Path | None = None) -> str:
     if run is not None:
         text = text.replace(str(run.resolve()), "RUN").replace(str(run), "RUN")
+    text = text.replace(str(ROOT), "ROOT")  # the checkout's own path (examples/…): CI clones elsewhere
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
     text = re.sub(r"\(\d+\.\d s\)|in \d+\.\d s", "(S s)", text)
     return text

@@ -54,7 +54,7 @@ def table(df: pd.DataFrame, scroll: bool = False, digits: int = 3) -> str:
     out = df.copy()
     for c in out.columns:
         if pd.api.types.is_float_dtype(out[c]):
-            out[c] = out[c].map(lambda v: "–" if pd.isna(v) else f"{v:.{digits}f}")
+            out[c] = out[c].map(lambda v: "–" if pd.isna(v) else f"{round(v, digits) + 0.0:.{digits}f}")
     body = out.to_html(index=False, escape=True, na_rep="–", border=0)
     # a wide table scrolls sideways in its own box, never the page (scroll: down too, past 480 px)
     return f'<div class="{"scroll" if scroll else "wide"}">{body}</div>'
