@@ -37,6 +37,12 @@ CASES = {
     "population, twins and variants": (None, {"population": "us_gender_ideology", "variants": ["base", "mandatory"],
                                               "twins": True, "simulation": {
         "scenarios": ["emergency_response_policy"], "agents": 40}}),
+    # issue 41: score mode, where a twin decides with its source's seed (an unchanged ideology twin asks its
+    # source's text): each twin's call is its own, so the count is exact whatever the model writes
+    "population, twins on every group, score mode": (None, {"population": {"file": "us_gender_ideology",
+                                                                           "twins": True}, "simulation": {
+        "scenarios": ["emergency_response_policy"], "variants": ["base", "mandatory"], "agents": 10,
+        "decision_mode": "score"}}),
     # sequential runs plan their budget; a run that goes to it makes exactly those calls (issue 20)
     "simulation, sequential to its budget": (None, {"sequential": {"budget": 4, "wave": 2, "precision": 0.01},
                                                     "simulation": {"scenarios": ["emergency_response"],
@@ -106,17 +112,9 @@ def _fake(config: dict) -> dict:
     return {**config, "models": config.get("models") or ["fake:seed=1"]}
 
 
-# Issue 32: the fake model names its personas from 36 curated first names, which often coincide, and its
-# personas name no attribute unless a bias word asks; a twin then can ask exactly the question of its
-# source or of a sibling twin (score mode: same text, name and seed), which the cache answers — fewer
-# calls than planned (docs/populations.md). Bias words at 0.5 (no bias between two choices) put the gender
-# words in its personas, as a real model's have, so every twin's question is its own and the count is exact.
-NAMED = {"population.yaml": "fake:seed=1,bias=woman:0.5,bias=man:0.5,bias=non-binary:0.5"}
-
-
 def _example(path: Path) -> dict:
     doc = yaml.safe_load(path.read_text("utf-8"))
-    doc["models"] = [NAMED.get(path.name, "fake:seed=1")]
+    doc["models"] = ["fake:seed=1"]
     if path.name in SMALL:
         doc["simulation"] = {**doc.get("simulation", {}), "agents": SMALL[path.name]}
     return doc
