@@ -60,10 +60,10 @@ def runs(base: Path) -> list[tuple[str, list[list], list[tuple[str, list]]]]:
     (base / "net.yaml").write_text(
         "simulation: {scenarios: [emergency_response], groups: [gender_identity], agents: 6, decision_mode: score, "
         "score_pick: draw}\n"
-        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\nrounds: 2\n")
+        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\ninfluence: {rounds: 2}\n")
     (base / "arch.yaml").write_text(
-        "population: us_gender_ideology\nmode: archetype\nreplicates: 2\nbuckets: 2\n"
-        "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\nrounds: 1\n"
+        "population: {file: us_gender_ideology, mode: archetype, replicates: 2, buckets: 2}\n"
+        "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\ninfluence: {rounds: 1}\n"
         "simulation: {agents: 200, scenarios: [emergency_response], groups: [political_ideology], "
         "decision_mode: score}\n")
     (base / "score.yaml").write_text(

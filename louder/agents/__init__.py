@@ -77,6 +77,10 @@ class PersonaAgent(mesa.Agent):
         for f in fields(Decision):  # nothing decided yet: every decision column at its default, status None
             setattr(self, f.name, None if f.default is MISSING else f.default)
 
+    # What tells this agent's score call apart from another agent's with the same prompt and seed: nothing
+    # here (an agent's seed is its own); a twin, which decides with its source's seed, adds its own tag.
+    score_tag = ""
+
     @property
     def key(self) -> str:
         c = self.model.case
@@ -196,7 +200,7 @@ class PersonaAgent(mesa.Agent):
         text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", text)
         if sim.decision_mode == "score":
-            return self._score(prompt, labels, seed, "score" + tag, ask.reasoning, ask.system)
+            return self._score(prompt, labels, seed, "score" + self.score_tag + tag, ask.reasoning, ask.system)
         completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion", text)
                              if session.api == "completion" else None)
         schema = decision_schema(labels, sim.constrain_choices)
