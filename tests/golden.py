@@ -200,6 +200,7 @@ def snapshot(run: Path, console: str) -> dict:
     head, sep, tail = console.rpartition("\nwrote ")
     if sep:
         names, _, where = re.sub(r"\s+", " ", tail).strip().partition(" in ")
+        where = re.sub(r"\(\d+\.\d s\)", "(S s)", where)  # (a time wrapped over two lines is one once joined)
         console = head + sep + ", ".join(sorted(names.split(", "))) + " in " + where + "\n"
     return {"csv": csv, "console": console,
             "report": {k: _normal(v, run) for k, v in report_sections(html).items()}}
