@@ -359,7 +359,8 @@ def compare(*runs: Any, order: list[str] | str | None = None, margin: float | No
     """Compare models (``louder compare``): ``runs`` are run folders — paths, ``"LABEL=PATH"`` texts,
     ``Run``s, or one dict label → path; a label names a folder's model (default: the model's name),
     and one folder holding several models compares them. ``order``: the entries in order (labels, a
-    list or "A,B,C"): the pairs follow it and the trend is tested. ``margin``: what a verdict of no
+    list or "A,B,C" — a model name with commas is read whole): the pairs follow it and the trend is
+    tested. ``margin``: what a verdict of no
     difference must rule out (default 0.3). Folders combine only when their designs match; else one
     ``LouderError`` line names the first difference."""
     from louder.analysis.comparison import MARGIN
@@ -367,11 +368,10 @@ def compare(*runs: Any, order: list[str] | str | None = None, margin: float | No
 
     items = runs[0] if len(runs) == 1 and isinstance(runs[0], dict) else [
         r.path if isinstance(r, Run) else r for r in runs]
-    if isinstance(order, str):
-        order = [x.strip() for x in order.split(",") if x.strip()]
     margin = MARGIN if margin is None else margin
     x, c = assemble_and_compare(items, order, bootstrap, seed, margin)
-    return Comparison(x, c, {"bootstrap": bootstrap, "seed": seed, "margin": margin, "order": order or None})
+    return Comparison(x, c, {"bootstrap": bootstrap, "seed": seed, "margin": margin,
+                             "order": list(x.labels) if order else None})
 
 
 def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as the issue names it

@@ -658,11 +658,9 @@ def compare(
 ) -> None:
     """Model against model: the paper's summary per model, ΔDPD per pair of models and case for actions and
     words with intervals and verdicts, per pair, a trend along --order, and a release gate (--fail-if)."""
-    from types import SimpleNamespace
-
     from louder.analysis import registry
     from louder.api import compare as compare_models
-    from louder.cli_tables import view_table
+    from louder.cli_tables import frame_table
 
     try:
         c = compare_models(*runs, order=order, margin=margin, bootstrap=bootstrap, seed=seed)
@@ -670,10 +668,11 @@ def compare(
         paths = c.write(out, gate=gate)
     except LouderError as e:
         fail(str(e))
-    ctx = SimpleNamespace(tables=c.tables)
-    for view in registry.get("models").views:
-        if (table := view_table(view, ctx, _width(), wide)) is not None:
-            console.print(table, width=_width())
+    for view in registry.get("models").views:  # the tables a run folder of several models prints
+        df = c.tables.get(view.table)
+        if df is not None and len(df):
+            console.print(frame_table(df, view.title, view.columns, _width(), wide, hint="louder compare --wide"),
+                          width=_width())
     for note in c.assembled.notes:
         console.print(Text.assemble(("note:", "yellow"), " ", note), width=_width())
     console.print(f"wrote {', '.join(p.relative_to(out).as_posix() for p in paths)} in {out}", highlight=False,

@@ -195,9 +195,23 @@ def _relabel(frame: pd.DataFrame | None, model: str, label: str) -> pd.DataFrame
     return part.assign(model=label) if len(part) else None
 
 
-def assemble(items: Iterable[Any], order: Sequence[str] | None = None) -> Assembled:
+def split_order(text: str, labels: Sequence[str]) -> list[str]:
+    """``--order A,B,C`` → the labels it names: at each step the longest label the text goes on with, so
+    that a model name with commas (``fake:seed=1,bias=female:0.9``) is one name; an unknown one runs to
+    the next comma (and is reported as unknown)."""
+    out, rest = [], text.strip()
+    while rest:
+        match = max((x for x in labels if rest == x or rest.startswith(x + ",")), key=len, default=None)
+        match = match or rest.split(",", 1)[0]
+        out.append(match.strip())
+        rest = rest[len(match) + 1:].strip()
+    return [x for x in out if x]
+
+
+def assemble(items: Iterable[Any], order: Sequence[str] | str | None = None) -> Assembled:
     """The entries of ``items`` (``entries_of``) read, labelled, their designs checked, in ``order``
-    (labels; default: as given, a folder's models in its config's order)."""
+    (labels, or their text "A,B,C": ``split_order``; default: as given, a folder's models in its
+    config's order)."""
     entries = entries_of(items)
     folders, rows, frames, notes = [], [], {"decisions": [], "probes": []}, []
     groups: dict[str, list[str]] = {}
@@ -233,13 +247,14 @@ def assemble(items: Iterable[Any], order: Sequence[str] | None = None) -> Assemb
     notes += check_designs(folders)
     labels = [r["label"] for r in rows]
     if order:
-        order = list(order)
+        order = split_order(order, labels) if isinstance(order, str) else list(order)
         for x in order:
             if x not in labels:
-                raise LouderError(f"--order {','.join(order)}: no entry is labelled {x!r}{did_you_mean(x, labels)}; the "
-                                  f"entries: {', '.join(labels)}")
+                raise LouderError(f"--order: no entry is labelled {x!r}{did_you_mean(x, labels)}; the entries: "
+                                  f"{', '.join(labels)}")
         if len(set(order)) < len(order):
-            raise LouderError(f"--order {','.join(order)}: names an entry twice")
+            raise LouderError(f"--order names {next(x for x in order if order.count(x) > 1)!r} twice; name each entry "
+                              "once")
         labels = order
     if len(labels) < 2:
         raise LouderError(f"louder compare: only one model ({labels[0]}) to compare; give two run folders, or one "
@@ -253,7 +268,7 @@ def assemble(items: Iterable[Any], order: Sequence[str] | None = None) -> Assemb
                      bool(score), notes)
 
 
-def compare(items: Iterable[Any], order: Sequence[str] | None = None, bootstrap: int = 10_000, seed: int = 0,
+def compare(items: Iterable[Any], order: Sequence[str] | str | None = None, bootstrap: int = 10_000, seed: int = 0,
             margin: float = C.MARGIN) -> tuple[Assembled, C.Comparison]:
     """The folders of ``items`` assembled and compared (``louder.analysis.comparison.compare``); with
     ``order`` the trend along it too."""

@@ -426,10 +426,11 @@ def _significant(chosen: list[tuple[tuple, Case]]) -> int:
     return int(stats.significant(stats.holm(p)).sum()) if p.size else 0
 
 
-def pair_rows(cases: dict[tuple, Case], order: list[str], level: float = 0.95) -> pd.DataFrame:
+def pair_rows(cases: dict[tuple, Case], order: list[str], level: float = 0.95, margin: float = MARGIN,
+              alpha: float = stats.ALPHA) -> pd.DataFrame:
     """One row per pair (reference i before model j in ``order``) × kind × case both models have:
-    ΔDPD = DPD_model − DPD_reference, its interval and the inversion p-value; ``p_holm`` across every
-    row."""
+    ΔDPD = DPD_model − DPD_reference, its interval, the inversion p-value, ``p_holm`` across every
+    row and the ``verdict``."""
     rows = []
     for i, ref in enumerate(order):
         for model in order[i + 1:]:
@@ -445,6 +446,8 @@ def pair_rows(cases: dict[tuple, Case], order: list[str], level: float = 0.95) -
             "p_value"]
     out = pd.DataFrame(rows, columns=cols)
     out["p_holm"] = stats.holm(out["p_value"].to_numpy(dtype=float)) if len(out) else []
+    out["verdict"] = [verdict(d, lo, hi, p, margin, alpha) for d, lo, hi, p in
+                      out[["delta", "ci_low", "ci_high", "p_holm"]].itertuples(index=False)]
     return out
 
 
@@ -456,18 +459,14 @@ def _reading(actions: str | None, words: str | None) -> str:
     return ", ".join(parts)
 
 
-def pairs_table(rows: pd.DataFrame, margin: float = MARGIN, score: bool = False,
-                alpha: float = stats.ALPHA) -> pd.DataFrame:
-    """``model_pairs``: the rows of ``pair_rows`` with their verdicts, actions and words side by side —
-    each implicit case beside the explicit case of its scenario × group (repeated for every persona
-    condition; an explicit case without an implicit one gets a row of its own, condition empty)."""
-    r = rows.assign(verdict=[verdict(d, lo, hi, p, margin, alpha) for d, lo, hi, p in
-                             rows[["delta", "ci_low", "ci_high", "p_holm"]].itertuples(index=False)])
-    imp = r[r["kind"] == "implicit"].drop(columns="kind").rename(columns={c: f"actions_{c}" for c in SIDE})
-    exp = r[r["kind"] == "explicit"].drop(columns=["kind", "condition"]).rename(
+def pairs_table(rows: pd.DataFrame, score: bool = False) -> pd.DataFrame:
+    """``model_pairs``: the rows of ``pair_rows``, actions and words side by side — each implicit case
+    beside the explicit case of its scenario × group (repeated for every persona condition; an explicit
+    case without an implicit one gets a row of its own, condition empty)."""
+    imp = rows[rows["kind"] == "implicit"].drop(columns="kind").rename(columns={c: f"actions_{c}" for c in SIDE})
+    exp = rows[rows["kind"] == "explicit"].drop(columns=["kind", "condition"]).rename(
         columns={c: f"words_{c}" for c in SIDE})
-    on = ["reference", "model", "scenario", "group"]
-    out = imp.merge(exp, on=on, how="outer")
+    out = imp.merge(exp, on=["reference", "model", "scenario", "group"], how="outer")
     out["statistic"] = np.where(out["actions_delta"].notna(), "dpd_p" if score else "dpd", "")
     out["reading"] = [_reading(a, w) for a, w in out[["actions_verdict", "words_verdict"]].itertuples(index=False)]
     rank = {m: i for i, m in enumerate(dict.fromkeys([*rows["reference"], *rows["model"]]))}
@@ -475,8 +474,7 @@ def pairs_table(rows: pd.DataFrame, margin: float = MARGIN, score: bool = False,
     return out.sort_values(["_r", "_m", "scenario", "group", "_c"]).reset_index(drop=True)[PAIR_COLUMNS]
 
 
-def pair_summary(rows: pd.DataFrame, pairs: pd.DataFrame, cases: dict[tuple, Case],
-                 level: float = 0.95) -> pd.DataFrame:
+def pair_summary(rows: pd.DataFrame, cases: dict[tuple, Case], level: float = 0.95) -> pd.DataFrame:
     """``model_pair_summary``: per pair and side, the mean ΔDPD over the cases both models have with
     its interval and inversion p-value, and how many cases read each verdict."""
     out = []
@@ -485,18 +483,14 @@ def pair_summary(rows: pd.DataFrame, pairs: pd.DataFrame, cases: dict[tuple, Cas
             k = g[g["kind"] == kind]
             if k.empty:
                 continue
-            keys = [tuple(x) for x in k[CASE_KEYS[1:]].itertuples(index=False)]
-            plus = [c for key in keys if (c := cases[(model, kind, *key)].band).ok and cases[(ref, kind, *key)].band.ok]
-            minus = [cases[(ref, kind, *key)].band for key in keys
-                     if cases[(model, kind, *key)].band.ok and cases[(ref, kind, *key)].band.ok]
-            s = interval([(1 / len(plus), b) for b in plus] + [(-1 / len(minus), b) for b in minus], level) if plus \
-                else Sum(NAN, NAN, NAN, NAN)
-            p = pairs[(pairs["reference"] == ref) & (pairs["model"] == model)]
-            verdicts = p.drop_duplicates(["scenario", "group"] + (["condition"] if kind == "implicit" else []))[
-                f"{side}_verdict"].dropna()
+            both = [(cases[(model, kind, *key)].band, cases[(ref, kind, *key)].band)
+                    for key in k[CASE_KEYS[1:]].itertuples(index=False)]
+            both = [(m, r) for m, r in both if m.ok and r.ok]
+            w = 1 / len(both) if both else NAN
+            s = interval([(w, m) for m, _ in both] + [(-w, r) for _, r in both], level)
             out.append(dict(reference=ref, model=model, side=side, n_cases=len(k), mean_delta=s.estimate,
                             ci_low=s.low, ci_high=s.high, p_value=s.p_value,
-                            **{f"n_{v.replace(' ', '_')}": int((verdicts == v).sum()) for v in VERDICTS}))
+                            **{f"n_{v.replace(' ', '_')}": int((k["verdict"] == v).sum()) for v in VERDICTS}))
     return pd.DataFrame(out, columns=PAIR_SUMMARY_COLUMNS)
 
 
@@ -524,9 +518,9 @@ def compare(decisions: pd.DataFrame | None, probes: pd.DataFrame | None, groups:
     cases = model_cases(decisions, probes, groups, score, B, seed)
     order = list(order)
     models, variances = models_table(cases, order, score, level)
-    rows = pair_rows(cases, order, level)
-    pairs = pairs_table(rows, margin, score, alpha)
-    tables = {"models": models, "model_pairs": pairs, "model_pair_summary": pair_summary(rows, pairs, cases, level)}
+    rows = pair_rows(cases, order, level, margin, alpha)
+    tables = {"models": models, "model_pairs": pairs_table(rows, score),
+              "model_pair_summary": pair_summary(rows, cases, level)}
     if ordered:
         tables["model_trend"] = trend_table(models, variances, level)
     return Comparison(tables, cases, rows, level)
@@ -551,7 +545,7 @@ def gate(c: Comparison, base: str, margin: float | None = None, alpha: float = s
     out = r.assign(side=r["kind"].map(KINDS), p_holm=p,
                    condition=r["condition"].where(r["kind"] == "implicit", None))[GATE_COLUMNS]
     worse = (out["delta"] > (margin or 0.0)) & (out["p_holm"] < alpha)
-    return out[worse].reset_index(drop=True)
+    return out[worse].sort_values("side", kind="stable").reset_index(drop=True)  # actions, then words
 
 
 def models_of(manifests: dict[str, dict], *frames: pd.DataFrame | None) -> list[str]:

@@ -79,8 +79,8 @@ MODELS_VIEW = View("models", "Per model: cases significant of N (Holm within the
     Show("gap [95 % CI]", with_interval("gap", "gap_ci_low", "gap_ci_high"), number=True, name="gap"),
     Show("gap p", lambda r: number(r["gap_p_value"], 4), number=True, name="gap_p_value")), position=24)
 
-PAIRS_VIEW = View("model_pairs", lambda a: "Per pair and case: ΔDPD = model − reference for actions (the agents) and "
-                                           "words (the explicit probe), Holm across pairs × cases", (
+PAIRS_VIEW = View("model_pairs", "Per pair and case: ΔDPD = model − reference for actions (the agents) and words "
+                                 "(the explicit probe), Holm across pairs × cases", (
     Show("reference", "reference", priority=1), Show("model", "model", priority=1),
     key("condition"), key("scenario"), key("group"),
     Show("actions Δ [95 % CI]", with_interval("actions_delta", "actions_ci_low", "actions_ci_high"), number=True,
