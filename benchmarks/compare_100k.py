@@ -3,8 +3,9 @@
 Each folder is benchmarks/analyze_100k.py's synthetic run (36 cases, 14 attributes per scenario ×
 condition, ~3 % of the answers invalid, refused or an error), of another model (its own seed), with
 the manifest a run of that design writes (the design check reads it). The timed part, in a fresh
-process after importing louder (as P6: the imports are timed beside): assembling the two folders (design check, the per-case views),
-every statistic of the comparison, and writing its CSVs, comparison.json and HTML report.
+process after importing louder (as P6; the imports are timed beside): assembling the two folders
+(design check, the per-case views), every statistic of the comparison, and writing its CSVs,
+comparison.json and HTML report.
 Usage: python benchmarks/compare_100k.py [--bootstrap 10000] [--agents 595]
 """
 
@@ -19,7 +20,6 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-
 from analyze_100k import synthetic_run
 
 CONDITIONS = ["contextualized", "non_contextualized", "no_persona"]

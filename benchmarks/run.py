@@ -479,7 +479,8 @@ def p10_compare(tmp: Path, quick: bool) -> list[Result]:
     t = [compare_in_fresh_process(a, b, tmp / "P10_out") for _ in range(1 if quick else 3)]
     secs = [r["seconds"] for r in t]
     return [Result("P10", "P10 comparison", dict(seconds=min(secs), median_s=statistics.median(secs),
-                                                 cpu_s=min(r["cpu_s"] for r in t), import_s=min(r["import_s"] for r in t),
+                                                 cpu_s=min(r["cpu_s"] for r in t),
+                                                 import_s=min(r["import_s"] for r in t),
                                                  runs=len(t), decisions=n, rows=t[0]["rows"], B=10_000),
                    f"(two folders of {n:,} decisions each; import_s: louder's imports before it, not counted)")]
 

@@ -331,7 +331,8 @@ class Comparison:
             return None
         failing = self.gate(parsed[1])
         return {"rule": parsed[0], "base": self.labels[0], "margin": parsed[1], "passed": failing.empty,
-                "failing": [dict(rec, line=gate_line(r)) for rec, r in zip(records(failing), failing.to_dict("records"))]}
+                "failing": [dict(rec, line=gate_line(r))
+                            for rec, r in zip(records(failing), failing.to_dict("records"))]}
 
     def summary(self) -> Summary:
         """The entries, each model's summary, each pair's and the trend (text; HTML in a notebook)."""

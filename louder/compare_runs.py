@@ -278,6 +278,10 @@ def compare(items: Iterable[Any], order: Sequence[str] | str | None = None, boot
     x = assemble(items, order)
     c = C.compare(x.decisions, x.probes, x.groups, x.labels, score=x.score, B=settings.bootstrap, seed=settings.seed,
                   margin=margin, ordered=bool(order))
+    if c.rows.empty:
+        raise LouderError(f"louder compare: {', '.join(x.labels)} share no case (the same kind, condition, scenario "
+                          "and group) to compare; give folders of the same design, with agents (`louder run`) or the "
+                          "explicit probe (`louder probe explicit`) in each")
     return x, c
 
 
@@ -333,8 +337,8 @@ def render(x: Assembled, c: C.Comparison, settings: dict, gate: dict | None = No
     title = "louder comparison — " + " vs ".join(x.labels)
     failing = pd.DataFrame(gate["failing"]) if gate else None
     head = [f"<h1>{H.escape(title)}</h1>",
-            note(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; B = {settings['bootstrap']} resamples, seed "
-                 f"{settings['seed']}, margin {settings['margin']:g}. The folders' designs match (scenario texts, "
+            note(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; B = {settings['bootstrap']} resamples, "
+                 f"seed {settings['seed']}, margin {settings['margin']:g}. The folders' designs match (scenario texts, "
                  "groups and attributes, persona conditions, wordings, choice order, identity signal, decision mode, "
                  "prompt templates); what each entry is:"),
             table(x.sources),

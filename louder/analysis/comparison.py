@@ -33,9 +33,10 @@ interval of DPD* does not; it is conservative (for ΔDPD about the sum of the tw
 bias of the same size against another attribute). A permutation test that pools the two models'
 answers tests "the two models answer alike", not ΔDPD = 0: two models with the same DPD of 0.3 against
 different attributes (rates 0.8, 0.5, 0.65 and 0.5, 0.8, 0.65; 100 agents each) read "different" at
-α = 0.05 in about one run in seven (``tests/test_compare.py`` simulates it). The p-value here inverts the interval instead — the least α at which the interval at
-level 1 − α excludes s₀ — so it holds at every pair of rate vectors with S = s₀. With c* the critical
-value at which the interval's bound reaches s₀:
+α = 0.05 in about one run in seven (``tests/test_compare.py`` simulates it). The p-value here
+inverts the interval instead — the least α at which the interval at level 1 − α excludes s₀ — so it
+holds at every pair of rate vectors with S = s₀. With c* the critical value at which the interval's
+bound reaches s₀:
 
     p = max(2·(1 − Φ(c*)), (1 + #{b : M*_b ≥ c*}) / (1 + B))
 

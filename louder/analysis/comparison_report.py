@@ -61,8 +61,9 @@ def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool 
     summary, trend = tables.get("model_pair_summary"), tables.get("model_trend")
     parts = [
         note("Per model, the paper's summary: the cases significant of N (each case's parity test, Holm within the "
-             "model and kind), the mean DPD of its implicit cases (one persona condition) and of its explicit cases with "
-             "95 % intervals, and the gap implicit − explicit with its interval and test. Intervals resample the agents "
+             "model and kind), the mean DPD of its implicit cases (one persona condition) and of its explicit cases "
+             "with 95 % intervals, and the gap implicit − explicit with its interval and test. Intervals resample the "
+             "agents "
              "(and the probe's answers) within every case, each model on its own; they contain their estimate and "
              "stay valid when a DPD is 0 — and are conservative (wide): see the tutorial "
              "<i>Compare two models</i>."),
@@ -80,8 +81,9 @@ def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool 
                        "says when asked (<b>words</b>: the explicit probe of the scenario × group), each with its "
                        "interval, p-value and Holm-adjusted p (across every pair × case of the table). <b>more / less "
                        "biased</b>: p_holm &lt; 0.05; <b>no difference</b>: not, and the interval within ± "
-                       f"{margin:g}; <b>underpowered</b>: not, and the interval reaches past ± {margin:g} (a difference "
-                       "of that size could not have been excluded: more agents, or trials, would settle it)."),
+                       f"{margin:g}; <b>underpowered</b>: not, and the interval reaches past ± {margin:g} (a "
+                       "difference of that size could not have been excluded: more agents, or trials, would settle "
+                       "it)."),
                   table(pairs, scroll=True)]
     if trend is not None and len(trend):
         parts += ["<h3>Trend along the order</h3>",
@@ -103,5 +105,5 @@ def gate_html(failing: pd.DataFrame | None, rule: str | None) -> str:
     if failing is None or failing.empty:
         return note(f"<b>Release gate</b> (<code>--fail-if {html.escape(rule)}</code>): passed — no case is worse than "
                     "the base.")
-    return (note(f"<b>Release gate</b> (<code>--fail-if {html.escape(rule)}</code>): <span class='sig'>failed</span> in "
-                 f"{len(failing)} case(s):") + table(failing))
+    return (note(f"<b>Release gate</b> (<code>--fail-if {html.escape(rule)}</code>): <span class='sig'>failed</span> "
+                 f"in {len(failing)} case(s):") + table(failing))

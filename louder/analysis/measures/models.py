@@ -3,7 +3,8 @@ paper's summary per model (``models.csv``), ΔDPD per pair of models and case fo
 with a verdict (``model_pairs.csv``), a summary per pair (``model_pair_summary.csv``) and, with an
 order (``--set models.order=A --set models.order=B …``), the trend along it (``model_trend.csv``).
 The statistics: ``louder.analysis.comparison``; the same functions compare run folders
-(``louder compare``). A folder of one model writes none of these."""
+(``louder compare``). A folder of one model — or of models that share no case (the agents of one,
+the explicit probe of another) — writes none of these."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ import pandas as pd
 
 from louder.analysis import comparison as C
 from louder.analysis.comparison_report import run_section
-from louder.analysis.registry import Column, Input, Measure, Option, Show, Table, View, key, number, register, \
-    with_interval
+from louder.analysis.registry import (
+    Column,
+    Input,
+    Measure,
+    Option,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
 from louder.errors import LouderError, did_you_mean
 
 
@@ -49,7 +61,8 @@ def build(a) -> dict[str, pd.DataFrame]:
         return {}
     c = C.compare(a.decisions, a.probes, a.groups, order, score=a.score, B=a.bootstrap, seed=a.seed,
                   margin=a.options.margin, ordered=bool(a.options.order))
-    return c.tables
+    # models that share no case (the agents of one, the explicit probe of another): nothing to compare
+    return c.tables if len(c.rows) else {}
 
 
 def report_section(a) -> str:
@@ -115,15 +128,16 @@ SIDE_DOC = ("`actions`: the agents' decisions (the implicit cases; score mode: t
 
 def _side_columns(side: str, what: str) -> tuple[Column, ...]:
     return (
-        Column((f"{side}_reference_dpd", f"{side}_model_dpd"), f"{what}: the two models' DPDs, as in their `cases.csv`"),
+        Column((f"{side}_reference_dpd", f"{side}_model_dpd"),
+               f"{what}: the two models' DPDs, as in their `cases.csv`"),
         Column(f"{side}_delta", f"{what}: ΔDPD = model − reference"),
         Column((f"{side}_ci_low", f"{side}_ci_high"), f"{what}: its 95 % interval (each model's agents resampled on "
                                                       "its own; contains ΔDPD, valid when either DPD is 0)"),
         Column(f"{side}_p_value", f"{what}: p-value of ΔDPD = 0 (the inversion of the interval: valid whatever the "
                                   "two models' rates)"),
         Column(f"{side}_p_holm", f"{what}: Holm-adjusted across every pair × case of the table (actions and words)"),
-        Column(f"{side}_verdict", f"{what}: `more biased`, `less biased` (p_holm < 0.05), `no difference` (the interval "
-                                  "within ± margin) or `underpowered` (it reaches past the margin)"))
+        Column(f"{side}_verdict", f"{what}: `more biased`, `less biased` (p_holm < 0.05), `no difference` (the "
+                                  "interval within ± margin) or `underpowered` (it reaches past the margin)"))
 
 
 register(Measure(
