@@ -7,7 +7,7 @@
     python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
     python benchmarks/run.py --check out.json   check results written before, without measuring
 
-Every result line starts with its key (P1 … P9, E1) and carries ``name=value`` pairs; most figures
+Every result line starts with its key (P1 … P10, E1) and carries ``name=value`` pairs; most figures
 are ratios measured within one run, so they compare like with like on whatever machine runs them.
 The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
@@ -46,6 +46,10 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
 - P9 planning: a run of 1,000,002 agents (one case, 333,334 per attribute) up to its first model call,
   in a fresh process: seconds from ``louder.run`` and peak memory, beyond those of a 3-agent run
   (the imports and the fixed setup), which are printed beside (benchmarks/plan_stream.py).
+- P10 comparison: ``louder compare`` of two synthetic run folders of 99,960 decisions each (36 cases,
+  benchmarks/compare_100k.py), B = 10,000, in seconds: the fastest of 3 runs, each in a fresh process
+  after louder's imports (median, CPU time and the imports' time beside it) — design check, every
+  statistic, the CSVs, comparison.json and the HTML report.
 - E1 contention: two embedded-model processes at once ÷ one alone, mean wall time of the same
   decision-like calls (benchmarks/embedded_contention.py); ≫ 2 means llama.cpp threads spin.
 
@@ -110,6 +114,7 @@ GOALS: tuple[Goal, ...] = (
     Goal("P8", "type1", "<=", 0.05, "type-I ≤ α = 0.05"),
     Goal("P9", "extra_s", "<=", 2.0, "≤ 2 s"),
     Goal("P9", "extra_mb", "<=", 200, "≤ 200 MB"),
+    Goal("P10", "seconds", "<=", 5.0, "≤ 5 s"),
     Goal("E1", "ratio", "<=", 2.0, "≤ 2"),
 )
 
@@ -485,6 +490,25 @@ def p9_planning(tmp: Path, quick: bool) -> list[Result]:
                                              peak_mb=m["peak_mb"], baseline_s=m["baseline_s"],
                                              baseline_mb=m["baseline_mb"], agents=m["agents"]),
                    "(a million agents up to the first call, beyond what one agent costs: imports and setup)")]
+
+
+@figure("P10", quick_s=40)
+def p10_compare(tmp: Path, quick: bool) -> list[Result]:
+    """The fastest of 3 comparisons (1 with --quick), each in a fresh process; the median beside it."""
+    import statistics
+
+    from compare_100k import compare_in_fresh_process, synthetic_folder
+
+    a, b = tmp / "P10_a", tmp / "P10_b"
+    n = synthetic_folder(a, "openai:synthetic-a", 0)
+    synthetic_folder(b, "openai:synthetic-b", 1)
+    t = [compare_in_fresh_process(a, b, tmp / "P10_out") for _ in range(1 if quick else 3)]
+    secs = [r["seconds"] for r in t]
+    return [Result("P10", "P10 comparison", dict(seconds=min(secs), median_s=statistics.median(secs),
+                                                 cpu_s=min(r["cpu_s"] for r in t),
+                                                 import_s=min(r["import_s"] for r in t),
+                                                 runs=len(t), decisions=n, rows=t[0]["rows"], B=10_000),
+                   f"(two folders of {n:,} decisions each; import_s: louder's imports before it, not counted)")]
 
 
 @figure("E1", embedded_calls=(9, 18), quick_s=60)

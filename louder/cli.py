@@ -640,6 +640,53 @@ def report(
 
 
 @app.command()
+def compare(
+    runs: list[str] = typer.Argument(..., help="run folders, each FOLDER or LABEL=FOLDER (a label names the folder's "
+                                     "model; default: the model's name); one folder of several models compares them"),
+    order: Optional[str] = typer.Option(None, "--order", help="A,B,C: the entries in order (e.g. model generations): "
+                                        "the pairs follow it, the figure joins them and model_trend.csv tests a trend"),
+    margin: float = typer.Option(0.3, "--margin", help="a verdict reads `no difference` only when the ΔDPD interval "
+                                 "lies within ± this margin (else `underpowered`)"),
+    fail_if: Optional[str] = typer.Option(None, "--fail-if", help="worse[:MARGIN]: exit 1 when an entry is more biased "
+                                          "than the first (significant after Holm; with MARGIN: shown to exceed it) in "
+                                          "any case, one line per case; the verdict goes into comparison.json"),
+    out: Path = typer.Option(Path("comparison"), "--out", "-o", help="where to write the tables (CSV), "
+                             "comparison.json and report/index.html"),
+    bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
+    wide: bool = typer.Option(False, "--wide", help="print every column of the tables"),
+) -> None:
+    """Model against model: the paper's summary per model, ΔDPD per pair of models and case for actions and
+    words with intervals and verdicts, per pair, a trend along --order, and a release gate (--fail-if)."""
+    from louder.analysis import registry
+    from louder.api import compare as compare_models
+    from louder.cli_tables import frame_table
+
+    try:
+        c = compare_models(*runs, order=order, margin=margin, bootstrap=bootstrap, seed=seed)
+        gate = c.verdict(fail_if)
+        paths = c.write(out, gate=gate)
+    except LouderError as e:
+        fail(str(e))
+    for view in registry.get("models").views:  # the tables a run folder of several models prints
+        df = c.tables.get(view.table)
+        if df is not None and len(df):
+            console.print(frame_table(df, view.title, view.columns, _width(), wide, hint="louder compare --wide"),
+                          width=_width())
+    for note in c.assembled.notes:
+        console.print(Text.assemble(("note:", "yellow"), " ", note), width=_width())
+    console.print(f"wrote {', '.join(p.relative_to(out).as_posix() for p in paths)} in {out}", highlight=False,
+                  width=_width())
+    if gate is not None:
+        for f in gate["failing"]:
+            console.print(Text(f["line"], style="bold red"), width=_width(), soft_wrap=True)
+        if not gate["passed"]:
+            raise typer.Exit(1)
+        console.print(Text(f"gate passed: no entry is worse than {gate['base']} ({fail_if})", style="green"),
+                      width=_width())
+
+
+@app.command()
 def repair(
     run_dir: Path = typer.Argument(..., help="run folder whose cache is damaged"),
     cache: Optional[Path] = typer.Option(None, "--cache", help="the cache file (default: the one the run's config "

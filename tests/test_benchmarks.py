@@ -46,7 +46,8 @@ def _report(**values):
     """A results file as run.py writes it, every goal met unless overridden."""
     base = {"P1": dict(ratio=1.01), "P2": dict(ratio=1.2), "P3": dict(ratio=0.002, rerun_model_calls=0),
             "P4": dict(ratio=1.5), "P5": dict(seconds=1100.0, extrapolated=1, peak_mb=1300.0),
-            "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "E1": dict(ratio=1.3),
+            "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "P10": dict(seconds=3.0),
+            "E1": dict(ratio=1.3),
             "P7": dict(ratio=1.0)}  # P7 last
     for key, v in values.items():
         base[key.replace("_", " ")] = v
@@ -153,6 +154,18 @@ def test_p6_refuses_a_cached_analysis_as_cold(bench, monkeypatch, tmp_path):
     (tmp_path / "data").mkdir()
     with pytest.raises(RuntimeError, match="read from a cache"):
         bench._cold_analysis(tmp_path / "data", tmp_path / "cold1")
+
+
+def test_p10_quick_on_small_synthetic_folders(bench, monkeypatch, tmp_path):
+    import compare_100k
+
+    monkeypatch.setattr(compare_100k, "synthetic_folder", functools.partial(compare_100k.synthetic_folder, agents=20))
+    (p10,) = bench.p10_compare(tmp_path, quick=True)
+    assert (p10.key, p10.values["runs"], p10.values["rows"]) == ("P10", 1, 36)
+    assert p10.values["decisions"] == 3 * 4 * 14 * 20  # conditions × scenarios × attributes × agents
+    assert (tmp_path / "P10_out" / "report" / "index.html").exists()
+    gate = json.loads((tmp_path / "P10_out" / "comparison.json").read_text())["gate"]
+    assert gate["rule"] == "worse"
 
 
 def test_p8_quick_on_few_runs(bench, monkeypatch):

@@ -728,6 +728,11 @@ def reference_runs(tmp_path_factory):
     humans = base / "humans"  # issue 34: a human study (humans.parquet, the respondent column, anchoring.csv)
     louder("run", "--out", humans, "-m", FAKE, "--agents", 4, "--humans", ROOT / "examples" / "humans-synthetic.csv",
            *one)
+    models = base / "models"  # issue 42: several models in one folder, in an order (models.csv, model_pairs.csv, …)
+    three = ["-m", FAKE, "-m", "fake:seed=2", "-m", "fake:seed=3"]
+    louder("run", "--out", models, *three, "--agents", 4, *one)
+    louder("probe", "explicit", "--out", models, *three, "--trials", 6, *one)
+    louder("analyze", models, "-B", 200, *[x for m in three[1::2] for x in ("--set", f"models.order={m}")])
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
@@ -739,7 +744,7 @@ def reference_runs(tmp_path_factory):
     # issue 33: sensitivity.csv; issue 37: conditional.csv
     louder("analyze", pop, "-B", 200, "--adjust", "parity", "--control", "political_ideology")
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, models):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

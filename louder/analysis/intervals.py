@@ -157,6 +157,14 @@ def dpd_interval(estimates, draws, pair_variance, draw_pair_variance, level: flo
     return _project(b, _critical(b.t, level, df))
 
 
+def critical_value(t, level: float = 0.95, df: float | None = None) -> float:
+    """The critical value c of a simultaneous band over the columns of ``t`` (bootstrap-t values,
+    B × P; several cases' pairs side by side when their resamples are drawn independently, row b
+    one draw of each): ``dpd_interval``'s c, the level-quantile of the rows' max-|t| never below the
+    normal (or Student's t with ``df``) quantile."""
+    return _critical(np.asarray(t, dtype=float), level, df)
+
+
 def band_interval(b: Band | None, level: float = 0.95, df: float | None = None) -> tuple[float, float]:
     """``dpd_interval`` of a band already made (``band``): its critical value, then the projection."""
     if b is None:
