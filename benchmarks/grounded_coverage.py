@@ -66,8 +66,8 @@ def fidelity(S: int, B: int) -> list[tuple[str, str]]:
                     ["verdict"].iloc[0] for s in range(S)]
         hits = [v in want.split(" or ") for v in verdicts]
         design = f"{model}, {n} per attribute" + (", no gap among people" if sh else "")
-        others = pd.Series(verdicts).value_counts().to_dict()
-        rows.append((f"fidelity, {design}: {want}", f"{share(hits)} — {others}"))
+        counts = ", ".join(f"{v} {k}" for v, k in pd.Series(verdicts).value_counts().items())
+        rows.append((f"fidelity, {design}: {want}", f"{share(hits)} — {counts}"))
     return rows
 
 

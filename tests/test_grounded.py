@@ -72,6 +72,8 @@ GOOD = "r1,emergency_response,Female,evacuated,alone,Evacuate\nr2,emergency_resp
 BAD = [  # (study, ground, unlabelled, the one line)
     (HEAD + GOOD, "last_flod", None, "header (line 1), column last_flod: no such column, but simulation.ground "
                                      "(--ground) names it; did you mean last_flood?"),
+    (HEAD + GOOD, "last_flood,decision", None, "header (line 1), column decision: simulation.ground (--ground) names "
+                                               "it, but it is the study's own"),
     (HEAD + GOOD + "r3,emergency_response,Femme,stayed,alone,Stay\n", "last_flood", None,
      "row 3 (line 4), column gender_identity: 'Femme' is not an attribute of group gender_identity"),
     (HEAD + GOOD + "r3,emergency_response,Male,stayed,alone,\n", "last_flood", None,
@@ -146,9 +148,11 @@ def test_profile_columns_the_ground_flag_and_its_companions(tmp_path):
     with pytest.raises(LouderError, match="column 'gender' is not a group of the run; did you mean gender_identity"):
         load_config(_config(typo, None))
     assert load_config(_config(typo, "gender")).simulation.ground == ["gender"]
-    for sim, match in (({"ground": ["all"]}, "simulation.ground: grounded agents stand for the respondents"),
+    for sim, match in (({"ground": ["all"]}, "simulation: ground: grounded agents stand for the respondents"),
                        ({"humans": str(study), "unlabelled": str(study)}, "name the profile columns"),
-                       ({"humans": str(study), "ground": ["all", "household"]}, "give `all` alone")):
+                       ({"humans": str(study), "ground": ["all", "household"]}, "give `all` alone"),
+                       ({"humans": str(study), "ground": ["all"], "signal": ["stated", "names"]},
+                        "drop --signal names or --ground")):
         with pytest.raises(LouderError, match=match):
             load_config({"models": ["fake"], "simulation": {**ONE, **sim}})
 

@@ -165,11 +165,15 @@ class SimulationConfig(Section):
             return self
         if self.humans is None:
             field = "ground" if self.ground is not None else "unlabelled"
-            raise ValueError(f"simulation.{field}: grounded agents stand for the respondents of a human study; add "
+            raise ValueError(f"{field}: grounded agents stand for the respondents of a human study; add "
                              "simulation.humans (--humans FILE)")
         if self.ground is None:
-            raise ValueError("simulation.unlabelled: the unlabelled profiles get grounded agents; name the profile "
+            raise ValueError("unlabelled: the unlabelled profiles get grounded agents; name the profile "
                              "columns they are grounded on in simulation.ground (--ground COL,COL or all)")
+        if "names" in self.signal:  # a names persona is written for a name alone: the profile would be lost
+            raise ValueError("ground: a grounded persona is written from the profile, which states the "
+                             "attributes; the names signal writes personas for a name alone — drop --signal names or "
+                             "--ground")
         from louder.simulation.humans import load_unlabelled, study
 
         try:

@@ -202,6 +202,9 @@ def _load(path: str, stamp, scenarios: tuple[str, ...], groups: tuple[str, ...],
                               f"({', '.join(by_group)}), decision and optionally weight, retest and profile columns")
     named = [c for c in ground if c != ALL]
     for c in named:
+        if c in FIXED:
+            raise LouderError(f"{where}: header (line {skip + 1}), column {c}: simulation.ground (--ground) names it, "
+                              f"but it is the study's own ({', '.join(FIXED)}), not a profile; leave it out of --ground")
         if c not in raw.columns:
             raise LouderError(f"{where}: header (line {skip + 1}), column {c}: no such column, but simulation.ground "
                               f"(--ground) names it{_hint(c, [x for x in raw.columns if x not in FIXED])}")
