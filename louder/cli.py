@@ -167,6 +167,13 @@ def run(
     humans: Optional[Path] = typer.Option(None, "--humans", help="a human study of the run's scenarios (CSV): each "
                                           "respondent gets a paired agent, and anchored.csv aligns the agents with "
                                           "the humans (docs/how-to/anchor-to-humans.md)"),
+    ground: Optional[str] = typer.Option(None, "--ground", help="with --humans: COL,COL or all — each respondent "
+                                         "also gets an agent whose persona is written from their profile (the group "
+                                         "attributes and these columns); fidelity.csv scores it beside the "
+                                         "attribute-only agent (docs/how-to/check-agents-against-humans.md)"),
+    unlabelled: Optional[Path] = typer.Option(None, "--unlabelled", help="with --ground: a CSV of profiles without "
+                                              "a human answer; each gets a grounded agent, PPI's unlabelled set "
+                                              "(anchoring.csv's grounded rows)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -180,7 +187,9 @@ def run(
                      signal=signal or None, names=names, reasoning=reasoning or None,
                      simulation={**({"interventions": intervention} if intervention else {}),
                                  **({"calibration": str(calibration)} if calibration else {}),
-                                 **({"humans": str(humans)} if humans else {})} or None)
+                                 **({"humans": str(humans)} if humans else {}),
+                                 **({"ground": ground} if ground else {}),
+                                 **({"unlabelled": str(unlabelled)} if unlabelled else {})} or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)

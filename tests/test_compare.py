@@ -48,7 +48,7 @@ def test_two_terms_are_the_difference_interval_and_one_term_the_dpd_interval():
         # a mean over three cases: one critical value for every pair of every case, each case projected
         cases = [a, _bands([0.3, 0.35, 0.4], 60, 200 + seed), _bands([0.5, 0.5], 30, 300 + seed)]
         mean = C.interval([(1 / 3, x) for x in cases], null=None)
-        c = I.critical_value(np.concatenate([x.band.t for x in cases], axis=1))
+        c = I.critical(np.concatenate([x.band.t for x in cases], axis=1))
         bounds = []
         for x in cases:
             d, se = np.abs(x.band.d), x.band.se

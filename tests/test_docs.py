@@ -733,18 +733,26 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", models, *three, "--agents", 4, *one)
     louder("probe", "explicit", "--out", models, *three, "--trials", 6, *one)
     louder("analyze", models, "-B", 200, *[x for m in three[1::2] for x in ("--set", f"models.order={m}")])
+    grounded = base / "grounded"  # issue 44: grounded agents (grounding, retest, unlabelled.parquet, fidelity.csv)
+    for name, n in (("humans-grounded.csv", 12), ("profiles-grounded.csv", 20)):  # the examples, cut short
+        df = pd.read_csv(ROOT / "examples" / name, comment="#", dtype=str, keep_default_na=False)
+        df.groupby("gender_identity").head(n).to_csv(base / name, index=False)
+    louder("run", "--out", grounded, "-m", "fake:seed=1,pick=Evacuate,shift=evacuated:0.45", "--agents", 2,
+           "--humans", base / "humans-grounded.csv", "--ground", "last_flood",
+           "--unlabelled", base / "profiles-grounded.csv", *one)
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans):
+    for run in (net, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, grounded):
         louder("analyze", run, "-B", 200)
     # issue 33: sensitivity.csv; issue 37: conditional.csv
     louder("analyze", pop, "-B", 200, "--adjust", "parity", "--control", "political_ideology")
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, models):
+    for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, models,
+                grounded):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

@@ -18,7 +18,7 @@ the bootstrap-t values t*_b of the case's pair differences (``intervals.band``) 
 
 **A weighted sum of DPDs** S = Σ_i w_i DPD_i over cases of any models (ΔDPD = DPD_model −
 DPD_reference; a model's mean DPD; its implicit − explicit gap; a pair's mean ΔDPD): one critical
-value c for every term's pairs together (``intervals.critical_value`` of the row-wise max M*_b of all
+value c for every term's pairs together (``intervals.critical`` of the row-wise max M*_b of all
 the terms' t*_b: a simultaneous band), each DPD_i projected onto [lo_i, hi_i] as in
 ``intervals.dpd_interval``, and
 
@@ -196,7 +196,7 @@ class Terms:
                    np.max(np.column_stack([cb.m for _, cb in terms]), axis=1), min(dfs) if dfs else None)
 
     def critical(self, level: float) -> float:
-        return I.critical_value(self.m[:, None], level, self.df)
+        return I.critical(self.m[:, None], level, self.df)
 
     def bounds(self, c: float) -> tuple[float, float]:
         """The interval of S at critical value c (the projection of every term, module docstring)."""

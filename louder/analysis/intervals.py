@@ -157,12 +157,29 @@ def dpd_interval(estimates, draws, pair_variance, draw_pair_variance, level: flo
     return _project(b, _critical(b.t, level, df))
 
 
-def critical_value(t, level: float = 0.95, df: float | None = None) -> float:
-    """The critical value c of a simultaneous band over the columns of ``t`` (bootstrap-t values,
-    B × P; several cases' pairs side by side when their resamples are drawn independently, row b
-    one draw of each): ``dpd_interval``'s c, the level-quantile of the rows' max-|t| never below the
-    normal (or Student's t with ``df``) quantile."""
+def studentised(estimates, se, draws, draw_se) -> np.ndarray:
+    """t*_bp = |x*_bp − x̂_p| / se*_bp (B × P) for any P smooth statistics x̂ (not only pair differences:
+    ``band`` makes those from rates), with ``band``'s rule for se* = 0 (0 if it did not move, else ∞)."""
+    x = np.asarray(estimates, dtype=float)
+    dev = np.abs(np.asarray(draws, dtype=float).reshape(-1, x.size) - x)
+    seb = np.asarray(draw_se, dtype=float).reshape(-1, x.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(seb > 0, dev / np.where(seb > 0, seb, 1), np.where(dev > 1e-12, np.inf, 0.0))
+    t[np.isnan(dev)] = np.nan
+    return t
+
+
+def critical(t: np.ndarray, level: float = 0.95, df: float | None = None) -> float:
+    """The simultaneous critical value of a max-|t| band over the columns of ``t`` (B × P, any statistics
+    together, e.g. several bands that must hold at once): the level-quantile of the rows' max, never below
+    the normal quantile (Student's t with ``df``)."""
     return _critical(np.asarray(t, dtype=float), level, df)
+
+
+def project(b: Band, c: float) -> tuple[float, float]:
+    """``dpd_interval``'s projection of a band onto DPD = max |d| at a critical value ``c`` already chosen
+    (e.g. ``critical`` of several bands that must hold at once)."""
+    return _project(b, c)
 
 
 def band_interval(b: Band | None, level: float = 0.95, df: float | None = None) -> tuple[float, float]:
