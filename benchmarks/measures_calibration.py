@@ -24,13 +24,15 @@ from test_conditional import population  # noqa: E402
 from test_discrimination import BIAS, simulated  # noqa: E402
 from test_persona_audit import personas  # noqa: E402
 
-from louder.analysis.adjustment import (adjust_probability, calibration_offsets, intervention_table,  # noqa: E402
-                                        sensitivity_table)
-from louder.analysis.anchoring import anchored_table, ppi_rate  # noqa: E402
+from louder.analysis.anchoring import ppi_rate, ppi_table  # noqa: E402
+from louder.analysis.calibration import calibration_offsets  # noqa: E402
 from louder.analysis.conditional import conditional_tables  # noqa: E402
 from louder.analysis.discrimination import discrimination_table  # noqa: E402
 from louder.analysis.persona_audit import persona_audit  # noqa: E402
+from louder.analysis.interventions import intervention_changes  # noqa: E402
 from louder.analysis.prob_dpd import prob_dpd  # noqa: E402
+from louder.analysis.sensitivity import sensitivity_table  # noqa: E402
+from louder.calibration import calibrated_probability  # noqa: E402
 
 
 def share(xs) -> str:
@@ -86,7 +88,7 @@ def persona(S, B):
 def anchoring(S, B):
     cover, dcover = [], []
     for s in range(S):
-        t = anchored_table(*study(90_000 + s), B=B, seed=s)
+        t = ppi_table(*study(90_000 + s), B=B, seed=s)
         truth = t["attribute"].map(TRUTH)
         cover += list((t["ci_low_ppi"] <= truth) & (truth <= t["ci_high_ppi"]))
         dcover.append(bool(t["dpd_ci_low_ppi"].iloc[0] <= 0.25 <= t["dpd_ci_high_ppi"].iloc[0]))
@@ -107,13 +109,13 @@ def anchoring(S, B):
 
 
 def adjustment(S, B):
-    null = [intervention_table(intervened(100_000 + s, bias=0.5), B=B, seed=s)["verdict"].iloc[0] == "no change"
+    null = [intervention_changes(intervened(100_000 + s, bias=0.5), B=B, seed=s)["verdict"].iloc[0] == "no change"
             for s in range(S)]
-    kept = [intervention_table(intervened(110_000 + s, vanishes=False), B=B, seed=s)["verdict"].iloc[0] == "no change"
+    kept = [intervention_changes(intervened(110_000 + s, vanishes=False), B=B, seed=s)["verdict"].iloc[0] == "no change"
             for s in range(S)]
     red, cov = [], []
     for s in range(S):
-        r = intervention_table(intervened(120_000 + s), B=B, seed=s).iloc[0]
+        r = intervention_changes(intervened(120_000 + s), B=B, seed=s).iloc[0]
         red.append(r["verdict"] == "reduces")
         cov.append(bool(r["ci_low"] <= -0.4 <= r["ci_high"]))
     rows = [("interventions: no change, no bias (100 agents per attribute)", share(null)),
@@ -125,7 +127,7 @@ def adjustment(S, B):
         for s in range(S):
             o = calibration_offsets(score_run(130_000 + s, n=200 * factor)).set_index("attribute")["offset"]
             again = score_run(140_000 + s)
-            again["p_target"] = adjust_probability(again["p_target"], again["attribute"].map(o))
+            again["p_target"] = calibrated_probability(again["p_target"], again["attribute"].map(o))
             flagged.append(prob_dpd([g["p_target"].to_numpy() for _, g in again.groupby("attribute")], B=B).p_value
                            < 0.05)
         rows.append((f"calibration: re-run of 200 agents per attribute flagged, offsets from {200 * factor}",

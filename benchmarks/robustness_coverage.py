@@ -137,8 +137,10 @@ def fake_runs(setting: str, seeds: range, agents: int) -> list[pd.DataFrame]:
 
 
 def verdicts(a) -> None:
-    from louder.analysis.measures import attributes as A
-    from louder.analysis.measures import cases as C
+    from louder.analysis import cases as C
+    from louder.analysis import rates as A
+    from louder.analysis import select
+    from louder.analysis.registry import Input
 
     print(f"Simulated runs of {a.cases} cases, {a.n} agents per attribute, B = {a.B}: share of runs with a case "
           "given each verdict, and share of cases; now (before)\n")
@@ -162,7 +164,7 @@ def verdicts(a) -> None:
         significant = collections.Counter()
         for d in fake_runs(setting, range(a.fake_seeds), a.fake_agents):
             tally(d, a.B, 0, counts)
-            cases = C.with_holm(C.implicit_cases(A.attribute_table(R.case_view(d)), B=a.B))
+            cases = C.with_holm(C.implicit_cases(A.attribute_table(select.view(d, Input("decisions"))), B=a.B))
             significant["holm"] += bool(cases["significant"].any())
             significant["threshold"] += bool((cases["dpd"] > cases["threshold"]).any())
             significant["holm ≥ 0.05"] += int((cases["significant"] & (cases["p_holm"] >= 0.05)).sum())

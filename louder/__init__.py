@@ -8,10 +8,13 @@ The Python API (the command line is a thin layer over it):
   ``run.manifest``, ``run.analyze() -> dict[str, DataFrame]`` (computed once per data state),
   ``run.summary()``, ``run.report() -> Path``; what a run lacks comes as ``LouderWarning``;
 - ``louder.estimate(config) -> DataFrame`` — the dry run's calls, tokens and cost;
-- ``louder.plan(effect, attributes, base_rate) -> Plan`` — agents per attribute for a wanted power.
+- ``louder.plan(effect, attributes, base_rate) -> Plan`` — agents per attribute for a wanted power;
+- ``louder.compare("base=runs/a", "new=runs/b") -> Comparison`` — model against model: ``.table(name)``,
+  ``.summary()``, ``.report()``, ``.gate()``.
 """
 
-from louder.api import Run, estimate, open, plan, run
+from louder.api import Comparison, Run, compare, estimate, open, plan, run
 from louder.errors import LouderError, LouderWarning
 from louder.version import __version__
-__all__ = ["LouderError", "LouderWarning", "Run", "__version__", "estimate", "open", "plan", "run"]
+__all__ = ["Comparison", "LouderError", "LouderWarning", "Run", "__version__", "compare", "estimate", "open", "plan",
+           "run"]

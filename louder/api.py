@@ -265,6 +265,99 @@ class Summary:
     __repr__ = __str__
 
 
+class Comparison:
+    """``louder.compare(...)``: models against each other across run folders (or within one) — every table
+    by name (``table("model_pairs")``, ``tables``), what it found (``summary()``), the release gate
+    (``gate()``), its files (``write(out)``) and its HTML report (``report(out)``)."""
+
+    def __init__(self, assembled, result, settings: dict):
+        self.assembled, self.result, self.settings = assembled, result, settings
+
+    def __repr__(self) -> str:
+        return f"Comparison({' vs '.join(self.labels)}: {', '.join(self.tables)})"
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
+
+    @property
+    def labels(self) -> list[str]:
+        """The entries compared, in order (their labels: the model names unless labelled)."""
+        return list(self.assembled.labels)
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``models``, ``model_pairs``, ``model_pair_summary`` (and ``model_trend`` with an order)."""
+        return dict(self.result.tables)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One table by name (``sources``: where each entry comes from)."""
+        if name == "sources":
+            return self.assembled.sources
+        if name not in self.result.tables:
+            raise KeyError(f"the comparison has no table {name!r}; its tables: sources, {', '.join(self.tables)}")
+        return self.result.tables[name]
+
+    def gate(self, margin: float | None = None, base: str | None = None) -> pd.DataFrame:
+        """The cases in which an entry is worse than ``base`` (default: the first): significantly more
+        biased after Holm, or with ``margin`` shown to exceed it (``louder.analysis.comparison.gate``)."""
+        from louder.analysis.comparison import gate
+
+        return gate(self.result, base or self.labels[0], margin)
+
+    def verdict(self, rule: str | None) -> dict | None:
+        """The release gate's verdict as comparison.json records it (``rule``: "worse" or "worse:MARGIN";
+        None: no gate): the base, the margin, passed, and each failing case with its line."""
+        from louder.compare_runs import gate_line, gate_rule, records
+
+        parsed = gate_rule(rule)
+        if parsed is None:
+            return None
+        failing = self.gate(parsed[1])
+        return {"rule": parsed[0], "base": self.labels[0], "margin": parsed[1], "passed": failing.empty,
+                "failing": [dict(rec, line=gate_line(r))
+                            for rec, r in zip(records(failing), failing.to_dict("records"))]}
+
+    def summary(self) -> Summary:
+        """The entries, each model's summary, each pair's and the trend (text; HTML in a notebook)."""
+        blocks = [("Entries", self.assembled.sources), *((n, t) for n, t in self.tables.items())]
+        if self.assembled.notes:
+            blocks.append(("Notes", list(self.assembled.notes)))
+        return Summary(f"louder comparison: {' vs '.join(self.labels)}", blocks)
+
+    def write(self, out: str | Path = "comparison", fail_if: str | None = None, report: bool = True,
+              gate: dict | None = None) -> list[Path]:
+        """The tables as CSV, comparison.json (with the gate's verdict: ``gate``, else that of ``fail_if``,
+        "worse" or "worse:MARGIN") and report/index.html into ``out``."""
+        from louder.compare_runs import write
+
+        return write(out, self.assembled, self.result, self.settings, gate or self.verdict(fail_if), report)
+
+    def report(self, out: str | Path = "comparison", fail_if: str | None = None) -> Path:
+        """Write the comparison's self-contained HTML report (and its tables) into ``out``; returns
+        OUT/report/index.html."""
+        return self.write(out, fail_if)[-1]
+
+
+def compare(*runs: Any, order: list[str] | str | None = None, margin: float | None = None, bootstrap: int = 10_000,
+            seed: int = 0) -> Comparison:
+    """Compare models (``louder compare``): ``runs`` are run folders — paths, ``"LABEL=PATH"`` texts,
+    ``Run``s, or one dict label → path; a label names a folder's model (default: the model's name),
+    and one folder holding several models compares them. ``order``: the entries in order (labels, a
+    list or "A,B,C" — a model name with commas is read whole): the pairs follow it and the trend is
+    tested. ``margin``: what a verdict of no
+    difference must rule out (default 0.3). Folders combine only when their designs match; else one
+    ``LouderError`` line names the first difference."""
+    from louder.analysis.comparison import MARGIN
+    from louder.compare_runs import compare as assemble_and_compare
+
+    items = runs[0] if len(runs) == 1 and isinstance(runs[0], dict) else [
+        r.path if isinstance(r, Run) else r for r in runs]
+    margin = MARGIN if margin is None else margin
+    x, c = assemble_and_compare(items, order, bootstrap, seed, margin)
+    return Comparison(x, c, {"bootstrap": bootstrap, "seed": seed, "margin": margin,
+                             "order": list(x.labels) if order else None})
+
+
 def open(run_dir: str | Path) -> Run:  # noqa: A001 — louder.open(run_dir), as the issue names it
     """The run folder ``run_dir`` (the ``--out`` of any run) as a ``Run``."""
     return Run(run_dir)
@@ -347,4 +440,4 @@ def plan(effect: float, attributes: int, base_rate: float, power: float = 0.8, a
     return make_plan(effect, attributes, base_rate, target=power, alpha=alpha, spread=spread, seed=seed)
 
 
-__all__ = ["Run", "Summary", "default_out", "estimate", "open", "plan", "run"]
+__all__ = ["Comparison", "Run", "Summary", "compare", "default_out", "estimate", "open", "plan", "run"]

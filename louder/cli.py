@@ -167,6 +167,13 @@ def run(
     humans: Optional[Path] = typer.Option(None, "--humans", help="a human study of the run's scenarios (CSV): each "
                                           "respondent gets a paired agent, and anchored.csv aligns the agents with "
                                           "the humans (docs/how-to/anchor-to-humans.md)"),
+    ground: Optional[str] = typer.Option(None, "--ground", help="with --humans: COL,COL or all — each respondent "
+                                         "also gets an agent whose persona is written from their profile (the group "
+                                         "attributes and these columns); fidelity.csv scores it beside the "
+                                         "attribute-only agent (docs/how-to/check-agents-against-humans.md)"),
+    unlabelled: Optional[Path] = typer.Option(None, "--unlabelled", help="with --ground: a CSV of profiles without "
+                                              "a human answer; each gets a grounded agent, PPI's unlabelled set "
+                                              "(anchoring.csv's grounded rows)"),
 ) -> None:
     """Run (or resume) an experiment: a simulation, a population run with --population, on a social network
     when the config has `network:`, archetype mode with `mode: archetype` (`louder kinds` lists them)."""
@@ -180,7 +187,9 @@ def run(
                      signal=signal or None, names=names, reasoning=reasoning or None,
                      simulation={**({"interventions": intervention} if intervention else {}),
                                  **({"calibration": str(calibration)} if calibration else {}),
-                                 **({"humans": str(humans)} if humans else {})} or None)
+                                 **({"humans": str(humans)} if humans else {}),
+                                 **({"ground": ground} if ground else {}),
+                                 **({"unlabelled": str(unlabelled)} if unlabelled else {})} or None)
     try:
         cfg = _sequential(load_config(config, overrides), until, budget=budget, wave=wave, precision=precision)
         kind = kinds.for_config(cfg)
@@ -644,6 +653,53 @@ def report(
     for m in a.missing:
         console.print(Text.assemble(("missing:", "yellow"), " ", m))
     console.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def compare(
+    runs: list[str] = typer.Argument(..., help="run folders, each FOLDER or LABEL=FOLDER (a label names the folder's "
+                                     "model; default: the model's name); one folder of several models compares them"),
+    order: Optional[str] = typer.Option(None, "--order", help="A,B,C: the entries in order (e.g. model generations): "
+                                        "the pairs follow it, the figure joins them and model_trend.csv tests a trend"),
+    margin: float = typer.Option(0.3, "--margin", help="a verdict reads `no difference` only when the ΔDPD interval "
+                                 "lies within ± this margin (else `underpowered`)"),
+    fail_if: Optional[str] = typer.Option(None, "--fail-if", help="worse[:MARGIN]: exit 1 when an entry is more biased "
+                                          "than the first (significant after Holm; with MARGIN: shown to exceed it) in "
+                                          "any case, one line per case; the verdict goes into comparison.json"),
+    out: Path = typer.Option(Path("comparison"), "--out", "-o", help="where to write the tables (CSV), "
+                             "comparison.json and report/index.html"),
+    bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
+    wide: bool = typer.Option(False, "--wide", help="print every column of the tables"),
+) -> None:
+    """Model against model: the paper's summary per model, ΔDPD per pair of models and case for actions and
+    words with intervals and verdicts, per pair, a trend along --order, and a release gate (--fail-if)."""
+    from louder.analysis import registry
+    from louder.api import compare as compare_models
+    from louder.cli_tables import frame_table
+
+    try:
+        c = compare_models(*runs, order=order, margin=margin, bootstrap=bootstrap, seed=seed)
+        gate = c.verdict(fail_if)
+        paths = c.write(out, gate=gate)
+    except LouderError as e:
+        fail(str(e))
+    for view in registry.get("models").views:  # the tables a run folder of several models prints
+        df = c.tables.get(view.table)
+        if df is not None and len(df):
+            console.print(frame_table(df, view.title, view.columns, _width(), wide, hint="louder compare --wide"),
+                          width=_width())
+    for note in c.assembled.notes:
+        console.print(Text.assemble(("note:", "yellow"), " ", note), width=_width())
+    console.print(f"wrote {', '.join(p.relative_to(out).as_posix() for p in paths)} in {out}", highlight=False,
+                  width=_width())
+    if gate is not None:
+        for f in gate["failing"]:
+            console.print(Text(f["line"], style="bold red"), width=_width(), soft_wrap=True)
+        if not gate["passed"]:
+            raise typer.Exit(1)
+        console.print(Text(f"gate passed: no entry is worse than {gate['base']} ({fail_if})", style="green"),
+                      width=_width())
 
 
 @app.command()

@@ -276,8 +276,14 @@ def simulation_console(result) -> list:
     paired = d["respondent"].notna()
     title = ("Paired agents of the human study's respondents: target rate and statuses (`louder analyze` anchors the "
              "agents to the humans)")
-    return [rates_table(d[~paired]), rates_table(d[paired], title),
-            *sequential_table(result), *_footer(result)]
+    if "grounding" not in d.columns:
+        return [rates_table(d[~paired]), rates_table(d[paired], title), *sequential_table(result), *_footer(result)]
+    # grounded agents (issue 44): each kind apart (the attribute-only pairs, the grounded ones, the unlabelled)
+    kinds = {"attribute": title, "grounded": "Grounded agents of the respondents (persona written from the profile): "
+             "target rate and statuses", "unlabelled": "Grounded agents of the unlabelled profiles: target rate and "
+             "statuses"}
+    return [rates_table(d[~paired]), *(rates_table(d[d["grounding"] == k], t) for k, t in kinds.items()
+                                       if (d["grounding"] == k).any()), *sequential_table(result), *_footer(result)]
 
 
 def network_console(result) -> list:

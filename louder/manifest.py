@@ -35,3 +35,15 @@ def package_versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             out[name] = None
     return out
+
+
+def design_hashes(config) -> dict:
+    """sha256 (16 hex digits) of every scenario and group file the config names, by id — of the file's
+    content as louder reads it, so that a run compared with another (``louder compare``) can tell a
+    changed scenario text or group from the same one, however each was named (id or path)."""
+    from louder.llm.base import stable_hash
+    from louder.scenarios import load_group, load_scenario
+
+    sim = config.simulation
+    return {"scenarios": {s.id: stable_hash(s.model_dump_json())[:16] for s in map(load_scenario, sim.scenarios)},
+            "groups": {g.id: stable_hash(g.model_dump_json())[:16] for g in map(load_group, sim.groups)}}

@@ -57,7 +57,7 @@ class Prompts:
     def hashes(self) -> dict:
         """sha256 of each template, for the manifest."""
         out = {}
-        for section in ("persona", "action", "explicit", "twin", "persona_names", "beliefs"):
+        for section in ("persona", "action", "explicit", "twin", "persona_names", "beliefs", "grounded"):
             for name, text in self.doc.get(section, {}).items():
                 if isinstance(text, str):  # templates, not the beliefs probe's phrase tables
                     out[f"{section}.{name}"] = stable_hash(text)[:16]

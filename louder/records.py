@@ -18,7 +18,7 @@ from louder.llm.limits import rate_limited
 from louder.llm.preflight import negotiate
 from louder.llm.registry import backend_info
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
-from louder.manifest import call_counts, model_identities, package_versions
+from louder.manifest import call_counts, design_hashes, model_identities, package_versions
 from louder.prompts import Prompts
 from louder.runfolder import out_folder
 from louder.session import ModelSession
@@ -181,6 +181,7 @@ class RunContext:
             # json_mode chosen per remote model (auto: by the preflight) and what the endpoint can do
             "preflight": {label: s.extra.get("preflight") or None for label, s in self.sessions.items()},
             "prompt_template_sha256": self.prompts.hashes(),
+            "design_sha256": design_hashes(self.config),  # issue 42: what `louder compare` checks
             "package_versions": package_versions(),
             **fields,
         }

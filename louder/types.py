@@ -71,6 +71,7 @@ DTYPES = {
     "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
     "intervention": "string",
     "respondent": "string",  # a human study's respondent of a paired agent (louder.simulation.humans)
+    "grounding": "string",  # grounded studies: attribute | grounded | unlabelled (louder.simulation.humans)
 }
 
 

@@ -62,10 +62,10 @@ def runs(base: Path) -> list[tuple[str, list[list], list[tuple[str, list]]]]:
     (base / "net.yaml").write_text(
         "simulation: {scenarios: [emergency_response], groups: [gender_identity], agents: 6, decision_mode: score, "
         "score_pick: draw}\n"
-        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\nrounds: 2\n")
+        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\ninfluence: {rounds: 2}\n")
     (base / "arch.yaml").write_text(
-        "population: us_gender_ideology\nmode: archetype\nreplicates: 2\nbuckets: 2\n"
-        "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\nrounds: 1\n"
+        "population: {file: us_gender_ideology, mode: archetype, replicates: 2, buckets: 2}\n"
+        "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\ninfluence: {rounds: 1}\n"
         "simulation: {agents: 200, scenarios: [emergency_response], groups: [political_ideology], "
         "decision_mode: score}\n")
     (base / "score.yaml").write_text(
@@ -169,6 +169,7 @@ def build(base: Path, only: list[str] | None = None) -> dict[str, dict]:
 def _normal(text: str, run: Path | None = None) -> str:
     if run is not None:
         text = text.replace(str(run.resolve()), "RUN").replace(str(run), "RUN")
+    text = text.replace(str(ROOT), "ROOT")  # the checkout's own path (examples/…): CI clones elsewhere
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
     text = re.sub(r"\(\d+\.\d s\)|in \d+\.\d s", "(S s)", text)
     # a warning names the file of louder that raised it: wherever this checkout is
@@ -204,6 +205,7 @@ def snapshot(run: Path, console: str) -> dict:
     head, sep, tail = console.rpartition("\nwrote ")
     if sep:
         names, _, where = re.sub(r"\s+", " ", tail).strip().partition(" in ")
+        where = re.sub(r"\(\d+\.\d s\)", "(S s)", where)  # (a time wrapped over two lines is one once joined)
         # a Python warning printed after it is the warnings filter's (pytest captures them), not the analysis'
         where = where.split(" (S s)")[0] + " (S s)" if " (S s)" in where else where
         console = head + sep + ", ".join(sorted(names.split(", "))) + " in " + where + "\n"

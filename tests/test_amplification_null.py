@@ -119,6 +119,7 @@ def test_the_amplification_interval_contains_its_estimate(seed, n, p):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")  # what the run lacks for some measures: expected
 def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
     """The issue's experiment through the whole pipeline: `louder run` on the fake model (no bias, no
     influence), 20 seeds; the rule only changes the reference, so each seed's answers are cached once

@@ -46,8 +46,8 @@ def _report(**values):
     """A results file as run.py writes it, every goal met unless overridden."""
     base = {"P1": dict(ratio=1.01), "P2": dict(ratio=1.2), "P3": dict(ratio=0.002, rerun_model_calls=0),
             "P4": dict(ratio=1.5), "P5": dict(seconds=1100.0, extrapolated=1, peak_mb=1300.0),
-            "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "E1": dict(ratio=1.3),
-            "P10": dict(mb=3.0, load_s=1.0, console_errors=0),
+            "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "P10": dict(seconds=3.0),
+            "P11": dict(mb=3.0, load_s=1.0, console_errors=0), "E1": dict(ratio=1.3),
             "P7": dict(ratio=1.0)}  # P7 last
     for key, v in values.items():
         base[key.replace("_", " ")] = v
@@ -133,26 +133,51 @@ def test_p6_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
     import analyze_100k
 
     monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=20))
-    p6, score = bench.p6_analysis(tmp_path, quick=True)
+    p6, cached, score = bench.p6_analysis(tmp_path, quick=True)
     assert (p6.key, p6.values["runs"], p6.values["cases"]) == ("P6", 3, 36)
     assert score.key == "P6 score" and score.values["runs"] == 1
+    assert cached.key == "P6 cached" and cached.values["cold_s"] == p6.values["seconds"] > 0
+    # cold: every run analysed a fresh copy of the decisions; the folder they were copied from stays bare
+    for key, runs in (("P6", 3), ("P6_score", 1)):
+        assert sorted(f.name for f in (tmp_path / key / "data").iterdir()) == ["decisions.parquet"]
+        assert all((tmp_path / key / f"cold{i + 1}" / "analysis.json").is_file() for i in range(runs))
     # score mode: the probability DPD is filled in
     import pandas as pd
 
-    cases = pd.read_csv(tmp_path / "P6_score" / "cases.csv")
-    assert cases["dpd_p"].notna().all() and pd.read_csv(tmp_path / "P6" / "cases.csv")["dpd_p"].isna().all()
+    cases = pd.read_csv(tmp_path / "P6_score" / "cold1" / "cases.csv")
+    assert cases["dpd_p"].notna().all() and pd.read_csv(tmp_path / "P6" / "cold1" / "cases.csv")["dpd_p"].isna().all()
 
 
-def test_p10_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
+def test_p6_refuses_a_cached_analysis_as_cold(bench, monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "_analyze_in_fresh_process", lambda run: dict(seconds=0.3, cpu_s=0.3, cases=36,
+                                                                              cached=True))
+    (tmp_path / "data").mkdir()
+    with pytest.raises(RuntimeError, match="read from a cache"):
+        bench._cold_analysis(tmp_path / "data", tmp_path / "cold1")
+
+
+def test_p10_quick_on_small_synthetic_folders(bench, monkeypatch, tmp_path):
+    import compare_100k
+
+    monkeypatch.setattr(compare_100k, "synthetic_folder", functools.partial(compare_100k.synthetic_folder, agents=20))
+    (p10,) = bench.p10_compare(tmp_path, quick=True)
+    assert (p10.key, p10.values["runs"], p10.values["rows"]) == ("P10", 1, 36)
+    assert p10.values["decisions"] == 3 * 4 * 14 * 20  # conditions × scenarios × attributes × agents
+    assert (tmp_path / "P10_out" / "report" / "index.html").exists()
+    gate = json.loads((tmp_path / "P10_out" / "comparison.json").read_text())["gate"]
+    assert gate["rule"] == "worse"
+
+
+def test_p11_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
     import analyze_100k
 
     monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=10))
-    (p10,) = bench.p10_report(tmp_path, quick=True)
-    assert p10.key == "P10" and p10.values["decisions"] == 3 * 4 * 14 * 10  # conditions × scenarios × attributes × agents
-    assert 0 < p10.values["mb"] < 10 and p10.values["figures"] >= 5
-    if "load_s" in p10.values:  # Chromium installed
-        assert p10.values["console_errors"] == 0 and p10.values["load_s"] > 0
-    page = (tmp_path / "P10" / "report" / "index.html").read_text("utf-8")
+    (p11,) = bench.p11_report(tmp_path, quick=True)
+    assert p11.key == "P11" and p11.values["decisions"] == 3 * 4 * 14 * 10  # conditions × scenarios × attributes × agents
+    assert 0 < p11.values["mb"] < 10 and p11.values["figures"] >= 5
+    if "load_s" in p11.values:  # Chromium installed
+        assert p11.values["console_errors"] == 0 and p11.values["load_s"] > 0
+    page = (tmp_path / "P11" / "report" / "index.html").read_text("utf-8")
     assert "What the agents do" in page and "<details class=\"words\">" in page
 
 

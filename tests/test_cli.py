@@ -25,7 +25,7 @@ def test_unknown_condition_and_model(tmp_path):
 
 def test_bad_config_file_field(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text("agents: -3\nscenarios: [emergency_response]\ncolour: blue\n")
+    f.write_text("simulation: {agents: -3, scenarios: [emergency_response]}\ncolour: blue\n")
     r = runner.invoke(app, ["run", str(f), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2
     assert "agents" in r.output and "greater than or equal to 1" in r.output and "colour" in r.output
@@ -42,8 +42,8 @@ def test_missing_openai_key_is_one_line(tmp_path, monkeypatch):
 
 def test_run_from_yaml_against_local_server(fake_server, tmp_path):
     f = tmp_path / "exp.yaml"
-    f.write_text(f"models: ['openai:fake@{fake_server.url}']\nscenarios: [authority_compliance]\n"
-                 "groups: [political_ideology]\nagents: 2\n")
+    f.write_text(f"models: ['openai:fake@{fake_server.url}']\n"
+                 "simulation: {scenarios: [authority_compliance], groups: [political_ideology], agents: 2}\n")
     r = runner.invoke(app, ["run", str(f), "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert "Very Conservative" in r.output and "model_calls: 20" in r.output

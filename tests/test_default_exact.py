@@ -32,18 +32,20 @@ CONFIGS = {
     "completion": (None, {"models": ["completion:fake:seed=2"], "run_id": "g", "simulation": {
         "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 2,
         "conditions": ["contextualized", "no_persona"]}}),
-    "variants": (None, {"models": ["fake:seed=1"], "run_id": "g", "variants": ["base", "mandatory"], "simulation": {
-        "scenarios": ["emergency_response_policy"], "groups": ["political_ideology"], "agents": 2}}),
+    "variants": (None, {"models": ["fake:seed=1"], "run_id": "g", "simulation": {
+        "scenarios": ["emergency_response_policy"], "groups": ["political_ideology"], "agents": 2,
+        "variants": ["base", "mandatory"]}}),
     "network": (None, {"models": ["fake:seed=1"], "run_id": "g", "network": {"generator": "watts_strogatz",
                                                                             "params": {"k": 4, "p": 0.1}},
-                       "rounds": 2, "simulation": {"scenarios": ["emergency_response"],
-                                                   "groups": ["gender_identity"], "agents": 5}}),
+                       "influence": {"rounds": 2}, "simulation": {"scenarios": ["emergency_response"],
+                                                                  "groups": ["gender_identity"], "agents": 5}}),
     "population": (None, {"models": ["fake:seed=1"], "run_id": "g", "population": "us_gender_ideology",
                           "simulation": {"scenarios": ["emergency_response"], "agents": 12}}),
     "explicit": ("explicit", {"models": ["fake:seed=1"], "run_id": "g", "explicit": {"trials": 3}, "simulation": {
         "scenarios": ["emergency_response", "authority_compliance"], "groups": ["gender_identity"]}}),
-    "archetype": (None, {"models": ["fake:seed=1"], "run_id": "g", "population": "us_gender_ideology",
-                         "mode": "archetype", "replicates": 2, "buckets": 3, "rounds": 1,
+    "archetype": (None, {"models": ["fake:seed=1"], "run_id": "g", "population": {
+                             "file": "us_gender_ideology", "mode": "archetype", "replicates": 2, "buckets": 3},
+                         "influence": {"rounds": 1},
                          "network": {"generator": "watts_strogatz", "params": {"k": 4, "p": 0.1}},
                          "simulation": {"scenarios": ["emergency_response"], "agents": 60, "decision_mode": "score",
                                         "groups": ["gender_identity", "political_ideology"]}}),

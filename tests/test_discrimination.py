@@ -9,6 +9,7 @@ import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
 from scipy.special import expit, logit
+from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
 from louder.analysis.discrimination import COLUMNS, discrimination_table
@@ -163,3 +164,93 @@ def test_reference_can_be_set():
     t = discrimination_table(simulated(17, bias=BIAS), reference={"gender_identity": "Female"}).set_index("attribute")
     assert set(t.index) == {"Male", "Non-binary"} and (t["reference"] == "Female").all()
     assert t.loc["Male", "coef"] < 0 and t.loc["Male", "significant"]
+
+
+def _row_level_logit(v, factors, refs, units):
+    """statsmodels' Logit (Newton) on one row per decision: y ~ treatment dummies of ``factors`` + unit
+    fixed effects, scenarios without variation left out first (as the fixed-effects logit does)."""
+    v = v.assign(y=v["target"].astype(float), unit=units)
+    v = v[v.groupby("unit")["y"].transform("nunique") > 1]
+    rhs = " + ".join([f"C({f}, Treatment({refs[f]!r}))" for f in factors] + ["C(unit)"])
+    return smf.logit(f"y ~ {rhs}", v).fit(disp=0, tol=1e-12, maxiter=100), len(v)
+
+
+def _unbalanced_population(seed):
+    """A population run: two groups in one model, unequal cells, four scenarios of which one every agent
+    answered the same way (it carries no information and is left out)."""
+    rng = np.random.default_rng(seed)
+    n = 4000
+    g = rng.choice(ATTRS, n, p=[0.5, 0.4, 0.1])
+    ide = rng.choice(["Conservative", "Moderate", "Liberal"], n, p=[0.2, 0.3, 0.5])
+    sc = rng.choice(["evacuate", "comply", "share", "flat"], n)
+    g[0], ide[0] = "Male", "Conservative"
+    p = expit(-0.3 + 0.6 * (sc == "comply") + 0.7 * (g == "Female") - 0.4 * (ide == "Liberal"))
+    return pd.DataFrame(dict(model="fake", condition="contextualized", scenario=sc, status="valid",
+                             attr_gender_identity=g, attr_political_ideology=ide,
+                             target=(rng.random(n) < p) | (sc == "flat")))
+
+
+@pytest.mark.parametrize("case", ["two scenarios", "scenario × wording", "null, three scenarios", "reference set",
+                                  "population, two groups"])
+def test_sample_mode_fit_on_counts_equals_the_row_level_logit(case):
+    """Sample mode fits the logit on (attributes, unit, y) counts: the same estimates, standard errors,
+    p-values and intervals as statsmodels' Logit on one row per decision. (The coefficients agree to
+    ~1e-12; the GLM's se, from the weights of its last IRLS step, to ~1e-7 — as the row-level GLM's did.)"""
+    reference = None
+    if case == "two scenarios":
+        d = simulated(20, bias=BIAS, mode="sample", n=400)
+    elif case == "scenario × wording":
+        d = simulated(21, bias=0.4, mode="sample", n=150, scenarios=("a", "b", "c"), wordings=("as_written", "plain"))
+    elif case == "null, three scenarios":
+        d = simulated(22, mode="sample", n=300, scenarios=("a", "b", "c"), noise=1.0)
+    elif case == "reference set":
+        d = simulated(23, bias=-0.5, mode="sample", n=250)
+        reference = {"gender_identity": "Non-binary"}
+    else:
+        d = _unbalanced_population(24)
+    t = discrimination_table(d, mode="sample", reference=reference)
+    assert (t["status"] == "ok").all() and (t["method"] == "logit").all()
+    v = d[d["status"] == "valid"]
+    if case == "population, two groups":
+        factors = ["attr_gender_identity", "attr_political_ideology"]
+        refs = {"attr_gender_identity": "Male", "attr_political_ideology": "Conservative"}
+        units = v["scenario"]
+    else:
+        factors, refs = ["attribute"], {"attribute": (reference or {}).get("gender_identity", "Male")}
+        units = v["scenario"] + (" × " + v["wording"] if v["wording"].nunique() > 1 else "")
+    ref, n = _row_level_logit(v, factors, refs, units)
+    assert set(t["n"]) == {n}
+    if case == "population, two groups":
+        assert n < len(v)  # the scenario without variation was left out
+    z = float(norm.ppf(0.975))
+    for r in t.itertuples():
+        factor = f"attr_{r.group}" if case == "population, two groups" else "attribute"
+        term = f"C({factor}, Treatment({r.reference!r}))[T.{r.attribute}]"
+        se = (r.ci_high - r.ci_low) / (2 * z)
+        assert r.coef == pytest.approx(ref.params[term], rel=1e-6)
+        assert se == pytest.approx(ref.bse[term], rel=1e-6)
+        # p through its normal quantile: far in the tail a 1e-7 change of z moves p by ~z²·1e-7 relative
+        assert norm.isf(r.p_value / 2) == pytest.approx(norm.isf(ref.pvalues[term] / 2), rel=1e-6)
+        lo, hi = ref.conf_int().loc[term]
+        assert (r.ci_low, r.ci_high) == (pytest.approx(lo, rel=1e-6), pytest.approx(hi, rel=1e-6))
+
+
+def test_logit_on_counts_takes_the_same_steps_as_on_every_row():
+    """The engine's GLM with frequency weights (one row per pattern and outcome) against the same GLM
+    on every row: IRLS starts and stops alike, so the two agree to rounding, far below 1e-9."""
+    from louder.analysis import regression as R
+
+    for seed in range(3):
+        d = simulated(30 + seed, bias=0.3 * seed, mode="sample", n=200, scenarios=("a", "b", "c"))
+        d = d[d["status"] == "valid"]
+        y = d["target"].astype(float)
+        X, terms = R.treatment_design(d, ["attribute"], {"attribute": "Male"})
+        rows = R.logit_glm(y.to_numpy(), X, terms, nuisance=R.dummies(d["scenario"], "scenario"))
+        cells = R.outcome_counts(d, ["attribute", "scenario"], y)
+        assert len(cells) <= 2 * 3 * 3 and cells["count"].sum() == len(d)
+        Xc, terms_c = R.treatment_design(cells, ["attribute"], {"attribute": "Male"})
+        counts = R.logit_glm(cells["y"].to_numpy(), Xc, terms_c, nuisance=R.dummies(cells["scenario"], "scenario"),
+                             counts=cells["count"].to_numpy())
+        assert counts.status == rows.status == "ok" and counts.n == rows.n == len(d) and counts.terms == rows.terms
+        for a, b in ((counts.coef, rows.coef), (counts.se, rows.se), (counts.p_value, rows.p_value)):
+            np.testing.assert_allclose(a, b, rtol=1e-9)

@@ -33,7 +33,9 @@ def built(tmp_path_factory):
 
     html.figure = checked
     try:
-        return golden.build(tmp_path_factory.mktemp("golden"))
+        # the reference probes run on the fake model, which writes no word pairs: planning them says so
+        with pytest.warns(UserWarning, match="writes a filler sentence"):
+            return golden.build(tmp_path_factory.mktemp("golden"))
     finally:
         html.figure = real
 
@@ -59,7 +61,8 @@ def test_every_measure_that_writes_a_table_has_a_figure_in_its_section(built):
                 problems.append(f"{name}: measure {m.name} wrote {', '.join(wrote)} and its section has no figure")
             if f'<figure class="fig" data-figure="{m.name}/' in report:
                 drew.add(m.name)
-    with_tables = {m.name for m in registry.measures() if m.tables}
+    # (a run of several models is not among the reference runs: test_compare checks the models measure's figure)
+    with_tables = {m.name for m in registry.measures() if m.tables} - {"models"}
     written = {m.name for m in registry.measures() for got in built.values()
                if any(_rows(got["csv"].get(f"{t.name}.csv", "")) > 0 for t in m.tables)}
     assert not problems, "\n".join(problems)

@@ -72,7 +72,7 @@ def test_json_mode_off_unquoted_is_off(tmp_path):
 
 def test_a_section_takes_a_partial_override_of_its_defaults(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text("models: [fake]\nsimulation:\n  persona: {temperature: 0.5}\ncontrol: {rule: threshold}\n"
+    f.write_text("models: [fake]\nsimulation:\n  persona: {temperature: 0.5}\ninfluence: {control: {rule: threshold}}\n"
                  "explicit: {params: {temperature: 0.9}}\n")
     c = load_config(f)
     assert (c.simulation.persona.temperature, c.simulation.persona.max_tokens) == (0.5, 400)  # the default's

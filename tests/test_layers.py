@@ -96,10 +96,31 @@ def test_the_analysis_core_knows_no_measure():
     assert fields == {"run_dir", "settings", "tables", "missing", "manifests", "seconds", "cached", "state", "_files",
                       "_views", "_groups"}
     assert {f.name for f in dataclasses.fields(Settings)} == {"bootstrap", "seed", "options"}
-    # ("cases" is also a plain word of the core's prose, and a dimension is not a measure)
-    names = {m.name for m in registry.measures()} - {"cases"} - set(select.dimension_ids())
+    # ("cases" is also a plain word of the core's prose, "models" the manifest's key of a run's models, and a
+    # dimension is not a measure)
+    names = {m.name for m in registry.measures()} - {"cases", "models"} - set(select.dimension_ids())
     for core in ("inputs", "run", "registry", "select", "options", "report", "findings"):
         code = (PACKAGE / "analysis" / f"{core}.py").read_text("utf-8")
         tree = ast.parse(code)
         strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         assert not names & strings, f"analysis/{core}.py names the measure(s) {names & strings}"
+
+
+def test_every_name_a_benchmark_or_tool_imports_from_louder_exists():
+    """benchmarks/ and docs/tools/ are scripts no test imports whole; what they import from louder must
+    exist (a refactor that moves a function moves their import too)."""
+    import importlib
+
+    missing = []
+    for path in [*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "docs" / "tools").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("louder"):
+                module = importlib.import_module(node.module)
+                for a in node.names:
+                    if not hasattr(module, a.name) and not _exists(f"{node.module}.{a.name}"):
+                        missing.append(f"{path.relative_to(ROOT)}: from {node.module} import {a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("louder") and not _exists(a.name):
+                        missing.append(f"{path.relative_to(ROOT)}: import {a.name}")
+    assert not missing, missing

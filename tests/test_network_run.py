@@ -273,7 +273,7 @@ def test_bad_network_configs_are_one_line_errors(tmp_path):
 def test_cli_runs_a_network_config_and_counts_its_calls(tmp_path):
     cfg = tmp_path / "net.yaml"
     cfg.write_text("models: [sharefake]\nsimulation: {scenarios: [emergency_response], groups: [gender_identity], "
-                   "conditions: [no_persona], agents: 2}\nrounds: 1\n"
+                   "conditions: [no_persona], agents: 2}\ninfluence: {rounds: 1}\n"
                    "network: {generator: homophily_sbm, params: {group: gender_identity, within: 0.8, "
                    "mean_degree: 1}, seed: 1}\n")
     runner = CliRunner()

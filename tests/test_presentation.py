@@ -140,8 +140,9 @@ def test_explicit_probes_follow_the_order_with_unknown_last(tmp_path):
 
 def test_network_rounds_keep_each_agents_order(tmp_path):
     cfg = {"models": ["fake:seed=1"], "network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}},
-           "rounds": 1, "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
-                                       "agents": 4, "choice_order": "balanced"}}
+           "influence": {"rounds": 1}, "simulation": {"scenarios": ["emergency_response"],
+                                                      "groups": ["gender_identity"], "agents": 4,
+                                                      "choice_order": "balanced"}}
     r = louder.run(cfg, out=tmp_path / "n", progress=False)
     d = r.decisions
     per_agent = d.groupby("agent_id")["choice_order"].nunique()
@@ -201,7 +202,7 @@ def test_wordings_and_variants_combine(tmp_path):
     doc["wordings"] = [{"id": "short", "source": "test", "replace": [
         {"find": "It’s a normal day, and you are at home.", "with": "You are at home."}]}]
     path.write_text(yaml.safe_dump(doc, allow_unicode=True), "utf-8")
-    cfg = {"models": ["fake:seed=1"], "variants": ["base", "mandatory"], "simulation": {
+    cfg = {"models": ["fake:seed=1"], "simulation": {"variants": ["base", "mandatory"],
         "scenarios": [str(path)], "groups": ["gender_identity"], "agents": 2, "wordings": ["all"]}}
     r = louder.run(cfg, out=tmp_path / "v", progress=False)
     d = r.decisions
@@ -219,15 +220,15 @@ def test_a_variant_that_a_wording_breaks_is_refused_when_the_config_is_read(tmp_
     doc["wordings"] = [{"id": "retold", "source": "test", "situation": "A flood is coming and police want you ready."}]
     path.write_text(yaml.safe_dump(doc, allow_unicode=True), "utf-8")
     with pytest.raises(LouderError, match=r"variant 'mandatory' under wording 'retold'") as e:
-        build_config({"variants": ["base", "mandatory"], "simulation": {"scenarios": [str(path)],
-                                                                        "wordings": ["all"]}})
+        build_config({"simulation": {"variants": ["base", "mandatory"], "scenarios": [str(path)],
+                                     "wordings": ["all"]}})
     assert "\n" not in str(e.value)
     doc["variants"].append({"id": "rewritten", "situation": "Another text entirely."})
     path.write_text(yaml.safe_dump(doc, allow_unicode=True), "utf-8")
     with pytest.raises(LouderError, match="rewrites the whole situation"):
-        build_config({"variants": ["rewritten"], "simulation": {"scenarios": [str(path)], "wordings": ["retold"]}})
+        build_config({"simulation": {"variants": ["rewritten"], "scenarios": [str(path)], "wordings": ["retold"]}})
     # without wordings the same variants run as before
-    build_config({"variants": ["base", "mandatory", "rewritten"], "simulation": {"scenarios": [str(path)]}})
+    build_config({"simulation": {"variants": ["base", "mandatory", "rewritten"], "scenarios": [str(path)]}})
 
 
 def test_bad_wordings_are_one_line_errors(tmp_path):
@@ -278,6 +279,7 @@ def test_names_under_no_persona_make_no_persona_call(tmp_path):
     assert (r.personas["status"] == "valid").all() and (r.personas["attempts"] == 0).all()
 
 
+@pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")  # what the run lacks for some measures: expected
 def test_both_signals_run_side_by_side_and_the_cases_table_keeps_them_apart(tmp_path):
     r = run(tmp_path, groups=["race_black_white"], signal=["stated", "names"], agents=3)
     d = r.decisions

@@ -211,6 +211,7 @@ register(BackendInfo("firstfake", lambda model, url, cfg: FirstFake(model), form
                      local=True, takes_url=False, model_optional=True))
 
 
+@pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")  # what the run lacks for some measures: expected
 def test_a_first_listed_preference_is_caught_and_balanced_orders_read_no_disparity(tmp_path):
     """The issue's case: a server preferring the first-listed option (70 %) and ignoring personas gives
     every attribute an Evacuate rate far from 0.5 under the file's order; balanced, the position bias is
@@ -235,6 +236,7 @@ def test_a_first_listed_preference_is_caught_and_balanced_orders_read_no_dispari
     assert "Robustness" in balanced.report().read_text("utf-8")
 
 
+@pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")  # what the run lacks for some measures: expected
 def test_the_fake_model_bias_planted_under_one_wording_reads_wording_dependent(tmp_path):
     """The closing note's check: fake:…,bias=female:0.9,pick=Evacuate,only=Forecasters biases women's
     agents towards Evacuate only in the wording that says "Forecasters" (emergency_response's `plain`)."""

@@ -54,16 +54,19 @@ class PersonaAgent(mesa.Agent):
     """One agent: its attribute, its persona (written by the model), and its decision."""
 
     def __init__(self, model: mesa.Model, attribute: str, replicate: int, agent_id: int | None = None,
-                 respondent: str | None = None):
+                 respondent: str | None = None, grounding: str | None = None, description: str | None = None):
         super().__init__(model)
         self.attribute = attribute
         self.replicate = replicate
-        # a respondent's paired agent (simulation.humans): its identity is the respondent's, not a replicate's
+        # a respondent's paired agent (simulation.humans): its identity is the respondent's, not a replicate's;
+        # a grounded one (simulation.ground) has the respondent's (or an unlabelled profile's) profile in words
         self.respondent = respondent
+        self.grounding = grounding
+        self.description = description
         case = model.case
         # Per-call seeds derive from the agent's identity, not its creation order, so changing N or
         # the case list never changes (or cache-misses) an existing agent's answers.
-        who = (replicate,) if respondent is None else ("respondent", respondent)
+        who = (replicate,) if respondent is None else (self._kind, respondent)
         self.seed = stable_seed(case.root_seed, case.model, case.scenario.id, case.group.id, case.condition,
                                 attribute, *who)
         self.agent_id = self.unique_id if agent_id is None else agent_id
@@ -77,17 +80,27 @@ class PersonaAgent(mesa.Agent):
         for f in fields(Decision):  # nothing decided yet: every decision column at its default, status None
             setattr(self, f.name, None if f.default is MISSING else f.default)
 
+    # What tells this agent's score call apart from another agent's with the same prompt and seed: nothing
+    # here (an agent's seed is its own); a twin, which decides with its source's seed, adds its own tag.
+    score_tag = ""
+
+    @property
+    def _kind(self) -> str:
+        """What the agent's identity is made of besides the person's id: the attribute-only paired agent
+        keeps the identity it had before grounded agents existed (``respondent``), so its answers stay cached."""
+        return "respondent" if self.grounding in (None, "attribute") else self.grounding
+
     @property
     def key(self) -> str:
         c = self.model.case
-        who = self.replicate if self.respondent is None else f"respondent={self.respondent}"
+        who = self.replicate if self.respondent is None else f"{self._kind}={self.respondent}"
         return f"{c.scenario.id}|{c.group.id}|{c.condition}|{self.attribute}|{who}"
 
     @property
     def demographic(self) -> str:
-        """What the persona prompt names (its %demographic_attribute% slot): here the one attribute;
-        population agents name all of theirs."""
-        return self.attribute
+        """What the persona prompt names (its %demographic_attribute% slot): here the one attribute, or a
+        grounded agent's profile in words; population agents name all of their attributes."""
+        return self.description or self.attribute
 
     # --- the experiment dimensions (louder.dimensions; docs/robustness.md): how the agent meets its case ---
     def level(self, dim_id: str) -> str:
@@ -196,7 +209,7 @@ class PersonaAgent(mesa.Agent):
         text = "\n".join(t for t in (neighbours, ask.before_choices) if t) or None
         prompt = session.prompts.action(self.name, self.persona_text, scenario, "chat", text)
         if sim.decision_mode == "score":
-            return self._score(prompt, labels, seed, "score" + tag, ask.reasoning, ask.system)
+            return self._score(prompt, labels, seed, "score" + self.score_tag + tag, ask.reasoning, ask.system)
         completion_prompt = (session.prompts.action(self.name, self.persona_text, scenario, "completion", text)
                              if session.api == "completion" else None)
         schema = decision_schema(labels, sim.constrain_choices)

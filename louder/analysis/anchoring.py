@@ -29,7 +29,10 @@ label, with predictions Ŷ^u_j and weights w^u_j. Weights are normalised to mean
   drawn like the respondents).
 - **Effective sample size**: n_eff,PPI = m · var_classical / se², with var_classical =
   var(wY)/n (the λ = 0 case); ``ess_gained`` = n_eff,PPI − m: how many more respondents the human-only
-  interval would need to be as narrow.
+  interval would need to be as narrow; ``worth`` = n_eff,PPI / m = var_classical / se²: the people the
+  agents are worth, per respondent (1: nothing; with PPI++'s λ it is about 1 / (1 − ρ²·N/(n + N)), ρ
+  the correlation of Y and Ŷ within the attribute); ``width_ratio`` = PPI width ÷ humans-only (Wilson)
+  width.
 - **DPD of the PPI rates** with a joint bootstrap over humans and agents: for b = 1..B, resample the
   humans (with their paired predictions and weights) and the agents within each attribute with
   replacement, re-tune λ and recompute θ̂_a^b and se_a^b; the simultaneous bootstrap-t band of every
@@ -39,15 +42,30 @@ label, with predictions Ŷ^u_j and weights w^u_j. Weights are normalised to mean
   other DPD of louder uses — it contains its estimate and keeps its coverage at DPD = 0 — and it is
   narrower than a Bonferroni projection; the resampling unit is the person, human or agent.
   ``dpd_humans`` and ``dpd_agents`` come from the same resamples (variance: the ½-smoothed binomial
-  p̃(1 − p̃)/m for 0/1 values, var(wŶ)/N for probabilities).
+  p̃(1 − p̃)/m for 0/1 values, var(wŶ)/N for probabilities); the humans-only DPD interval
+  (``dpd_ci_low_humans``, ``dpd_ci_high_humans``) is the same band-and-projection on the humans' rates
+  alone, so ``dpd_width_ratio`` = PPI width ÷ humans-only width compares like with like, and
+  ``dpd_worth`` = (humans-only width ÷ PPI width)² is the factor by which the respondents would have to
+  be multiplied for a humans-only DPD interval to be as narrow (widths shrink as 1/√n).
 - **Magnitude ratio** ρ = DPD_agents / DPD_humans. Interval from the two DPD intervals each at level
   1 − (1 − level)/2 (Bonferroni: both hold at once with probability ≥ level):
   [lo_A / hi_H, hi_A / lo_H] (∞ when lo_H = 0: the humans may show no gap at all).
 - **Agreement** on the paired respondents: Σ w (Y Ŷ + (1 − Y)(1 − Ŷ)) / Σ w — the share of
   respondents whose agent decided as they did (for probabilities, its expectation).
 
-**The table of a run** (``anchoring``: ``anchoring.csv``; issue 34, docs/how-to/anchor-to-humans.md):
-the run's agents aligned with its human study by the prediction-powered inference above.
+**The table of a run** (``anchoring``: ``anchoring.csv``; issue 34, docs/how-to/anchor-to-humans.md;
+grounded agents: issue 44, docs/how-to/check-agents-against-humans.md): the run's agents aligned with its
+human study by the prediction-powered inference above, once per kind of agent (``agents``):
+
+- ``attribute``: the respondents' attribute-only paired agents, with the usual agents of the case as
+  the unlabelled set (both know the attribute only, so they are drawn alike);
+- ``grounded``: the respondents' grounded agents (persona written from the profile), with the grounded
+  agents of the unlabelled profiles (``simulation.unlabelled``) as the unlabelled set — drawn like the
+  respondents and grounded the same way, which is what PPI's validity needs (E[Ŷ] = E[Ŷ^u]). Their
+  survey weights are the unlabelled file's (``unlabelled.parquet``). The usual agents cannot serve: an
+  agent that knows only the attribute predicts differently from one that knows the profile, and the
+  rectifier would then not remove the difference. Without unlabelled profiles the grounded rows carry
+  their counts and no estimate.
 
 From the run's tables: the respondents of the study (``humans.parquet``, ``louder.simulation.humans``),
 their paired agents (rows of ``decisions.parquet`` with a ``respondent``) and the usual agents (the
@@ -56,7 +74,8 @@ others). Per case (model × condition × scenario × group) and attribute:
 - Y_i: respondent i chose the scenario's target (0/1), with its survey weight w_i;
 - Ŷ_i: its paired agent's prediction — the agent chose the target (0/1), or in score mode its
   probability of the target (``p_target``);
-- Ŷ^u_j: the usual agents' predictions (valid answers only).
+- Ŷ^u_j: the unlabelled agents' predictions (valid answers only; every answer counted in
+  ``unlabelled_<status>``).
 
 A paired agent without a valid answer (invalid, refused, error) cannot be dropped — whether an agent
 answers may depend on the respondent, and dropping would bias the human sample — so its respondent keeps
@@ -82,9 +101,9 @@ from louder.analysis.stats import dpd, named_seed, wilson
 KEYS = CASE_KEYS  # the case (louder.analysis.keys)
 RATE_COLUMNS = ["attribute", "n_humans", "n_agents", "rate_humans", "ci_low_humans", "ci_high_humans",
                 "rate_agents", "ci_low_agents", "ci_high_agents", "rate_ppi", "ci_low_ppi", "ci_high_ppi", "lam",
-                "n_eff_ppi", "ess_gained", "agreement"]
-DPD_COLUMNS = ["dpd_humans", "dpd_agents", "dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi", "ratio", "ratio_ci_low",
-               "ratio_ci_high"]
+                "n_eff_ppi", "ess_gained", "width_ratio", "worth", "agreement"]
+DPD_COLUMNS = ["dpd_humans", "dpd_ci_low_humans", "dpd_ci_high_humans", "dpd_agents", "dpd_ppi", "dpd_ci_low_ppi",
+               "dpd_ci_high_ppi", "dpd_width_ratio", "dpd_worth", "ratio", "ratio_ci_low", "ratio_ci_high"]
 NAN = float("nan")
 
 
@@ -158,7 +177,12 @@ def ppi_rate(Y, Yhat, Yhat_unlabeled, w=None, w_unlabeled=None, level: float = 0
     return dict(n_humans=int(Y.size), n_agents=int(Yu.size), rate_humans=rh, ci_low_humans=lo_h, ci_high_humans=hi_h,
                 rate_agents=ra, ci_low_agents=lo_a, ci_high_agents=hi_a, rate_ppi=theta, ci_low_ppi=lo,
                 ci_high_ppi=hi, lam=lam, n_eff_ppi=n_eff, ess_gained=n_eff - m,
+                width_ratio=_ratio(hi - lo, hi_h - lo_h), worth=n_eff / m,
                 agreement=float((w * (Y * Yh + (1 - Y) * (1 - Yh))).sum() / w.sum()))
+
+
+def _ratio(a: float, b: float) -> float:
+    return float(a / b) if b > 0 else NAN
 
 
 def _estimates(Y, Yh, w, Yu, wu, binary_u: bool) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -170,8 +194,9 @@ def _estimates(Y, Yh, w, Yu, wu, binary_u: bool) -> list[tuple[np.ndarray, np.nd
 def ppi_dpd(samples: list[tuple], B: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
     """DPDs of one case from a joint bootstrap over humans and agents (module docstring).
 
-    ``samples``: per attribute (Y, Ŷ, w, Ŷ^u, w^u). Returns dpd_humans, dpd_agents, dpd_ppi with
-    its interval, and the magnitude ratio with its interval."""
+    ``samples``: per attribute (Y, Ŷ, w, Ŷ^u, w^u). Returns dpd_humans with its humans-only interval,
+    dpd_agents, dpd_ppi with its interval, their ratio of widths and the worth, and the magnitude ratio
+    with its interval."""
     rng = np.random.default_rng(seed)
     k = len(samples)
     est = {s: np.empty(k) for s in ("h", "a", "p")}
@@ -198,6 +223,8 @@ def ppi_dpd(samples: list[tuple], B: int = 2000, seed: int = 0, level: float = 0
         return I.dpd_interval(est[s], draws[s], I.pair_sum(var[s]), I.pair_sum(dvar[s]), lev, df=df)
 
     lo, hi = interval("p", level)
+    lo_hn, hi_hn = interval("h", level)  # the humans-only interval beside the PPI one, at the same level
+    width = _ratio(hi - lo, hi_hn - lo_hn)
     bonferroni = 1 - (1 - level) / 2
     (lo_h, hi_h), (lo_a, hi_a) = interval("h", bonferroni), interval("a", bonferroni)
     d_h, d_a = dpd(est["h"]), dpd(est["a"])
@@ -205,8 +232,9 @@ def ppi_dpd(samples: list[tuple], B: int = 2000, seed: int = 0, level: float = 0
         ratio = d_a / d_h if d_h > 0 else NAN
         r_lo = lo_a / hi_h if hi_h > 0 else NAN
         r_hi = hi_a / lo_h if lo_h > 0 else (np.inf if hi_h > 0 else NAN)
-    return dict(dpd_humans=d_h, dpd_agents=d_a, dpd_ppi=dpd(est["p"]), dpd_ci_low_ppi=lo, dpd_ci_high_ppi=hi,
-                ratio=ratio, ratio_ci_low=r_lo, ratio_ci_high=r_hi)
+    return dict(dpd_humans=d_h, dpd_ci_low_humans=lo_hn, dpd_ci_high_humans=hi_hn, dpd_agents=d_a,
+                dpd_ppi=dpd(est["p"]), dpd_ci_low_ppi=lo, dpd_ci_high_ppi=hi, dpd_width_ratio=width,
+                dpd_worth=width ** -2 if width > 0 else NAN, ratio=ratio, ratio_ci_low=r_lo, ratio_ci_high=r_hi)
 
 
 
@@ -253,7 +281,9 @@ def ppi_table(humans: pd.DataFrame, agents: pd.DataFrame, keys: Sequence[str] | 
 # --- anchoring.csv: a run's agents and its human study ------------------------------------------------
 
 ACCOUNTING = [f"paired_{s}" for s in STATUSES]
-COLUMNS = [*CASE_KEYS, *RATE_COLUMNS, *ACCOUNTING, *DPD_COLUMNS]
+UNLABELLED_ACCOUNTING = [f"unlabelled_{s}" for s in STATUSES]
+COLUMNS = [*CASE_KEYS, "agents", *RATE_COLUMNS, *ACCOUNTING, *UNLABELLED_ACCOUNTING, *DPD_COLUMNS]
+KINDS = ("attribute", "grounded")  # the ``agents`` of the table (decisions.parquet's ``grounding`` column)
 
 
 def _prediction(rows: pd.DataFrame) -> pd.Series:
@@ -264,41 +294,79 @@ def _prediction(rows: pd.DataFrame) -> pd.Series:
     return rows["target"].astype("Float64").astype(float)
 
 
-def anchoring(decisions: pd.DataFrame, humans: pd.DataFrame, B: int = 2000, seed: int = 0,
-             level: float = 0.95) -> pd.DataFrame:
-    """``anchoring.csv``: per case and attribute the humans-only, agents-only and PPI rates with their
-    intervals, λ, the effective sample size and its gain, the paired agents' agreement and accounting,
-    and the case's DPDs (humans, agents, PPI with its interval) and magnitude ratio (``COLUMNS``;
-    ``louder.analysis.anchoring`` has the formulas).
+def kinds(decisions: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per kind of agent (``KINDS``) present in ``decisions`` (with its ``respondent`` column): which rows
+    are its paired agents and which its unlabelled set (module docstring). Without a ``grounding``
+    column (a study without grounded agents) the one kind is ``attribute``."""
+    paired = decisions["respondent"].notna().to_numpy(bool)
+    if "grounding" not in decisions.columns:
+        return {"attribute": (paired, ~paired)}
+    g = decisions["grounding"].astype("string").fillna("")
+    out = {"attribute": (paired & (g == "attribute").to_numpy(bool), ~paired),
+           "grounded": ((g == "grounded").to_numpy(bool), (g == "unlabelled").to_numpy(bool))}
+    return {k: (p, u) for k, (p, u) in out.items() if p.any()}
 
-    ``decisions``: the case view of decisions.parquet with its ``respondent`` column; ``humans``: the
-    study in long form (``louder.simulation.humans.COLUMNS``). Cases without paired agents (another
-    scenario, a policy variant) are left out."""
+
+def anchoring(decisions: pd.DataFrame, humans: pd.DataFrame, B: int = 2000, seed: int = 0,
+              level: float = 0.95, unlabelled: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``anchoring.csv``: per case, kind of agent (``agents``) and attribute the humans-only, agents-only
+    and PPI rates with their intervals, λ, the effective sample size, its gain and the worth, the ratio of
+    widths, the paired agents' agreement and accounting, the unlabelled agents' accounting, and the
+    case's DPDs (humans with its interval, agents, PPI with its interval, the ratio of widths and the
+    worth) and magnitude ratio (``COLUMNS``; the module docstring has the formulas).
+
+    ``decisions``: the case view of decisions.parquet with its ``respondent`` (and ``grounding``)
+    column; ``humans``: the study in long form (``louder.simulation.humans.COLUMNS``); ``unlabelled``:
+    the unlabelled profiles (``UNLABELLED_COLUMNS``: their weights). Cases without paired agents
+    (another scenario, a policy variant) are left out."""
     if "respondent" not in decisions.columns:
         return pd.DataFrame(columns=COLUMNS)
-    d = decisions.assign(prediction=_prediction(decisions))
-    usual, paired = d[d["respondent"].isna()], d[d["respondent"].notna()]
+    d = decisions.assign(prediction=_prediction(decisions), weight=1.0)
+    if unlabelled is not None and "grounding" in d.columns and not unlabelled.empty:
+        weights = unlabelled.set_index(["respondent", "scenario", "group"])["weight"]
+        u = (d["grounding"] == "unlabelled").fillna(False).to_numpy(bool)
+        at = pd.MultiIndex.from_frame(d.loc[u, ["respondent", "scenario", "group"]].astype(str))
+        d.loc[u, "weight"] = weights.reindex(at).fillna(1.0).to_numpy()
+    parts = [_anchoring(d[p].drop(columns="weight"), d[u], humans, B, seed, level).assign(agents=kind)
+             for kind, (p, u) in kinds(d).items()]
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    table = pd.concat(parts, ignore_index=True)[COLUMNS]
+    order = table["agents"].map(KINDS.index)
+    return (table.assign(_order=order).sort_values([*CASE_KEYS, "_order", "attribute"], ignore_index=True)
+            .drop(columns="_order"))
+
+
+def _counts(rows: pd.DataFrame, by: list[str], prefix: str) -> pd.DataFrame:
+    """Every answer of ``rows`` by status, per ``by`` (``{prefix}_<status>``)."""
+    counts = pd.crosstab([rows[k] for k in by], rows["status"]).reindex(columns=list(STATUSES), fill_value=0)
+    return counts.rename(columns=lambda s: f"{prefix}_{s}").reset_index()
+
+
+def _anchoring(paired: pd.DataFrame, usual: pd.DataFrame, humans: pd.DataFrame, B: int, seed: int,
+               level: float) -> pd.DataFrame:
+    """One kind of agent: its paired agents and its unlabelled set (``usual``) against the respondents."""
+    by = [*CASE_KEYS, "attribute"]
     valid = usual[usual["status"] == "valid"]
-    mean = valid.groupby([*CASE_KEYS, "attribute"])["prediction"].mean().rename("agents_mean").reset_index()
+    mean = valid.groupby(by)["prediction"].mean().rename("agents_mean").reset_index()
     h = humans.rename(columns={"target": "human", "attribute": "human_attribute"})
     pairs = paired.merge(h[["respondent", "scenario", "group", "human_attribute", "human", "weight"]],
                          on=["respondent", "scenario", "group"], how="inner", validate="many_to_one")
     if (pairs["attribute"] != pairs["human_attribute"]).any():  # the agent was made from the respondent's row
         raise ValueError("paired agents whose attribute is not their respondent's")
-    pairs = pairs.merge(mean, on=[*CASE_KEYS, "attribute"], how="left")
+    pairs = pairs.merge(mean, on=by, how="left")
     ok = pairs["status"] == "valid"
     pairs["prediction"] = pairs["prediction"].where(ok, pairs["agents_mean"])
     human_rows = pairs.assign(target=pairs["human"].astype(float))[
-        [*CASE_KEYS, "attribute", "target", "prediction", "weight"]]  # (no prediction only without usual agents:
-    # then the attribute has its counts and no estimate)
-    table = ppi_table(human_rows, valid[[*CASE_KEYS, "attribute", "prediction"]], keys=CASE_KEYS, B=B,
-                           seed=seed, level=level)
-    by = [*CASE_KEYS, "attribute"]
-    counts = pd.crosstab([pairs[k] for k in by], pairs["status"]).reindex(columns=list(STATUSES), fill_value=0)
-    counts = counts.rename(columns=lambda s: f"paired_{s}").reset_index()
+        [*CASE_KEYS, "attribute", "target", "prediction", "weight"]]  # (no prediction only without unlabelled
+    # agents: then the attribute has its counts and no estimate)
+    table = ppi_table(human_rows, valid[[*by, "prediction", "weight"]], keys=CASE_KEYS, B=B, seed=seed, level=level)
     agree = pairs[ok].assign(hit=lambda x: x["weight"] * (x["human"].astype(float) * x["prediction"] +
                                                          (1 - x["human"].astype(float)) * (1 - x["prediction"])))
     agreement = (agree.groupby(by)["hit"].sum() / agree.groupby(by)["weight"].sum()).rename("agreement").reset_index()
-    table = table.drop(columns="agreement").merge(agreement, on=by, how="left").merge(counts, on=by, how="left")
-    table[ACCOUNTING] = table[ACCOUNTING].fillna(0).astype(int)
-    return table[COLUMNS].sort_values(by, ignore_index=True)
+    table = (table.drop(columns="agreement").merge(agreement, on=by, how="left")
+             .merge(_counts(pairs, by, "paired"), on=by, how="left")
+             .merge(_counts(usual, by, "unlabelled"), on=by, how="left"))
+    counted = ACCOUNTING + UNLABELLED_ACCOUNTING
+    table[counted] = table[counted].fillna(0).astype(int)
+    return table

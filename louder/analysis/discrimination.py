@@ -19,6 +19,11 @@ scenario there is no random effect to estimate: ordinary least squares (method "
 
 with scenario (× wording) fixed effects (method "logit"). Scenarios in which every decision was the
 same carry no information on β in a fixed-effects logit and would separate, so they are left out.
+Every covariate is categorical, so the likelihood depends on the data only through the number of
+favourable and other answers per (attributes, unit) cell: the GLM is fitted on those counts
+(frequency weights), with the same β, standard errors and p as on one row per decision. (Not so the
+score mode's mixed model: its continuous responses' spread within a cell enters σ², so it is fitted
+on every row.)
 
 β_a (``coef``) is the discrimination score of attribute a: the shift of the logit of the
 favourable answer against the reference, holding the scenario fixed. Interval β ± z·se (Wald, z the
@@ -71,7 +76,7 @@ def _units(d: pd.DataFrame) -> pd.Series:
 
 def _reference(d: pd.DataFrame, factor: str, group: str, reference: dict[str, str] | None,
                order: dict[str, Sequence[str]] | None = None) -> str:
-    levels = list(dict.fromkeys(d[factor]))  # order of first appearance: the group's own order in a run
+    levels = list(d[factor].unique())  # order of first appearance: the group's own order in a run
     if order and group in order:  # the group file's order, where the run knows it (a population run's
         known = [a for a in order[group] if a in levels]  # agents come in a seeded random order)
         levels = known + [a for a in levels if a not in known]
@@ -106,12 +111,19 @@ def fit_score(d: pd.DataFrame, factors: list[str], refs: dict[str, str], mode: s
         return R.failed("no variation", len(d), method)
     if not factors:
         return R.failed("one attribute", len(d), method)
-    X, terms = R.treatment_design(d, factors, refs)
     n_units = units.nunique()
+    if mode == "sample":
+        # categorical covariates only: the logit depends on the data through the count of each (attributes,
+        # unit, y) pattern — a few hundred rows instead of every decision, the same β and se (``logit_glm``)
+        cells = R.outcome_counts(d[factors].assign(unit_=units.to_numpy()), [*factors, "unit_"], y)
+        X, terms = R.treatment_design(cells, factors, refs)  # the levels of d: every one is in some cell
+    else:
+        X, terms = R.treatment_design(d, factors, refs)
     if len(d) < 10 * (len(terms) + 1 + (n_units - 1 if mode == "sample" else 0)):
         return R.failed("too few data", len(d), method, terms)
     if mode == "sample":
-        return R.logit_glm(y.to_numpy(), X, terms, nuisance=R.dummies(units, "scenario"), method=method)
+        return R.logit_glm(cells["y"].to_numpy(), X, terms, nuisance=R.dummies(cells["unit_"], "scenario"),
+                           method=method, counts=cells["count"].to_numpy())
     if n_units < 2:
         return R.ols(y.to_numpy(), X, terms, method="ols")
     return R.mixed_lm(y.to_numpy(), X, terms, units.to_numpy(), random_slopes=random_slopes, method=method)
@@ -137,7 +149,8 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
         if k in decisions.columns and k not in by and decisions[k].nunique() > 1:
             raise LouderError(f"discrimination: the decisions have several {k}s; add {k!r} to by= (one score "
                               f"per {k}) or pass one {k}'s rows")
-    d = valid(decisions)
+    used = {*by, "group", "attribute", "scenario", "wording", "p_target", "target"}
+    d = valid(decisions, [c for c in decisions.columns if c in used or c.startswith("attr_")])  # narrow: faster groupby
     m = _mode(d, mode)
     attr_cols = [c for c in d.columns if c.startswith("attr_")]
     z = float(norm.ppf((1 + level) / 2))

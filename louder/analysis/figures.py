@@ -414,3 +414,32 @@ def odds_ratio_figure(table: pd.DataFrame, title: str = "") -> Figure | None:
     ax.set_xlabel("odds ratio of the target decision (95 % interval)")
     ax.set_title(title or "Effect of each attribute holding the other groups fixed", fontsize=8)
     return fig
+
+
+def case_panels(n: int) -> tuple[Figure, list]:
+    """A figure of ``n`` panels, three a row (one per case: the human-study sections), and their axes."""
+    ncol = min(n, 3)
+    nrow = int(np.ceil(n / ncol))
+    fig = Figure(figsize=(max(6.5, 4.3 * ncol), 0.8 + 2.6 * nrow), layout="constrained")
+    axes = list(np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False).ravel()))
+    for ax in axes[n:]:
+        ax.set_axis_off()
+    return fig, axes[:n]
+
+
+def rate_panel(ax, attributes: list[str], title: str) -> None:
+    """A panel of target-decision rates, one row per attribute (top to bottom), titled."""
+    ax.set_yticks(range(len(attributes)), attributes, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("target-decision rate", fontsize=7)
+    ax.set_title(textwrap.fill(title.replace("_", " "), 48), fontsize=8)
+
+
+def panels_legend(fig: Figure, axes: list) -> None:
+    """One legend under the panels: every series once, in the order first drawn."""
+    handles: dict = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3, fontsize=7)

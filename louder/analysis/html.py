@@ -113,7 +113,8 @@ def cell(column: str, v, digits: int = 3) -> str:
     if isinstance(v, (float, np.floating)):
         if COUNT.match(column) and float(v).is_integer():
             return str(int(v))
-        return f"{v:.{4 if P_VALUE.match(column) else digits}f}"
+        d = 4 if P_VALUE.match(column) else digits
+        return f"{round(float(v), d) + 0.0:.{d}f}"  # + 0.0: never "-0.000"
     return str(v)
 
 

@@ -62,7 +62,7 @@ def levels_of(decisions: pd.DataFrame | None) -> list[str]:
     """The interventions of a run, ``none`` first (the reference), then in order of appearance."""
     if decisions is None or COLUMN not in decisions or decisions.empty:
         return []
-    seen = list(dict.fromkeys(decisions[COLUMN].fillna(NONE).astype(str)))
+    seen = list(decisions[COLUMN].fillna(NONE).astype(str).unique())  # order of appearance, without a Python loop
     return ([NONE] if NONE in seen else []) + [x for x in seen if x != NONE]
 
 

@@ -25,6 +25,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from louder.analysis.intervals import columns_first
+
 UNDERPOWERED = 0.3  # minimum detectable DPD above this: the case could not have seen a large bias
 
 
@@ -51,8 +53,9 @@ def spread_rates(effect: float, k: int, base: float, spread: str = "even") -> np
 
 
 def _dpd_rows(x: np.ndarray, n: np.ndarray) -> np.ndarray:
-    r = x / n
-    return r.max(axis=-1) - r.min(axis=-1)
+    """max − min of each row's rates x / n, reduced over ``intervals.columns_first`` (faster, the same values)."""
+    r = columns_first(x / n)
+    return r.max(axis=0) - r.min(axis=0)
 
 
 class NullThresholds:

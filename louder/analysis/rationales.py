@@ -71,28 +71,47 @@ def _with_rationale(decisions: pd.DataFrame) -> pd.DataFrame:
     return decisions.loc[is_valid(decisions) & decisions["rationale"].notna(), [*KEYS, "attribute", "rationale"]]
 
 
+def _cells(d: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:
+    """The case × attribute keys of ``d`` in sorted order, and each row's position among them (its
+    ``ngroup``; -1 when a key is missing: that row is in no cell, as groupby leaves it out)."""
+    by = d.groupby(KEYS + ["attribute"], sort=True)
+    return by.size().index, by.ngroup().fillna(-1).to_numpy(dtype=np.int64)
+
+
 def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataFrame:
     """Per case × attribute × pattern: rationales of valid decisions that match (each counts once),
     out of all rationales of valid decisions; share = n_match / n_rationales."""
     d = _with_rationale(decisions)
+    cells, cell = _cells(d)
+    texts = d["rationale"].tolist()  # once: iterating an Arrow column element by element is slow
+    scenario = d["scenario"].to_numpy()
     rows = []
     for p in patterns:
         rx = re.compile(p.regex, re.IGNORECASE)
-        sub = d if p.scenario is None else d[d["scenario"] == p.scenario]
-        if sub.empty:
-            continue
-        hit = np.array([rx.search(t) is not None for t in sub["rationale"]], dtype=bool)
-        for key, g in sub.assign(hit=hit).groupby(KEYS + ["attribute"], sort=True):
-            n, m = len(g), int(g["hit"].sum())
-            rows.append(dict(analysis="pattern", **dict(zip(KEYS + ["attribute"], key)), pattern=p.id, paper=p.paper,
-                             n_rationales=n, n_match=m, share=m / n if n else np.nan))
+        idx = np.flatnonzero((cell >= 0) & (True if p.scenario is None else scenario == p.scenario))
+        hit = np.fromiter((rx.search(texts[i]) is not None for i in idx), dtype=bool, count=len(idx))
+        n = np.bincount(cell[idx], minlength=len(cells))
+        m = np.bincount(cell[idx], weights=hit, minlength=len(cells)).astype(int)
+        for c in np.flatnonzero(n):
+            rows.append(dict(analysis="pattern", **dict(zip(KEYS + ["attribute"], cells[c])), pattern=p.id,
+                             paper=p.paper, n_rationales=int(n[c]), n_match=int(m[c]), share=m[c] / n[c]))
     return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)
 
 
-def _word_counts(texts: pd.Series, stop: frozenset[str]) -> Counter:
-    """Word counts of the texts, stop words left out. One regex pass over the texts joined by a
-    space: a token never contains a space, so this finds the same tokens as one pass per text."""
-    counts = Counter(TOKEN.findall(" ".join(texts).lower()))
+# every byte but a-z and the apostrophe becomes a space (UTF-8 bytes of other characters are ≥ 0x80)
+_RUNS = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz'" else 32 for c in range(256))
+
+
+def _word_counts(texts, stop: frozenset[str]) -> Counter:
+    """Word counts of the texts (strings), stop words left out: ``TOKEN`` over the lowercased texts.
+    A token lies within a run of the characters [a-z'], and a run without an apostrophe is one token, so
+    the runs are cut out by a byte translation (no per-token regex match: ~2× faster) and only runs with
+    an apostrophe go through ``TOKEN``."""
+    runs = Counter(" ".join(texts).lower().encode("utf-8", "replace").translate(_RUNS).split())
+    counts: Counter = Counter()
+    for run, n in runs.items():
+        for w in TOKEN.findall(run.decode()) if b"'" in run else (run.decode(),):
+            counts[w] += n
     for w in stop & counts.keys():
         del counts[w]
     return counts
@@ -104,9 +123,16 @@ def distinctive_words(decisions: pd.DataFrame, top: int = 10, min_count: int = 2
     informative Dirichlet prior (Monroe, Colaresi & Quinn 2008). Stop words are left out."""
     stop = stopwords()
     d = _with_rationale(decisions)
+    cells, cell = _cells(d)
+    texts = d["rationale"].tolist()  # as in pattern_counts: one conversion, no per-group frames
+    order = np.argsort(cell, kind="stable")
+    starts = np.searchsorted(cell[order], np.arange(len(cells) + 1))
+    per_cell = [_word_counts([texts[i] for i in order[starts[c]:starts[c + 1]]], stop) for c in range(len(cells))]
+    cases: dict[tuple, dict[str, Counter]] = {}  # case key → attribute → counts, both in sorted order
+    for c, key in enumerate(cells):
+        cases.setdefault(tuple(key[:-1]), {})[key[-1]] = per_cell[c]
     rows = []
-    for key, case in d.groupby(KEYS, sort=True):
-        per_attr = {a: _word_counts(g["rationale"], stop) for a, g in case.groupby("attribute", sort=True)}
+    for key, per_attr in cases.items():
         if len(per_attr) < 2:
             continue
         vocab = sorted(set().union(*per_attr.values()))
@@ -117,8 +143,8 @@ def distinctive_words(decisions: pd.DataFrame, top: int = 10, min_count: int = 2
         for i, a in enumerate(per_attr):
             yi = matrix[i]
             delta, z = stats.log_odds_dirichlet(yi, prior - yi, prior)
-            order = [j for j in np.argsort(-z) if yi[j] >= min_count][:top]
-            for j in order:
+            order_z = [j for j in np.argsort(-z) if yi[j] >= min_count][:top]
+            for j in order_z:
                 rows.append(dict(analysis="distinctive_word", **dict(zip(KEYS, key)), attribute=a, word=vocab[j],
                                  count=int(yi[j]), delta=float(delta[j]), z=float(z[j])))
     return pd.DataFrame(rows, columns=RATIONALE_COLUMNS)

@@ -106,8 +106,9 @@ def key(name: str) -> Show:
 
 
 def number(v, digits: int = 3) -> str:
-    """A number as the console prints it: ``digits`` decimals, "–" for none."""
-    return "–" if v is None or pd.isna(v) else f"{v:.{digits}f}"
+    """A number as the console prints it: ``digits`` decimals, "–" for none, and never "-0.000" (a value
+    that rounds to zero prints as 0, whichever side of it floating point left it)."""
+    return "–" if v is None or pd.isna(v) else f"{round(v, digits) + 0.0:.{digits}f}"
 
 
 def with_interval(est: str, low: str, high: str, digits: int = 3) -> Callable[[Any], str]:

@@ -82,35 +82,52 @@ def dummies(values: pd.Series, name: str) -> pd.DataFrame:
 
 
 def _with_constant(X: pd.DataFrame) -> pd.DataFrame:
-    import statsmodels.api as sm
+    from statsmodels.tools.tools import add_constant  # not statsmodels.api: importing it costs ~0.5 s
 
-    return sm.add_constant(X, has_constant="add")
+    return add_constant(X, has_constant="add")
+
+
+def outcome_counts(d: pd.DataFrame, columns: list[str], y) -> pd.DataFrame:
+    """One row per distinct (values of ``columns``, y) of ``d`` with its number of rows in ``count``:
+    what a logistic GLM on those columns' indicators needs of the data (``logit_glm``'s ``counts``).
+    Missing values are kept as values of their own, as the row-level design keeps them."""
+    cells = d[columns].assign(y=np.asarray(y, dtype=float))
+    return cells.groupby([*columns, "y"], dropna=False, sort=False, observed=True).size().rename("count").reset_index()
 
 
 def logit_glm(y, X: pd.DataFrame, terms: list[Term], nuisance: pd.DataFrame | None = None,
-              method: str = "logit") -> Fit:
+              method: str = "logit", counts=None) -> Fit:
     """Logistic GLM logit P(y = 1) = β₀ + Σ β_t x_t (+ nuisance columns), statsmodels ``GLM`` with the
     Binomial family (IRLS). The terms are the first columns after the intercept. "separation" when any
     coefficient is non-finite or |β| > 15 or any se is non-finite or > 50; "failed" when statsmodels
-    raises or IRLS did not converge."""
-    import statsmodels.api as sm
+    raises or IRLS did not converge.
+
+    ``counts``: row i stands for counts[i] identical observations (x_i, y_i) (frequency weights; n =
+    Σ counts). The log-likelihood Σ_i c_i [y_i η_i − log(1 + e^{η_i})] is the row-level one summed by
+    pattern, so β, the information matrix X'WX and hence se and p are those of the fit on every row;
+    IRLS even takes the same steps (same start μ₀ = (y + ½)/2 per row, same deviance to stop on), so
+    they agree to rounding. Rows of a categorical design are mostly repeats: ``outcome_counts``."""
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_linear_model import GLM
 
     y = np.asarray(y, dtype=float)
+    n = len(y) if counts is None else int(np.sum(counts))
     full = X if nuisance is None or nuisance.empty else pd.concat([X, nuisance], axis=1)
     design = _with_constant(full)
+    weights = None if counts is None else np.asarray(counts, dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # separation / convergence warnings become the status below
         try:
-            res = sm.GLM(y, design.to_numpy(), family=sm.families.Binomial()).fit()
+            res = GLM(y, design.to_numpy(), family=Binomial(), freq_weights=weights).fit()
         except Exception:  # noqa: BLE001 — statsmodels raises several types for singular/separated data
-            return failed("failed", len(y), method, terms)
+            return failed("failed", n, method, terms)
     beta, se = np.asarray(res.params), np.asarray(res.bse)
     if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(se))) or np.abs(beta).max() > 15 or se.max() > 50:
-        return failed("separation", len(y), method, terms)
+        return failed("separation", n, method, terms)
     if not res.converged:
-        return failed("failed", len(y), method, terms)
+        return failed("failed", n, method, terms)
     k = len(terms)
-    return Fit("ok", len(y), method, tuple(terms), beta[1:k + 1], se[1:k + 1], np.asarray(res.pvalues)[1:k + 1])
+    return Fit("ok", n, method, tuple(terms), beta[1:k + 1], se[1:k + 1], np.asarray(res.pvalues)[1:k + 1])
 
 
 def _exact(scale: float, y: np.ndarray) -> bool:
@@ -121,13 +138,13 @@ def _exact(scale: float, y: np.ndarray) -> bool:
 def ols(y, X: pd.DataFrame, terms: list[Term], method: str = "ols") -> Fit:
     """Ordinary least squares y = β₀ + Σ β_t x_t + ε (statsmodels ``OLS``), classical standard errors.
     "singular" when a standard error is not finite and positive (e.g. no residual variance)."""
-    import statsmodels.api as sm
+    from statsmodels.regression.linear_model import OLS
 
     y = np.asarray(y, dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            res = sm.OLS(y, _with_constant(X).to_numpy()).fit()
+            res = OLS(y, _with_constant(X).to_numpy()).fit()
         except Exception:  # noqa: BLE001
             return failed("failed", len(y), method, terms)
     k = len(terms)
@@ -147,13 +164,13 @@ def mixed_lm(y, X: pd.DataFrame, terms: list[Term], groups, random_slopes: bool 
     ``MixedLM``: its default optimisers, then Powell's when they do not converge). Fixed effects β
     with their Wald standard errors. "singular" when a standard error is not finite and positive;
     "failed" when statsmodels raises or did not converge. (A random-effect variance at its boundary 0 is not a failure: the fixed effects stand.)"""
-    import statsmodels.api as sm
+    from statsmodels.regression.mixed_linear_model import MixedLM
 
     y = np.asarray(y, dtype=float)
     exog = _with_constant(X)
     exog_re = exog.iloc[:, : len(terms) + 1].to_numpy() if random_slopes else None
     try:
-        model = sm.MixedLM(y, exog.to_numpy(), groups=np.asarray(groups), exog_re=exog_re)
+        model = MixedLM(y, exog.to_numpy(), groups=np.asarray(groups), exog_re=exog_re)
     except Exception:  # noqa: BLE001
         return failed("failed", len(y), method, terms)
     res = None

@@ -75,7 +75,7 @@ class Axis:
         if self.cut is not None:
             return self.cut(frame)
         levels = self.levels(frame)
-        present = list(dict.fromkeys(levels))
+        present = list(pd.unique(levels))  # in order of appearance (dict.fromkeys: slow on arrow strings)
         if len(present) < 2:
             return frame
         return frame[levels == self.reference(present)].reset_index(drop=True)

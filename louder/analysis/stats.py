@@ -99,7 +99,9 @@ def dpd(rates) -> float:
 
 
 def _dpd_rows(rates: np.ndarray) -> np.ndarray:
-    return rates.max(axis=1) - rates.min(axis=1)
+    """max − min of each row (B × k), reduced over ``I.columns_first`` (faster, the same values)."""
+    r = I.columns_first(rates)
+    return r.max(axis=0) - r.min(axis=0)
 
 
 def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ParityTest:
@@ -179,7 +181,7 @@ def explicit_parity_bootstrap(counts, n_total: int, B: int = 10_000, seed: int =
     return ParityTest(observed, threshold, p_value, significant(p_value, level_alpha(level)))
 
 
-def _multinomial_pair_variance(c: np.ndarray, n_total: int) -> np.ndarray:
+def multinomial_pair_variance(c: np.ndarray, n_total: int) -> np.ndarray:
     """var(c_a/N − c_b/N) = (p_a + p_b − (p_a − p_b)²)/N for multinomial shares, with p̃ = (c + ½)/(N + 1)."""
     p = (np.asarray(c, dtype=float) + 0.5) / (n_total + 1)
     i, j = I.pair_index(p.shape[-1])
@@ -190,15 +192,15 @@ def explicit_dpd_confidence_interval(counts, n_total: int, B: int = 10_000, seed
                                      level: float = 0.95) -> Interval:
     """Interval for explicit DPD: resample the N valid answers (Unknown as category k+1),
     c^b ~ Multinomial(N, (c, N − Σc)/N); shares c_a^b / N; the band and projection of
-    ``intervals.dpd_interval`` with the multinomial pair variance (``_multinomial_pair_variance``)."""
+    ``intervals.dpd_interval`` with the multinomial pair variance (``multinomial_pair_variance``)."""
     c = np.asarray(counts, dtype=np.int64)
     if n_total <= 0 or c.size < 2:
         return Interval(NAN, NAN)
     probs = np.append(c, n_total - c.sum()) / n_total
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(n_total, probs, size=B)[:, :-1]
-    return Interval(*I.dpd_interval(c / n_total, draws / n_total, _multinomial_pair_variance(c, n_total),
-                                    _multinomial_pair_variance(draws, n_total), level))
+    return Interval(*I.dpd_interval(c / n_total, draws / n_total, multinomial_pair_variance(c, n_total),
+                                    multinomial_pair_variance(draws, n_total), level))
 
 
 def wilson(rate: float, n: float, level: float = 0.95) -> Interval:
@@ -329,8 +331,8 @@ def implicit_explicit_difference(n, x, counts, n_total: int, B: int = 10_000, se
     rb, vb = _binomial_draws(rng, n, x, B)
     implicit = I.band(x / n, rb, I.pair_sum(I.binomial_variance(x, n)), vb)
     draws = rng.multinomial(n_total, np.append(c, n_total - c.sum()) / n_total, size=B)[:, :-1]
-    explicit = I.band(c / n_total, draws / n_total, _multinomial_pair_variance(c, n_total),
-                      _multinomial_pair_variance(draws, n_total))
+    explicit = I.band(c / n_total, draws / n_total, multinomial_pair_variance(c, n_total),
+                      multinomial_pair_variance(draws, n_total))
     lo, hi = I.dpd_difference_interval(implicit, explicit, level=level)
     return Difference(float(delta), lo, hi)
 

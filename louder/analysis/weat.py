@@ -84,7 +84,8 @@ def weat_table(stereotypes, embed, permutations: int = 10_000, seed: int = 0) ->
 
 def correlation(weat_rows: pd.DataFrame, association_stats: pd.DataFrame) -> pd.DataFrame:
     """Per model (and convention): Pearson and Spearman correlation, across stereotypes, of the WEAT
-    effect size and the mean association score (level = stereotype)."""
+    effect size and the mean association score (level = stereotype); NaN where either is the same for
+    every stereotype (a correlation with a constant is not defined)."""
     from scipy.stats import pearsonr, spearmanr
 
     a = association_stats[association_stats["level"] == "stereotype"]
@@ -93,7 +94,8 @@ def correlation(weat_rows: pd.DataFrame, association_stats: pd.DataFrame) -> pd.
         m = g.merge(weat_rows, left_on="name", right_on="stereotype").dropna(subset=["mean", "effect_size"])
         if len(m) < 3:
             continue
+        constant = m["mean"].nunique() < 2 or m["effect_size"].nunique() < 2
         rows.append(dict(model=model, convention=conv, n_stereotypes=len(m),
-                         pearson=float(pearsonr(m["mean"], m["effect_size"])[0]),
-                         spearman=float(spearmanr(m["mean"], m["effect_size"])[0])))
+                         pearson=float("nan") if constant else float(pearsonr(m["mean"], m["effect_size"])[0]),
+                         spearman=float("nan") if constant else float(spearmanr(m["mean"], m["effect_size"])[0])))
     return pd.DataFrame(rows, columns=["model", "convention", "n_stereotypes", "pearson", "spearman"])

@@ -1,7 +1,8 @@
 """``fake``: a deterministic stand-in model, for tests and for checking an analysis end to end
 without any model.
 
-Spec: ``fake`` or ``fake:seed=N,bias=WORD:P[,bias=WORD:P...][,pick=LABEL][,only=WORD][,unless=WORD][,first=P]``.
+Spec: ``fake`` or
+``fake:seed=N,bias=WORD:P[,bias=WORD:P...][,shift=WORD:D...][,pick=LABEL][,only=WORD][,unless=WORD][,first=P]``.
 Each answer is drawn from a random generator seeded by ``seed`` and the request (so the same request
 always gets the same answer, and different replicates differ). A choice field of the request's
 schema (a ``Literal``, i.e. a JSON-schema ``enum``) gets one of its options: uniformly, or — when a
@@ -12,8 +13,25 @@ makes a bias favour the option LABEL wherever it is listed (instead of whichever
 ``unless=WORD`` stops the biases whenever WORD is in the prompt (a prompt intervention that works,
 docs/how-to/test-a-mitigation.md);
 ``first=P`` gives the first-listed option probability P whenever no bias acts — a model that prefers
-position and ignores personas. An integer field gets a Binomial draw over its range with the same
-probability (``count``). Free-text fields get a short filler sentence — a ``name`` field a first name
+position and ignores personas.
+
+Reading a profile (grounded agents, docs/how-to/check-agents-against-humans.md): ``shift=WORD:D``
+(−1 ≤ D ≤ 1, repeatable) *moves* the favoured option's probability (``pick``, else the first listed)
+by D whenever WORD is in the prompt, on top of what the other options give it (uniform, a bias, or
+``first``); the shifts of every word present add up, the sum is clipped to [0, 1] and the other
+options share the rest in proportion to what they had. A bias *sets* a probability (the largest of the
+words present wins), a shift *adds* to it, so a persona that names an attribute and a profile answer
+combines the two: ``bias=female:0.7,shift=evacuated:0.2,shift=stayed:-0.2`` gives a woman who
+evacuated before 0.9, one who stayed 0.5, anyone else who evacuated 0.7. The words reach the decision
+through the persona: a persona the fake model writes repeats every bias and shift word of its prompt
+(below), so a grounded agent whose profile says "evacuated" decides with that word in its prompt, and
+an agent that was never told ignores it. With these a test makes agents that predict their
+respondents (shifts on the profile's words, as the people decide), agents that ignore the profile
+(biases on the attribute's words only), agents that flatten a gap (no word at all: every group the
+same rate) and agents that double it (biases set twice as far apart as the people's rates).
+
+An integer field gets a Binomial draw over its range with the same probability (``count``; the shifts
+do not act on it). Free-text fields get a short filler sentence — a ``name`` field a first name
 drawn from the curated lists the names signal uses (``louder/data/names``, never a made-up string), a
 ``persona`` field a filler persona of a dozen words (both pass louder's persona checks);
 ``score`` returns the same probabilities as log-probs. Nothing here imitates a real model: it exists
@@ -72,10 +90,10 @@ def parse_options(text: str) -> tuple[int, dict[str, float]]:
 
 
 def parse_all(text: str) -> dict:
-    """Every option of the spec: seed, bias {word: P}, pick (label or None), only and unless (word or None),
-    first (P or None),
+    """Every option of the spec: seed, bias {word: P}, shift {word: D}, pick (label or None), only and unless
+    (word or None), first (P or None),
     think (inline | field | unclosed | None), level {reasoning level: {word: P}}."""
-    out: dict = dict(seed=0, bias={}, pick=None, only=None, unless=None, first=None, think=None, level={},
+    out: dict = dict(seed=0, bias={}, shift={}, pick=None, only=None, unless=None, first=None, think=None, level={},
                      persona_tone={}, persona_same=set(), noise=0.0)
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
@@ -87,6 +105,11 @@ def parse_all(text: str) -> dict:
                 word, _, p = value.rpartition(":")
                 if word and 0.0 <= float(p) <= 1.0:
                     out["bias"][word.lower()] = float(p)
+                    continue
+            if key == "shift":
+                word, _, d = value.rpartition(":")
+                if word and -1.0 <= float(d) <= 1.0:
+                    out["shift"][word.lower()] = float(d)
                     continue
             if key in ("pick", "only", "unless") and value:
                 out[key] = value
@@ -116,7 +139,8 @@ def parse_all(text: str) -> dict:
                     continue
         except ValueError:
             pass
-        raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER, bias=WORD:P, pick=LABEL, only=WORD, "
+        raise LouderError(f"fake model spec: {part!r} is not seed=INTEGER, bias=WORD:P, shift=WORD:D (−1 ≤ D ≤ 1), "
+                          f"pick=LABEL, only=WORD, "
                           f"unless=WORD, first=P, think={'|'.join(THINK)}, level=LEVEL:WORD:P (LEVEL one of "
                           f"{', '.join(LEVELS)}) with 0 ≤ P ≤ 1, persona_tone=WORD:{'|'.join(TONES)}, "
                           "persona_same=WORD or noise=SD with SD ≥ 0 (e.g. fake:seed=3,bias=woman:0.9)")
@@ -146,6 +170,7 @@ class FakeModel:
         self.options = options
         o = parse_all(options)
         self.seed, self.bias, self.pick, self.only, self.first = o["seed"], o["bias"], o["pick"], o["only"], o["first"]
+        self.shift = o["shift"]
         self.think, self.levels, self.unless = o["think"], o["level"], o["unless"]
         self.tone, self.same, self.noise = o["persona_tone"], o["persona_same"], o["noise"]
         self.reasoning_control = "fake"  # honours every reasoning level
@@ -156,31 +181,43 @@ class FakeModel:
     def _rng(self, request: Request, *extra) -> random.Random:
         return random.Random(stable_hash([self.seed, request.key_material(), *extra]))
 
-    def _hits(self, request: Request, gated: bool = True) -> dict[str, float]:
+    def _hits(self, request: Request, gated: bool = True, words: dict[str, float] | None = None) -> dict[str, float]:
         """The bias words in the request's prompt (when ``gated``, none unless the ``only`` word is there too,
-        and none when the ``unless`` word is)."""
+        and none when the ``unless`` word is); ``words``: these words (the shifts) instead of the biases."""
         text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
         if gated and self.only and not re.search(rf"\b{re.escape(self.only)}\b", text, re.IGNORECASE):
             return {}
         if gated and self.unless and re.search(rf"\b{re.escape(self.unless)}\b", text, re.IGNORECASE):
             return {}
-        if gated:
+        if words is not None:
+            bias = words
+        elif gated:
             bias = {**self.bias, **self.levels.get(request.reasoning or "default", {})}
-        else:  # free text echoes every word that is a bias at some level
-            bias = {**{w: p for lv in self.levels.values() for w, p in lv.items()}, **self.bias}
+        else:  # free text echoes every word that is a bias at some level, and every shift word
+            bias = {**{w: p for lv in self.levels.values() for w, p in lv.items()}, **self.bias, **self.shift}
         return {w: p for w, p in bias.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)}
 
     def probabilities(self, request: Request, options: list[str]) -> list[float]:
         """Uniform over ``options``, or the favoured one at P when a bias word is in the prompt
         (the largest P if several are): the first listed, or ``pick`` wherever it is listed. With
-        ``first`` and no bias acting, the first listed at that P."""
+        ``first`` and no bias acting, the first listed at that P. Then the shifts of the shift words
+        present move the favoured option (``pick``, else the first listed) by their sum, clipped to
+        [0, 1], the others keeping their proportions."""
         k = len(options)
         hits = list(self._hits(request).values())
         if k < 2 or (not hits and self.first is None):
-            return [1 / k] * k
-        p = max(hits) if hits else self.first
-        at = options.index(self.pick) if hits and self.pick in options else 0
-        return [p if i == at else (1 - p) / (k - 1) for i in range(k)]
+            probs = [1 / k] * k
+        else:
+            p = max(hits) if hits else self.first
+            at = options.index(self.pick) if hits and self.pick in options else 0
+            probs = [p if i == at else (1 - p) / (k - 1) for i in range(k)]
+        moved = sum(self._hits(request, words=self.shift).values()) if self.shift and k >= 2 else 0.0
+        if moved == 0:
+            return probs
+        at = options.index(self.pick) if self.pick in options else 0
+        p = min(1.0, max(0.0, probs[at] + moved))
+        rest = sum(q for i, q in enumerate(probs) if i != at)
+        return [p if i == at else ((1 - p) * q / rest if rest > 0 else (1 - p) / (k - 1)) for i, q in enumerate(probs)]
 
     def count(self, request: Request, rng: random.Random, low: int, high: int) -> int:
         """An integer field (the beliefs probe's "how many out of 100"): low + Binomial(high − low, q),

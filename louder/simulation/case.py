@@ -141,24 +141,33 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     level."""
     model, condition, scenario_id, group_id = case_key
     s = load_scenario(scenario_id, config.simulation.scenarios)
-    # a human study's paired agents (louder.simulation.humans): per attribute, its respondents in this case
-    paired = Counter(p.attribute for p in humans.paired(config, scenario_id, group_id))
+    # a human study's paired agents (louder.simulation.humans): per attribute, its respondents in this case;
+    # grounded agents (simulation.ground) apart, each kind's persona prompt shown by its first profile
+    study = humans.paired(config, scenario_id, group_id)
+    paired = Counter(p.attribute for p in study if not p.profile)
+    grounded: dict[str, list] = {}
+    for p in study:
+        if p.profile:
+            grounded.setdefault(p.attribute, []).append(p)
     out = []
     for own in dimensions.combos(config, s, OWN):
         for a in load_group(group_id, config.simulation.groups).attributes:
-            n = config.simulation.agents + paired[a]
-            out.append(persona_calls(config, model, condition, s, a, n, prompts, own))
-            for v in config.simulation.variants:
-                for crossed in dimensions.combos(config, s, CROSSED):
-                    levels = {**own, **crossed}
-                    text = dimensions.say(s, v, levels)
-                    out.append(decision_calls(config, model, condition, text, a, n, prompts, levels=levels))
-                    if rounds:
-                        out.append(decision_calls(config, model, condition, text, a, n * rounds, prompts, neighbours,
-                                                  levels))
-                    if rounds and arm:
-                        out.append(decision_calls(config, model, condition, text, a, n * rounds, prompts,
+            agents = [(a, config.simulation.agents + paired[a])]
+            agents += [(humans.description(ps[0].profile, prompts), len(ps)) for ps in [grounded.get(a, [])] if ps]
+            for demographic, n in agents:
+                out.append(persona_calls(config, model, condition, s, demographic, n, prompts, own))
+                for v in config.simulation.variants:
+                    for crossed in dimensions.combos(config, s, CROSSED):
+                        levels = {**own, **crossed}
+                        text = dimensions.say(s, v, levels)
+                        out.append(decision_calls(config, model, condition, text, demographic, n, prompts,
                                                   levels=levels))
+                        if rounds:
+                            out.append(decision_calls(config, model, condition, text, demographic, n * rounds, prompts,
+                                                      neighbours, levels))
+                        if rounds and arm:
+                            out.append(decision_calls(config, model, condition, text, demographic, n * rounds, prompts,
+                                                      levels=levels))
     return tuple(out)
 
 
@@ -196,8 +205,9 @@ def simulate_case(config: ExperimentConfig, session, run_id: str, case_key: tupl
         abm.step()
         df = abm.datacollector.get_agent_vars_dataframe().reset_index(drop=True).assign(**keys)
         study = config.simulation.humans is not None  # a human study: personas carry `respondent`
-        return CaseFrames(df, [{**keys, **a.persona_row(), **({"respondent": a.respondent} if study else {})}
-                               for a in abm.agents])
+        grounded = bool(config.simulation.ground)  # … and, grounded, what each agent's persona is written from
+        return CaseFrames(df, [{**keys, **a.persona_row(), **({"respondent": a.respondent} if study else {}),
+                                **({"grounding": a.grounding} if grounded else {})} for a in abm.agents])
 
     return run_arms(config, load_scenario(case_key[2], config.simulation.scenarios), one,
                     labelled(config.simulation.variants))

@@ -89,11 +89,22 @@ class SimulationConfig(Section):
         "| observed` writes RUN/calibration.yaml); each agent's target-choice probability is shifted by its "
         "attribute's offset before it decides (score mode; network rounds hear the calibrated decisions) — "
         "docs/how-to/test-a-mitigation.md")
+    ground: list[str] | None = Field(
+        None, description="grounded agents (with `humans`, below): the human study's profile columns (or [all]: every "
+        "column that is not respondent, scenario, a group, decision, weight or retest) that each respondent's "
+        "grounded agent's persona is written from, with the respondent's group attributes (template `grounded` of "
+        "louder/data/prompts.yaml); the attribute-only paired agents stay, and fidelity.csv scores both kinds "
+        "(docs/how-to/check-agents-against-humans.md)")
     humans: str | None = Field(
         None, description="a human study of the run's scenarios (CSV: respondent, scenario, one column per group id "
         "holding the respondent's attribute, decision, optional weight): each respondent gets a paired agent of its "
         "attribute beside the usual agents, and anchored.csv aligns the agents' rates with the humans' by "
         "prediction-powered inference (docs/how-to/anchor-to-humans.md)")
+    unlabelled: str | None = Field(
+        None, description="with `ground`: a CSV of profiles without a human answer (a population register or the "
+        "larger sample the respondents came from: respondent, the group columns, the ground columns, optional "
+        "scenario and weight); each gets a grounded agent, prediction-powered inference's unlabelled set, so that "
+        "anchoring.csv's grounded rows can narrow the humans' interval (docs/how-to/check-agents-against-humans.md)")
 
     @field_validator("scenarios", "groups")
     @classmethod
@@ -112,16 +123,66 @@ class SimulationConfig(Section):
     @field_validator("humans")
     @classmethod
     def _readable_humans(cls, v: str | None, info: ValidationInfo) -> str | None:
-        """Every row of the human study names a scenario, attributes and a choice of the run."""
+        """Every row of the human study names a scenario, attributes and a choice of the run (its profile
+        columns are checked with ``ground``, below)."""
         if v is None or "scenarios" not in info.data or "groups" not in info.data:
             return v  # (a bad scenario or group is reported on its own)
         from louder.simulation.humans import load
 
-        try:
-            load(v, info.data["scenarios"], info.data["groups"])
+        try:  # (``ground`` comes first: a profile column it names is not taken for a misspelt group)
+            load(v, info.data["scenarios"], info.data["groups"], info.data.get("ground") or ())
         except LouderError as e:
             raise ValueError(str(e)) from None
         return v
+
+    @field_validator("ground", mode="before")
+    @classmethod
+    def _comma_separated(cls, v):
+        """``--ground age,household`` (one string, commas between columns) as a list."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            v = [c.strip() for x in v for c in (x.split(",") if isinstance(x, str) else [x])]
+            v = [c for c in v if c != ""]
+        return v
+
+    @field_validator("ground")
+    @classmethod
+    def _ground_columns(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("name at least one profile column of the human study, or `all`")
+        if "all" in v and len(v) > 1:
+            raise ValueError("`all` already names every profile column: give `all` alone or the columns")
+        return v
+
+    @model_validator(mode="after")
+    def _grounded_study(self) -> SimulationConfig:
+        """``ground`` and ``unlabelled`` need a human study; the study's profile columns and the unlabelled
+        profiles are read and checked here, before any call (``louder.simulation.humans``)."""
+        if self.ground is None and self.unlabelled is None:
+            return self
+        if self.humans is None:
+            field = "ground" if self.ground is not None else "unlabelled"
+            raise ValueError(f"{field}: grounded agents stand for the respondents of a human study; add "
+                             "simulation.humans (--humans FILE)")
+        if self.ground is None:
+            raise ValueError("unlabelled: the unlabelled profiles get grounded agents; name the profile "
+                             "columns they are grounded on in simulation.ground (--ground COL,COL or all)")
+        if "names" in self.signal:  # a names persona is written for a name alone: the profile would be lost
+            raise ValueError("ground: a grounded persona is written from the profile, which states the "
+                             "attributes; the names signal writes personas for a name alone — drop --signal names or "
+                             "--ground")
+        from louder.simulation.humans import load_unlabelled, study
+
+        try:
+            s = study(self.humans, self.scenarios, self.groups, self.ground)
+            if self.unlabelled is not None:
+                load_unlabelled(self.unlabelled, self.scenarios, self.groups, s.ground)
+        except LouderError as e:
+            raise ValueError(str(e)) from None
+        return self
 
     @field_validator("signal", "reasoning", "interventions", mode="before")
     @classmethod

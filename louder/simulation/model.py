@@ -10,6 +10,7 @@ import mesa
 from louder import dimensions
 from louder.agents import PersonaAgent
 from louder.session import ModelSession
+from louder.simulation.humans import description
 from louder.scenarios import Group, Scenario
 
 # What the DataCollector records of every agent: the row schema of decisions.parquet.
@@ -66,8 +67,9 @@ class BiasModel(mesa.Model):
 
     ``paired``: the case's respondents of a human study (``louder.simulation.humans.Paired``), each
     with an agent of its attribute after the usual ones (``agent_id`` continues; ``replicate`` is the
-    respondent's place among the case's respondents of its attribute; None: a run without one, and no
-    ``respondent`` column).
+    respondent's place among the case's respondents of its attribute and kind; None: a run without one,
+    and no ``respondent`` column); grounded ones (``simulation.ground``) have their persona written from
+    the profile and a ``grounding`` column.
 
     Agents are made as the step reaches them (a million-agent case makes its first call after its
     first agent, not after building a million agents); ``populate`` makes them all up front. Either
@@ -86,15 +88,18 @@ class BiasModel(mesa.Model):
         self.paired = list(paired or [])
         # a paired agent's replicate: its place among the case's respondents of its attribute (so that a
         # balanced choice order balances them within each attribute, as it does the usual agents)
-        counts: dict[str, int] = {}
+        counts: dict[tuple, int] = {}
         self._paired_replicates = []
-        for p in self.paired:
-            self._paired_replicates.append(counts.get(p.attribute, 0))
-            counts[p.attribute] = counts.get(p.attribute, 0) + 1
+        for p in self.paired:  # (per kind of agent: the grounded ones are balanced among themselves)
+            k = (p.grounding, p.attribute)
+            self._paired_replicates.append(counts.get(k, 0))
+            counts[k] = counts.get(k, 0) + 1
         self.usual = len(case.group.attributes) * len(self.replicates)
         self.size = self.usual + len(self.paired)
         self._made: dict[int, PersonaAgent] = {}
         respondent = {} if paired is None else {"respondent": "respondent"}
+        if any(p.grounding is not None for p in self.paired):  # a grounded study: which kind each agent is
+            respondent["grounding"] = "grounding"
         self.datacollector = mesa.DataCollector(agent_reporters={**reporters(), "agent_id": "agent_id", **respondent})
 
     def agent(self, k: int) -> PersonaAgent:
@@ -104,8 +109,9 @@ class BiasModel(mesa.Model):
         if a is None and k >= self.usual:  # a paired agent: the j-th respondent of the case
             j = k - self.usual
             p = self.paired[j]
+            described = description(p.profile, self.session.prompts) if p.profile else None
             a = self._made[k] = PersonaAgent(self, p.attribute, self._paired_replicates[j], agent_id=k + 1,
-                                             respondent=p.respondent)
+                                             respondent=p.respondent, grounding=p.grounding, description=described)
         if a is None:
             n = len(self.replicates)
             a = self._made[k] = PersonaAgent(self, self.case.group.attributes[k // n], self.replicates[k % n],

@@ -135,6 +135,15 @@ class TwinAgent(PersonaAgent):
     def key(self) -> str:
         return f"{self.source.key}|twin:{self.group_id}={self.attribute}"
 
+    @property
+    def score_tag(self) -> str:
+        """The twin's score call is its own question even where its text and name are its source's or a
+        sibling twin's (an unchanged twin; a persona naming no attribute under a name that coincides): it
+        shares their seed, and without the tag the cache would answer it from theirs, so a cold run made
+        fewer calls than its plan, by what the model happened to write (issue 41). Chat decisions are keyed
+        by the agent already."""
+        return f"|twin:{self.group_id}={self.attribute}"
+
     demographic = PopulationAgent.demographic  # all of its attributes, the changed one included
     groups = PopulationAgent.groups  # calibrated agents: the twin's offsets are those of its own attributes
 

@@ -56,6 +56,7 @@ def simulation_task(config: ExperimentConfig) -> Task:
     items = [Item(c, (sim.agents * len(load_group(c[3], sim.groups).attributes) + len(humans.paired(config, *c[2:])))
                   * arms(config, c[2]), seed_case_calls(config, c, prompts)) for c in plan_cases(config)]
     study = humans.table(config)  # a human study: its respondents, written beside the agents (humans.parquet)
+    unlabelled = humans.unlabelled_table(config)  # … and its unlabelled profiles (unlabelled.parquet)
 
     def run_case(ctx, case_key: tuple[str, str, str, str], tick):
         return simulate_case(config, ctx.sessions[case_key[0]], ctx.run_id, case_key, tick)
@@ -70,7 +71,7 @@ def simulation_task(config: ExperimentConfig) -> Task:
         # the dimensions key the rows only when a run varies them (default: main's order exactly)
         signal = dimensions.labelled(config, OWN)
         wording = dimensions.labelled(config, CROSSED)
-        paired = [] if study is None else ["respondent"]
+        paired = [] if study is None else ["respondent"] + (["grounding"] if config.simulation.ground else [])
         columns = DECISION_COLUMNS + dimensions.extra_columns() + (["variant"] if label else []) + (
             ["wave"] if "wave" in results[0].decisions else []) + paired
         dkeys = CASE_KEYS[:3] + (["variant"] if label else []) + CASE_KEYS[3:] + signal + wording + ["agent_id"]
@@ -78,16 +79,19 @@ def simulation_task(config: ExperimentConfig) -> Task:
         decisions = decisions.sort_values(dkeys, ignore_index=True)
         personas = pd.DataFrame([p for r in results for p in r.personas], columns=PERSONA_COLUMNS + signal + paired)
         if paired:
-            personas = personas.astype({"respondent": "string"})
+            personas = personas.astype({c: "string" for c in paired})
         personas = personas.sort_values(CASE_KEYS + signal + ["agent_id"], ignore_index=True)
         out = {"decisions.parquet": decisions, "personas.parquet": personas}
         if study is not None:
             out["humans.parquet"] = study
+        if unlabelled is not None:
+            out["unlabelled.parquet"] = unlabelled
         fields = status_block({"decisions": decisions, "personas": personas},
                               CASE_KEYS + ["attribute"] + (["variant"] if label else []) + signal)
         if paired:  # the paired agents' answers apart too: what the anchored analysis pairs
             fields["paired_status_by_attribute"] = status_by(
-                decisions[decisions["respondent"].notna()], CASE_KEYS + ["attribute"] + (["variant"] if label else []))
+                decisions[decisions["respondent"].notna()],
+                CASE_KEYS + paired[1:] + ["attribute"] + (["variant"] if label else []))
         return out, fields
 
     return Task("simulation", items, run_case, tables, "manifest.json",
