@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
 import pandas as pd
 
 from louder.analysis import palette as P

@@ -72,8 +72,8 @@ def _population(a) -> str:
                       "are left out first and named in <b>dropped</b>; a case whose data still cannot support the "
                       "model says why (too few data: fewer than 10 valid decisions per parameter; no variation; "
                       "separation)."))
-    for key, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
-        parts.append(a.figure("odds", g, key))
+    for case, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
+        parts.append(a.figure("odds", g, case))
     parts.append(table(reg, scroll=True))
     return section("Population", *parts)
 
@@ -87,12 +87,12 @@ def _intersections(a) -> str:
                   "the pair's tested cells (✱); smaller cells are shown hatched and not tested. The per-case p-values "
                   "of the DPD table are Holm-adjusted across cases instead.")]
     drawn = 0
-    for key, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
+    for case, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
         if drawn >= MAX_HEATMAPS:
             parts.append(note("(further heat maps left out; every cell is in the table and "
                               "population_intersections.csv)"))
             break
-        parts.append(a.figure("intersections", g, key))
+        parts.append(a.figure("intersections", g, case))
         drawn += 1
     parts.append(table(t, scroll=True))
     return section("Intersections", *parts)
