@@ -7,7 +7,7 @@
     python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
     python benchmarks/run.py --check out.json   check results written before, without measuring
 
-Every result line starts with its key (P1 … P10, E1) and carries ``name=value`` pairs; most figures
+Every result line starts with its key (P1 … P11, E1) and carries ``name=value`` pairs; most figures
 are ratios measured within one run, so they compare like with like on whatever machine runs them.
 The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
@@ -50,6 +50,10 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
   benchmarks/compare_100k.py), B = 10,000, in seconds: the fastest of 3 runs, each in a fresh process
   after louder's imports (median, CPU time and the imports' time beside it) — design check, every
   statistic, the CSVs, comparison.json and the HTML report.
+- P11 report: ``louder report`` of P6's 99,960 decisions (36 cases; a ~70-word persona each, so the sample of
+  the agents' words weighs what it would): the size of the one HTML file in MB, the seconds to write it, and
+  the seconds Debian's Chromium takes from navigation to the load event at 1280 × 800, with its console
+  errors (benchmarks/analyze_100k.py ``report``).
 - E1 contention: two embedded-model processes at once ÷ one alone, mean wall time of the same
   decision-like calls (benchmarks/embedded_contention.py); ≫ 2 means llama.cpp threads spin.
 
@@ -115,6 +119,9 @@ GOALS: tuple[Goal, ...] = (
     Goal("P9", "extra_s", "<=", 2.0, "≤ 2 s"),
     Goal("P9", "extra_mb", "<=", 200, "≤ 200 MB"),
     Goal("P10", "seconds", "<=", 5.0, "≤ 5 s"),
+    Goal("P11", "mb", "<=", 10.0, "≤ 10 MB"),
+    Goal("P11", "load_s", "<=", 3.0, "load ≤ 3 s"),
+    Goal("P11", "console_errors", "==", 0, "no console error"),
     Goal("E1", "ratio", "<=", 2.0, "≤ 2"),
 )
 
@@ -509,6 +516,22 @@ def p10_compare(tmp: Path, quick: bool) -> list[Result]:
                                                  import_s=min(r["import_s"] for r in t),
                                                  runs=len(t), decisions=n, rows=t[0]["rows"], B=10_000),
                    f"(two folders of {n:,} decisions each; import_s: louder's imports before it, not counted)")]
+
+
+@figure("P11", quick_s=40)
+def p11_report(tmp: Path, quick: bool) -> list[Result]:
+    """The report of the 100,000-decision run, analysed once (B = 10,000; 1,000 with --quick)."""
+    from analyze_100k import report, synthetic_run
+
+    from louder.analysis import analyze
+
+    run = tmp / "P11"
+    run.mkdir()
+    n = synthetic_run(run, personas=True)
+    analyze(run, bootstrap=1_000 if quick else 10_000)
+    r = report(run)
+    return [Result("P11", "P11 report", {**r, "decisions": n},
+                   "" if "load_s" in r else "(no Chromium: load_s not measured)")]
 
 
 @figure("E1", embedded_calls=(9, 18), quick_s=60)

@@ -158,9 +158,9 @@ class Run:
         return dict(self._analysed(settings).tables)
 
     def summary(self, compute: bool = True) -> Summary:
-        """What the run holds and what its analysis found: the answers of every table by status, the
-        cases with a significant or an underpowered DPD, the next steps the measures suggest and what
-        is missing — as text (``print(run.summary())``) and HTML (shown in notebooks). ``compute``:
+        """What the run holds and what its analysis found: its design (the report's card), the answers of
+        every table by status, the findings in sentences (the report's top and the end of `louder analyze`
+        say the same: ``louder.analysis.findings``), the next steps the measures suggest and what is missing — as text (``print(run.summary())``) and HTML (shown in notebooks). ``compute``:
         analyse the folder if it has no analysis of its data as it is now (else say so)."""
         from louder.analysis.run import written
 
@@ -227,8 +227,12 @@ class Summary:
         else:
             from louder.analysis.run import leads
 
+            from louder.analysis.findings import findings
+
+            found = findings(a)
+            blocks.insert(0, ("Design", found.card_lines()))
             blocks.append(("Analysis tables", pd.DataFrame([dict(table=n, rows=len(t)) for n, t in a.tables.items()])))
-            blocks.append(("Findings", _findings(a)))
+            blocks.append(("Findings", found.lines(missing=False) or ["no measure found anything to say"]))
             if steps := leads(a):
                 blocks.append(("Next steps", steps))
             if a.missing:
@@ -259,27 +263,6 @@ class Summary:
         return self.as_text()
 
     __repr__ = __str__
-
-
-def _findings(a: Analysis) -> list[str]:
-    """One line per kind of case: how many are significant (the run's Holm rule) and underpowered."""
-    from louder.analysis.keys import truthy
-
-    cases = a.tables.get("cases")
-    if cases is None or cases.empty:
-        return ["no cases"]
-    out = []
-    for kind, g in cases.groupby("kind", sort=False):
-        sig = g[g["significant"].map(truthy)]
-        line = f"{kind}: {len(sig)} of {len(g)} cases significant (p_holm < 0.05)"
-        if len(sig):
-            line += ": " + "; ".join(f"{r['model']} · {r['condition']} · {r['scenario']} × {r['group']} DPD "
-                                     f"{r['dpd']:.2f}" for _, r in sig.head(5).iterrows())
-            line += f" (and {len(sig) - 5} more)" if len(sig) > 5 else ""
-        if kind == "implicit":
-            line += f"; {int(g['underpowered'].map(truthy).sum())} underpowered"
-        out.append(line)
-    return out
 
 
 class Comparison:

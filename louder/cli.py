@@ -527,12 +527,19 @@ def _width() -> int:
 
 
 def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> None:
-    """The analysis' console tables at the terminal's width, what it leads to, and what is missing."""
+    """The analysis' console tables at the terminal's width, then its findings (what the report's top
+    says), what it leads to, and what is missing."""
     width = _width()
     for table in analysis_tables(a, width, wide, columns):
         console.print(table, width=width)
+    from louder.analysis.findings import findings
     from louder.analysis.run import leads
 
+    found = findings(a)
+    if found.by_model:
+        console.print(Text("Findings", style="bold"), width=width)
+        for line in found.lines(where=False, missing=False):
+            console.print(Text("- " + line), width=width)
     for line in leads(a):
         console.print(Text(line, style="yellow"), width=width)
     for m in a.missing:
@@ -714,13 +721,38 @@ def repair(
 
 @app.command()
 def view(
-    run_dir: Path = typer.Argument(..., help="run folder of a network run"),
+    run_dir: Path = typer.Argument(..., help="run folder (the --out of any run)"),
     port: int = typer.Option(8765, "--port", help="port on 127.0.0.1"),
-    max_nodes: int = typer.Option(2000, "--max-nodes", help="draw at most this many nodes (a seeded sample)"),
+    agents: bool = typer.Option(False, "--agents", help="a network run: read its agents' words instead of replaying "
+                                                        "its rounds"),
+    max_nodes: int = typer.Option(2000, "--max-nodes", help="network replay: draw at most this many nodes (a seeded "
+                                                            "sample)"),
 ) -> None:
-    """Replay a recorded network run in the browser (Mesa SolaraViz on 127.0.0.1); calls no model."""
+    """Read every agent of a run in the browser — persona, decision, rationale and thinking side by side, filtered
+    by case, attribute, status and decision; a network run is replayed round by round (Mesa SolaraViz; --agents for
+    its agents' words). Serves on 127.0.0.1 and calls no model."""
     import os
 
+    from louder.view.agents import server
+
+    network = (run_dir / "network.parquet").exists() and not agents
+    if not network:
+        try:
+            httpd = server(run_dir, port)
+        except LouderError as e:
+            fail(str(e))
+        except OSError as e:
+            fail(f"--port {port}: cannot serve on 127.0.0.1:{port} ({e.strerror}); choose another with --port")
+        n = len(httpd.RequestHandlerClass.table)
+        console.print(f"louder view: the {n:,} decisions of {run_dir} on http://127.0.0.1:{httpd.server_port} "
+                      "(Ctrl-C stops)", highlight=False)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+        return
     from louder.view.data import load_view_data
     from louder.view.serve import serve_child
 
@@ -728,7 +760,8 @@ def view(
         data = load_view_data(run_dir)
     except LouderError as e:
         fail(str(e))
-    console.print(f"louder view: {len(data.cases)} case(s) of {run_dir} on http://127.0.0.1:{port} (Ctrl-C stops)")
+    console.print(f"louder view: {len(data.cases)} case(s) of {run_dir} on http://127.0.0.1:{port} (Ctrl-C stops; "
+                  "--agents reads its agents' words)")
     env = {**os.environ, "LOUDER_VIEW_RUN": str(run_dir.resolve()), "LOUDER_VIEW_MAX_NODES": str(max_nodes)}
     cmd = [sys.executable, "-m", "solara", "run", "louder.view.app", "--host", "127.0.0.1", "--port", str(port),
            "--production", "--no-open", "--log-level", "warning"]

@@ -108,3 +108,15 @@ def price(calls, config: ExperimentConfig) -> pd.DataFrame:
                                 f"({rate.get('as_of', table['as_of'])})" if rate
                                 else "not in louder/data/prices.yaml")))
     return pd.DataFrame(rows)
+
+
+def spent(spec: str, input_tokens: int, output_tokens: int) -> float | None:
+    """What a run's recorded tokens of model ``spec`` cost in USD at louder/data/prices.yaml's prices:
+    (input · price_in + output · price_out) / 10⁶; 0 for a local model or a server of your own, None for
+    a hosted model the file does not price."""
+    _, backend, model, url = parse_spec(spec)
+    info = backend_info(backend)
+    if info.local or url is not None:
+        return 0.0
+    rate = lookup(prices()["models"], model) if info.priced else None
+    return None if rate is None else (input_tokens * rate["input"] + output_tokens * rate["output"]) / 1e6

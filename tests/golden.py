@@ -7,8 +7,10 @@ section of the report — as a snapshot that a refactor of the analysis must rep
 which rows changed, and why, in the commit).
 
 The snapshot is normalised for what changes from one build to the next and is not the analysis: the
-run folder's path, the report's date, timings, the manifests' and the environment's sections, the
-embedded figures (a figure is drawn from the tables compared here; its bytes depend on the renderer).
+run folder's path, the checkout's path in a warning, the report's date and the run's (the design card),
+timings, the manifests' and the environment's sections, the embedded figures (SVG data URIs: a figure is
+drawn from the tables compared here; its bytes depend on the renderer — tests/test_golden.py checks what
+each figure draws instead).
 """
 
 from __future__ import annotations
@@ -170,14 +172,17 @@ def _normal(text: str, run: Path | None = None) -> str:
     text = text.replace(str(ROOT), "ROOT")  # the checkout's own path (examples/…): CI clones elsewhere
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
     text = re.sub(r"\(\d+\.\d s\)|in \d+\.\d s", "(S s)", text)
+    # a warning names the file of louder that raised it: wherever this checkout is
+    text = re.sub(r"\S*/louder/(?=[\w/]+\.py:\d+)", "LOUDER/", text)
     return text
 
 
 def report_sections(html: str) -> dict[str, str]:
-    """The report by its sections (``<h2>`` titles), without the date, the environment and the
-    manifests, each figure replaced by ``IMG``."""
+    """The report by its sections (``<h2>`` titles), without the dates (the report's, the run's in the design
+    card), the environment and the manifests, each figure (an SVG data URI) replaced by ``IMG``."""
     html = re.sub(r"data:image/[a-z+]+;base64,[A-Za-z0-9+/=]+", "IMG", html)
     html = re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated DATE", html)
+    html = re.sub(r"<dt>Date</dt><dd>[^<]*</dd>", "<dt>Date</dt><dd>DATE</dd>", html)  # the design card's
     parts = re.split(r"(?=<h2[ >])", html)
     out = {"head": parts[0]}
     for p in parts[1:]:
@@ -201,6 +206,8 @@ def snapshot(run: Path, console: str) -> dict:
     if sep:
         names, _, where = re.sub(r"\s+", " ", tail).strip().partition(" in ")
         where = re.sub(r"\(\d+\.\d s\)", "(S s)", where)  # (a time wrapped over two lines is one once joined)
+        # a Python warning printed after it is the warnings filter's (pytest captures them), not the analysis'
+        where = where.split(" (S s)")[0] + " (S s)" if " (S s)" in where else where
         console = head + sep + ", ".join(sorted(names.split(", "))) + " in " + where + "\n"
     return {"csv": csv, "console": console,
             "report": {k: _normal(v, run) for k, v in report_sections(html).items()}}

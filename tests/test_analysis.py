@@ -117,7 +117,7 @@ def test_report_is_self_contained(full_run):
                     "Persona-condition ablation", "Literature directions", "Rationales", "Answer accounting",
                     "Manifests"):
         assert heading in html
-    assert len(re.findall(r'src="data:image/png;base64,', html)) >= 4
+    assert html.count('src="data:image/svg+xml;base64,') >= 4
     assert not re.search(r'src="(?!data:)', html) and "<link" not in html  # nothing fetched from elsewhere
     # the Environment: the versions the run and the probes recorded, Python first
     env = environment_table(analyze(full_run, bootstrap=200, write=False).manifests)

@@ -244,7 +244,7 @@ def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
     assert overall.loc["authors", "n"] == len(df) and overall.loc["strict", "n"] == counts["valid"]
     assert overall.loc["authors", "n_refused"] == counts["refused"]
     html = write_report(a).read_text()
-    assert "LLM Word Association Test" in html and "data:image/png;base64," in html
+    assert "LLM Word Association Test" in html and "data:image/svg+xml;base64," in html
 
 
 def test_one_sided_answers_counted_in_both_scores():

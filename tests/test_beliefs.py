@@ -187,4 +187,4 @@ def test_a_run_with_decisions_probes_and_beliefs_has_the_four_readings(tmp_path)
     assert (out / "voices.csv").exists() and t["contrast"]["n_belief"].iloc[0] == 2
     with pytest.warns(LouderWarning, match="not --bootstrap 300"):  # the report renders what analyze wrote
         page = run.report(bootstrap=300, observed=observed).read_text("utf-8")
-    assert "Actions, words, beliefs and the world" in page and page.count("data:image/png") >= 2
+    assert "Actions, words, beliefs and the world" in page and page.count("data:image/svg+xml") >= 2

@@ -47,7 +47,7 @@ def _report(**values):
     base = {"P1": dict(ratio=1.01), "P2": dict(ratio=1.2), "P3": dict(ratio=0.002, rerun_model_calls=0),
             "P4": dict(ratio=1.5), "P5": dict(seconds=1100.0, extrapolated=1, peak_mb=1300.0),
             "P6": dict(seconds=2.0), "P8": dict(ratio=0.2, type1=0.01), "P10": dict(seconds=3.0),
-            "E1": dict(ratio=1.3),
+            "P11": dict(mb=3.0, load_s=1.0, console_errors=0), "E1": dict(ratio=1.3),
             "P7": dict(ratio=1.0)}  # P7 last
     for key, v in values.items():
         base[key.replace("_", " ")] = v
@@ -166,6 +166,19 @@ def test_p10_quick_on_small_synthetic_folders(bench, monkeypatch, tmp_path):
     assert (tmp_path / "P10_out" / "report" / "index.html").exists()
     gate = json.loads((tmp_path / "P10_out" / "comparison.json").read_text())["gate"]
     assert gate["rule"] == "worse"
+
+
+def test_p11_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
+    import analyze_100k
+
+    monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=10))
+    (p11,) = bench.p11_report(tmp_path, quick=True)
+    assert p11.key == "P11" and p11.values["decisions"] == 3 * 4 * 14 * 10  # conditions × scenarios × attributes × agents
+    assert 0 < p11.values["mb"] < 10 and p11.values["figures"] >= 5
+    if "load_s" in p11.values:  # Chromium installed
+        assert p11.values["console_errors"] == 0 and p11.values["load_s"] > 0
+    page = (tmp_path / "P11" / "report" / "index.html").read_text("utf-8")
+    assert "What the agents do" in page and "<details class=\"words\">" in page
 
 
 def test_p8_quick_on_few_runs(bench, monkeypatch):

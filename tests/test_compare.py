@@ -370,7 +370,7 @@ def test_an_order_adds_the_trend_figure_and_report(pair_folders, tmp_path):
     path = c.report(tmp_path / "cmp", fail_if="worse")
     page = path.read_text()
     assert path == tmp_path / "cmp" / "report" / "index.html"
-    assert "data:image/png;base64," in page and "Model against model" in page and "Release gate" in page
+    assert "data:image/svg+xml;base64," in page and "Model against model" in page and "Release gate" in page
     assert not re.search(r"""(src|href)=["']https?://""", page)  # self-contained
     assert "louder comparison: gen2 vs gen1 vs gen3" in str(c.summary())
 
@@ -381,7 +381,15 @@ def test_a_multi_model_folder_reports_its_pairs_and_a_single_model_writes_none(p
     assert not (one / "model_trend.csv").exists()  # no order given
     assert not list(a.glob("model*.csv"))
     assert cli("report", one).exit_code == 0
-    assert "Model against model" in (one / "report" / "index.html").read_text()
+    page = (one / "report" / "index.html").read_text()
+    assert "Model against model" in page and '<figure class="fig" data-figure="models/means">' in page
+    assert f"{MILD} against {BIASED}, actions: mean ΔDPD" in page  # the pair's finding, at the top
+    # the figure's intervals contain their estimates, in the palette (the golden runs have one model each)
+    from figure_checks import problems
+
+    from louder.analysis.comparison_report import models_figure
+
+    assert problems(models_figure(pd.read_csv(one / "models.csv"))) == []
     r = cli("analyze", one, "-B", 300, "--set", f"models.order={MILD}", "--set", f"models.order={BIASED}")
     assert r.exit_code == 0, r.output
     assert pd.read_csv(one / "model_trend.csv")["order"].iloc[0] == f"{MILD} → {BIASED}"

@@ -60,7 +60,7 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     r5 = subprocess.run(cli + ["report", str(out), "-B", "2000"], capture_output=True, text=True, timeout=600)
     assert r5.returncode == 0, r5.stderr
     html = (out / "report" / "index.html").read_text()
-    assert "data:image/png;base64," in html and "SmolLM2-135M" in html
+    assert "data:image/svg+xml;base64," in html and "SmolLM2-135M" in html
 
 
 def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):

@@ -110,7 +110,7 @@ def test_discrimination_score_mode_equals_mixedlm_on_the_fake_model(tmp_path):
     assert abs(f["coef"] - logit(0.8)) < 3 * se  # the planted size, logit(0.8) − logit(½), within 3 se
     assert runner.invoke(app, ["report", str(run)]).exit_code == 0
     page = (run / "report" / "index.html").read_text("utf-8")
-    assert "<h2>Discrimination score (discrim-eval)</h2>" in page and page.count("data:image/png") >= 1
+    assert "<h2>Discrimination score (discrim-eval)</h2>" in page and page.count("data:image/svg+xml") >= 1
 
 
 def test_discrimination_sample_mode_equals_the_logistic_glm(tmp_path):

@@ -331,8 +331,9 @@ def test_report_states_amplified_damped_and_no_change_per_case(tmp_path):
     assert final["baseline"] == "no-influence arm" and final["dpd_control"] == pytest.approx(1)
     html = write_report(a).read_text()
     section = html[html.index("<h2>Networks and influence</h2>"):]
+    section = section[:section.find("<h2>", 4)]  # this section only
     assert "<b>damped</b> the disparity" in section and "textbook contagion" in section
-    assert section.count('<img alt="figure"') == 2  # rates over rounds and amplification
+    assert section.count('data-figure="network/') == 2 and section.count('<img alt="') == 2  # rounds, amplification
     # a model that ignores its neighbours keeps the split (DPD 1) with and without them — while the majority
     # control converges (DPD 0), which the old verdict read as "amplified": no change
     run(config(complete, agents=10, models=["sharefake:stubborn"]), tmp_path / "stubborn")

@@ -237,7 +237,7 @@ def test_cli_population_run_analyze_and_report(tmp_path):
     html = (out / "report" / "index.html").read_text()
     for title in ("Population", "Intersections", "Policy variants", "Counterfactual twins"):
         assert f"<h2>{title}</h2>" in html
-    assert html.count("data:image/png;base64,") >= 4
+    assert html.count("data:image/svg+xml;base64,") >= 4
 
 
 def test_the_dry_run_plans_exactly_the_calls_a_cold_run_with_twins_makes_in_score_mode(tmp_path):
@@ -480,7 +480,8 @@ def test_analyze_and_report_lead_with_the_groups_and_the_regression(tmp_path):
     rep = CliRunner().invoke(app, ["report", str(out), "-B", "300"])
     assert rep.exit_code == 0, rep.output
     titles = re.findall(r"<h2>([^<]*)</h2>", (out / "report" / "index.html").read_text())
-    assert titles[:3] == ["Population", "Intersections", "Intersections as one group: the joint label per case"]
+    assert titles[:4] == ["Findings", "Population", "Intersections",
+                          "Intersections as one group: the joint label per case"]
     assert "Demographic parity difference per case (cf. Fig. 3)" not in titles
 
 

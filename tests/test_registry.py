@@ -83,7 +83,9 @@ def test_a_new_measure_appears_in_analyze_the_report_the_api_and_the_docs(small_
     assert "Refused DPD per case" in r.output  # its console table
     assert json.loads((run / "analysis.json").read_text())["tables"]["refusals"] == "refusals.csv"
     assert runner.invoke(app, ["report", str(run)]).exit_code == 0
-    assert "<h2>Refusals per attribute</h2>" in (run / "report" / "index.html").read_text("utf-8")  # its section
+    page = (run / "report" / "index.html").read_text("utf-8")
+    assert "<h2>Refusals per attribute</h2>" in page and 'data-figure="refusals/dpd"><img' in page  # its section
+    assert "refused answers differ by attribute" not in page or 'href="#refusals-per-attribute"' in page
     pd.testing.assert_frame_equal(louder.open(run).table("refusals"), written)  # the API
     assert "### `refusals.csv`" in hooks.analysis_tables_markdown()  # the output reference
 
@@ -175,7 +177,8 @@ def test_a_measure_packaged_outside_louder_installs_and_runs_in_a_fresh_venv(tmp
     wrong = run("-m", "louder.cli", "analyze", out, "--set", "refusal.status=error", ok=False)
     assert "no measure 'refusal' (did you mean 'refusals'?)" in " ".join(wrong.split())
     run("-m", "louder.cli", "report", out)
-    assert "<h2>Refusals per attribute</h2>" in (out / "report" / "index.html").read_text("utf-8")
+    page = (out / "report" / "index.html").read_text("utf-8")
+    assert "<h2>Refusals per attribute</h2>" in page and 'data-figure="refusals/dpd"><img alt="Forest plot' in page
     code = (f"import louder; r = louder.open({str(out)!r}); t = r.table('refusals'); "
             "assert set(t['status']) == {'invalid'}, t; "
             "u = r.analyze(bootstrap=200, options={'refusals': {'status': 'error'}})['refusals']; "
@@ -260,7 +263,8 @@ def test_summary_as_text_and_html(small_run, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LouderWarning)
         text = str(run.summary())
-    assert "decisions" in text and "Findings" in text and "implicit:" in text and "cases significant" in text
+    assert "decisions" in text and "Findings" in text and "Design" in text and "Models: fake:seed=1" in text
+    assert "What the agents do: " in text and "significantly by attribute" in text
     html = run._repr_html_()
     assert html.startswith("<div>") and "<table" in html and "Findings" in html
 

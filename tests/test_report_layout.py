@@ -1,8 +1,12 @@
 """Issue 32.5: the HTML report reads at 1280 px — no sideways scroll of the page (a wide table scrolls in its
-own box) and no panel title cut at a figure's edge."""
+own box) and no panel title cut at a figure's edge. Issue 43: the first screen (1280 × 800) of the demo's
+report and of a planted-bias run's report shows the run's design and its findings, the planted case named
+with its interval; tables show their key columns (the rest behind a toggle) and sort; figures are SVG with
+alt text and a download link; the table of contents follows the reader; no console error."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pandas as pd
@@ -34,38 +38,63 @@ def wide_report(tmp_path_factory):
     return run / "report" / "index.html"
 
 
-def test_report_fits_1280_px_in_chromium(wide_report):
+def _chromium():
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         pytest.skip("no Chromium: install Debian's chromium package (.ci/run does) to run the browser test")
     from playwright.sync_api import sync_playwright
 
+    return exe, sync_playwright
+
+
+def _open(p, exe, report, height=900):
+    """The report in a new page of a headless Chromium; what the browser reports as wrong is collected."""
+    browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                                                           "--disable-background-networking"])
+    page = browser.new_page(viewport={"width": 1280, "height": height})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
+            else None)
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}"))
+    page.goto(report.as_uri())
+    return browser, page, problems
+
+
+BEYOND = ("Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > 1280 && "
+          "!e.closest('.wide, .scroll, pre, .agents')).map(e => e.tagName + ': ' + (e.textContent || '').slice(0, 60))")
+
+
+def test_report_fits_1280_px_in_chromium(wide_report):
+    exe, sync_playwright = _chromium()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                                                               "--disable-background-networking"])
+        browser, page, problems = _open(p, exe, wide_report)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(wide_report.as_uri())
             width = page.evaluate("document.documentElement.scrollWidth")
-            beyond = page.evaluate("Array.from(document.querySelectorAll('body *')).filter(e => "
-                                   "e.getBoundingClientRect().right > 1280 && !e.closest('.wide, .scroll, pre'))"
-                                   ".map(e => e.tagName + ': ' + (e.textContent || '').slice(0, 60))")
+            beyond = page.evaluate(BEYOND)
             clipped = page.evaluate("Array.from(document.querySelectorAll('h1, h2, h3')).filter(e => "
                                     "e.scrollWidth > e.clientWidth).map(e => e.textContent)")
-            # the wide tables are really there, and really wider than the page: they scroll in their boxes
+            # tables show their key columns; with every column shown, the wide tables are really wider than the
+            # page: they scroll in their own boxes, and the page still does not
+            for button in page.query_selector_all("button.cols"):
+                button.click()
             boxes = page.evaluate("Array.from(document.querySelectorAll('.wide, .scroll')).filter(e => "
                                   "e.scrollWidth > e.clientWidth).length")
+            width_all = page.evaluate("document.documentElement.scrollWidth")
+            beyond_all = page.evaluate(BEYOND)
         finally:
             browser.close()
     assert width <= 1280, beyond
     assert beyond == [] and clipped == []
-    assert boxes >= 1
+    assert boxes >= 1 and width_all <= 1280, beyond_all
+    assert problems == [], problems
 
 
 def test_long_panel_titles_are_wrapped_not_cut():
     cases = pd.DataFrame([dict(model="openai:meta-llama/Llama-3.1-8B-Instruct@http://vllm-host.example:8000/v1",
                                kind=k, condition="contextualized", scenario="emergency_response",
-                               group="gender_identity", dpd=0.3, threshold=0.2, significant=k == "implicit")
+                               group="gender_identity", dpd=0.3, threshold=0.2, significant=k == "implicit",
+                               ci_low=0.1, ci_high=0.5, p_value=0.01, p_holm=0.02, dpd_p=float("nan"))
                           for k in ("implicit", "explicit")])
     fig = dpd_figure(cases)
 
@@ -74,10 +103,115 @@ def test_long_panel_titles_are_wrapped_not_cut():
 
         renderer = FigureCanvasAgg(fig).get_renderer()
         fig.draw(renderer)
-        return [ax.title.get_text() for ax in fig.axes
-                if not (0 <= (b := ax.title.get_window_extent(renderer)).x0 and b.x1 <= fig.bbox.width)]
+        return [t.get_text() for ax in fig.axes for t in (ax.title, ax._left_title) if t.get_text()
+                if not (0 <= (b := t.get_window_extent(renderer)).x0 and b.x1 <= fig.bbox.width)]
 
     assert cut(fig), "the title of this figure should be too wide for it before fit_titles"
     fit_titles(fig)
     assert cut(fig) == []
-    assert "\n" in fig.axes[0].title.get_text()
+    assert "\n" in fig.axes[0]._left_title.get_text()
+
+
+# --- issue 43: the first screen ---------------------------------------------------------------------------
+
+def _report(out, runs):
+    runner = CliRunner()
+    for args in [*runs, ["report", out, "-B", 500]]:
+        r = runner.invoke(app, [str(a) for a in args])
+        assert r.exit_code == 0, r.output[-2000:]
+    return out / "report" / "index.html"
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    """A run shaped like `louder demo`'s (its scenarios, group, agents and explicit probes: cli.py `demo`),
+    on the fake model instead of the embedded one."""
+    out = tmp_path_factory.mktemp("demo") / "run"
+    both = ["--scenario", "emergency_response", "--scenario", "career_path_selection", "--group", "gender_identity"]
+    return _report(out, [["run", "--out", out, "-m", "fake:seed=1", "--agents", 4, *both],
+                         ["probe", "explicit", "--out", out, "-m", "fake:seed=1", "--trials", 6, *both]])
+
+
+PLANTED = "fake:seed=1,bias=female:0.9"
+
+
+@pytest.fixture(scope="module")
+def planted_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("planted") / "run"
+    one = ["--scenario", "emergency_response", "--group", "gender_identity"]
+    return _report(out, [["run", "--out", out, "-m", PLANTED, "--agents", 40, *one],
+                         ["probe", "explicit", "--out", out, "-m", PLANTED, "--trials", 6, *one]])
+
+
+def _first_screen(report, shot):
+    """What the first 1280 × 800 screen shows: the text of every element wholly inside it, and a screenshot."""
+    exe, sync_playwright = _chromium()
+    with sync_playwright() as p:
+        browser, page, problems = _open(p, exe, report, height=800)
+        try:
+            page.screenshot(path=str(shot))
+            seen = page.evaluate("Array.from(document.querySelectorAll('main dl.card div, #findings li')).filter(e => "
+                                 "{const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= 800 && "
+                                 "r.width > 0;}).map(e => e.innerText)")
+            toc = page.evaluate("document.querySelector('#toc a.here') && document.querySelector('#toc a.here')"
+                                ".textContent")
+        finally:
+            browser.close()
+    return seen, toc, problems
+
+
+def test_the_demo_report_opens_on_its_design_and_findings(demo_report, tmp_path):
+    seen, toc, problems = _first_screen(demo_report, tmp_path / "demo.png")
+    text = "\n".join(seen)
+    for label in ("Models", "Scenarios", "Groups", "Conditions", "Agents", "Model calls", "Cost", "Date", "louder"):
+        assert any(line.startswith(label) for line in seen), (label, seen)
+    assert "What the agents do:" in text and "What the model says when asked:" in text
+    assert "underpowered" in text and "louder plan --effect 0.3" in text  # 4 agents per attribute: says so
+    assert toc == "Findings" and problems == []
+    assert (tmp_path / "demo.png").stat().st_size > 10_000
+
+
+def test_a_planted_bias_is_named_on_the_first_screen_with_its_interval(planted_report, tmp_path):
+    seen, toc, problems = _first_screen(planted_report, tmp_path / "planted.png")
+    cases = pd.read_csv(planted_report.parent.parent / "cases.csv")
+    imp = cases[cases["kind"] == "implicit"].iloc[0]
+    assert bool(imp["significant"])
+    named = [s for s in seen if s.startswith("What the agents do: 1 of 1 case differs significantly")]
+    assert named, seen
+    assert (f"emergency_response × gender_identity (contextualized), DPD {imp['dpd']:.2f} [{imp['ci_low']:.2f}, "
+            f"{imp['ci_high']:.2f}]") in named[0]
+    assert re.search(r"Female 0\.\d\d vs (Male|Non-binary) 0\.\d\d", named[0])
+    assert problems == []
+
+
+def test_tables_sort_figures_download_and_the_contents_follow(planted_report):
+    exe, sync_playwright = _chromium()
+    with sync_playwright() as p:
+        browser, page, problems = _open(p, exe, planted_report, height=800)
+        try:
+            html = planted_report.read_text("utf-8")
+            assert "data:image/png" not in html and html.count('src="data:image/svg+xml;base64,') >= 5
+            alts = page.eval_on_selector_all("figure.fig img", "els => els.map(e => e.alt)")
+            assert alts and all(len(a) > 30 for a in alts)  # every figure says what it shows
+            sizes = page.eval_on_selector_all("figure.fig img", "els => els.map(e => e.naturalWidth)")
+            assert min(sizes) > 100  # the SVGs really drew
+            table = page.locator("section#target-decision-rate-per-attribute-cf-fig-4 table.t").first
+            header = table.locator("th", has_text="n_valid")
+            header.click()
+            values = [int(t) for t in table.locator("tbody tr td:nth-child(%d)" % (
+                1 + page.evaluate("(h) => [...h.parentNode.children].indexOf(h)", header.element_handle())))
+                .all_inner_texts()]
+            assert values == sorted(values) and header.get_attribute("aria-sort") == "ascending"
+            hidden = table.locator("th.x").first
+            assert not hidden.is_visible()
+            page.locator("section#target-decision-rate-per-attribute-cf-fig-4 button.cols").first.click()
+            assert hidden.is_visible()
+            with page.expect_download() as download:
+                page.locator("figure.fig a.dl").first.click()
+            assert download.value.suggested_filename == "cases-dpd.svg"
+            assert download.value.path().read_text("utf-8").lstrip().startswith("<?xml")
+            page.locator("#toc a", has_text="Rationales").click()
+            page.wait_for_function("document.querySelector('#toc a.here').textContent === 'Rationales'")
+        finally:
+            browser.close()
+    assert problems == []

@@ -129,8 +129,8 @@ def test_dpd_band_contains_the_dpd(run):
 def test_not_a_network_run(tmp_path):
     with pytest.raises(LouderError, match="no network run"):
         load_view_data(tmp_path)
-    r = CliRunner().invoke(app, ["view", str(tmp_path)])
-    assert r.exit_code == 2 and "no network run" in r.output
+    r = CliRunner().invoke(app, ["view", str(tmp_path)])  # not a network run: the agents' page, which needs decisions
+    assert r.exit_code == 2 and "has no decisions.parquet" in r.output
 
 
 def _chromium() -> str | None:
@@ -196,3 +196,102 @@ def test_served_page_in_headless_chromium(run):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+# --- issue 43: `louder view RUN` for any run: the agents' own words ------------------------------------------
+
+@pytest.fixture(scope="module")
+def seed_run(tmp_path_factory) -> Path:
+    """A run on the fake model (a thinking model, a planted bias, two scenarios, two conditions)."""
+    import louder
+
+    out = tmp_path_factory.mktemp("agents") / "run"
+    louder.run({"models": ["fake:seed=1,think=field,bias=female:0.9"],
+                "simulation": {"scenarios": ["emergency_response", "career_path_selection"],
+                               "groups": ["gender_identity"], "agents": 6,
+                               "conditions": ["contextualized", "no_persona"]}}, out=out, progress=False)
+    return out
+
+
+def test_the_agents_of_any_run_filtered_by_case_attribute_status_and_decision(seed_run):
+    import pandas as pd
+
+    from louder.view.agents import agents_table, facets, query
+
+    t = agents_table(seed_run)
+    d = pd.read_parquet(seed_run / "decisions.parquet")
+    assert len(t) == len(d) and {"persona", "decision", "rationale", "thinking"} <= set(t.columns)
+    f = facets(t)
+    case = "fake:seed=1,think=field,bias=female:0.9 | contextualized | emergency_response | gender_identity"
+    assert case in f["cases"] and f["by_case"][case]["attributes"] == ["Female", "Male", "Non-binary"]
+    got = query(t, case=case, attribute="Female", limit=500)
+    want = d[(d["condition"] == "contextualized") & (d["scenario"] == "emergency_response") & (d["attribute"] == "Female")]
+    assert got["total"] == len(want) == 6
+    assert sorted(r["agent_id"] for r in got["rows"]) == sorted(want["agent_id"])
+    row = next(r for r in got["rows"] if r["agent_id"] == want["agent_id"].iloc[0])
+    w = want.iloc[0]
+    assert (row["persona"], row["decision"], row["rationale"], row["thinking"]) == (
+        w["persona"], w["decision"], w["rationale"], w["thinking"])
+    decision = w["decision"]
+    only = query(t, case=case, decision=decision, status="valid", limit=500)
+    assert only["total"] == int(((d["condition"] == "contextualized") & (d["scenario"] == "emergency_response")
+                                 & (d["decision"] == decision) & (d["status"] == "valid")).sum())
+    assert query(t, text="no such word anywhere")["total"] == 0
+    page = query(t, offset=5, limit=3)
+    assert page["total"] == len(d) and len(page["rows"]) == 3
+
+
+@pytest.mark.slow
+def test_louder_view_lists_the_agents_of_a_case_and_attribute_in_chromium(seed_run):
+    """`louder view RUN` on a seed run, driven in Debian's Chromium: choose a case and an attribute, and the
+    page lists exactly its agents, each with persona, decision, rationale and thinking side by side; a
+    decision filter narrows them; nothing is fetched from elsewhere and the browser reports no error."""
+    import pandas as pd
+
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("no Chromium: install Debian's chromium package (.ci/run does) to run the browser test")
+    from playwright.sync_api import sync_playwright
+
+    d = pd.read_parquet(seed_run / "decisions.parquet")
+    case = "fake:seed=1,think=field,bias=female:0.9 | contextualized | career_path_selection | gender_identity"
+    want = d[(d["condition"] == "contextualized") & (d["scenario"] == "career_path_selection")
+             & (d["attribute"] == "Male")]
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "louder.cli", "view", str(seed_run), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    problems: list[str] = []
+    try:
+        _wait_served(port, within=60)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                                                                   "--disable-background-networking"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+            page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+            page.on("request", lambda r: problems.append(f"elsewhere: {r.url}")
+                    if not r.url.startswith((f"http://127.0.0.1:{port}/", "data:")) else None)
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_function("document.querySelectorAll('#case option').length > 1")
+            page.select_option("#case", case)
+            page.wait_for_function("document.querySelectorAll('#attribute option').length > 1")
+            page.select_option("#attribute", "Male")
+            page.wait_for_function(f"document.getElementById('count').textContent.includes('of {len(want)} agents')")
+            rows = page.locator("tr.agent")
+            assert rows.count() == len(want)
+            shown = {(rows.nth(i).locator("td.persona").inner_text(), rows.nth(i).locator("td.decision b").inner_text(),
+                      rows.nth(i).locator("td.rationale").inner_text(), rows.nth(i).locator("td.thinking").inner_text())
+                     for i in range(rows.count())}
+            assert shown == {(w.persona, w.decision, w.rationale, w.thinking) for w in want.itertuples()}
+            decision = want["decision"].iloc[0]
+            page.select_option("#decision", decision)
+            n = int((want["decision"] == decision).sum())
+            page.wait_for_function(f"document.getElementById('count').textContent.includes('of {n} agents')")
+            assert set(page.locator("tr.agent td.decision b").all_inner_texts()) == {decision}
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert problems == [], problems

@@ -1,6 +1,8 @@
-"""Make docs/assets/dpd-per-case.png, the figure on the README and the site's start page.
+"""Make docs/assets/dpd-per-case.svg, the figure on the README and the site's start page.
 
-It is the report's "DPD per case" figure (louder.analysis.figures.dpd_figure) from a run on the
+It is the report's "DPD per case" figure (louder.analysis.figures.dpd_figure: a forest plot of each
+case's DPD with its 95 % interval, implicit beside explicit, the parity threshold and Holm marks),
+drawn as the report draws it (SVG, louder.analysis.html.svg), from a run on the
 fake model with a bias planted in the agents' decisions: an agent whose prompt names "female" picks
 the first choice with probability 0.9, so the gender cases show a disparity and the others none.
 The explicit question is answered by the unbiased fake model (every explicit prompt lists every
@@ -21,15 +23,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "docs" / "assets" / "dpd-per-case.png"
+OUT = ROOT / "docs" / "assets" / "dpd-per-case.svg"
 
 
 def main() -> None:
     import pandas as pd
 
     from louder.analysis import analyze
-    from louder.analysis.measures.cases import with_holm
+    from louder.analysis.cases import with_holm
     from louder.analysis.figures import dpd_figure
+    from louder.analysis.html import svg
     from louder.config import build_config
     from louder.probes.explicit import run_explicit
     from louder.simulation import run_experiment
@@ -51,9 +54,9 @@ def main() -> None:
     cases = with_holm(pd.concat([implicit, explicit], ignore_index=True))
     fig = dpd_figure(cases)
     fig.axes[0].set_title("DPD per case on louder's fake model: a bias planted in the agents' decisions "
-                          "(female: 0.9), 50 agents per attribute", fontsize=9)
+                          "(female: 0.9), 50 agents per attribute", fontsize=9, loc="left")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT, dpi=110)
+    OUT.write_bytes(svg(fig))
     print(f"wrote {OUT}")
     print(cases[["kind", "scenario", "group", "dpd", "threshold", "significant"]].to_string(index=False))
 

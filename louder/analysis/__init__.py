@@ -9,8 +9,8 @@ settings. The statistics themselves are small pure functions in ``louder.analysi
 """
 
 from louder.analysis.inputs import Analysis, Context, Settings
-from louder.analysis.registry import ALL, Column, Input, Measure, Option, Show, Table, View, register
+from louder.analysis.registry import ALL, Column, Finding, Input, Measure, Option, Plot, Show, Table, View, register
 from louder.analysis.run import analyze, for_report
 
-__all__ = ["ALL", "Analysis", "Column", "Context", "Input", "Measure", "Option", "Settings", "Show", "Table", "View",
-           "analyze", "for_report", "register"]
+__all__ = ["ALL", "Analysis", "Column", "Context", "Finding", "Input", "Measure", "Option", "Plot", "Settings", "Show",
+           "Table", "View", "analyze", "for_report", "register"]

@@ -108,3 +108,41 @@ def with_holm(cases: pd.DataFrame) -> pd.DataFrame:
     out["p_holm"] = stats.holm(p)
     out["significant"] = stats.significant(out["p_holm"].to_numpy())
     return out
+
+
+SAMPLED, PROBABILITY = "sampled", "probability"
+HEADLINE = ["test", "h_dpd", "h_ci_low", "h_ci_high", "h_p", "h_p_holm", "h_significant"]
+
+
+def headline(cases: pd.DataFrame, probability: bool) -> pd.DataFrame:
+    """The test each case's finding rests on, beside the other: ``cases`` with the columns ``test``,
+    ``h_dpd``, ``h_ci_low``, ``h_ci_high``, ``h_p``, ``h_p_holm`` and ``h_significant``.
+
+    Without ``probability`` every case rests on its sampled DPD: the h_ columns are ``dpd``, ``ci_low``,
+    ``ci_high``, ``p_value``, ``p_holm`` and ``significant`` as they are. With ``probability`` (a
+    score-mode run whose decisions are argmax picks: every agent of a case whose probabilities tie or
+    lean one way picks the same choice, so the picks' DPD can read 0 where the probabilities differ by
+    0.4) an implicit case with a probability DPD rests on it — h_ = ``dpd_p``, ``ci_low_p``,
+    ``ci_high_p``, ``p_value_p`` — and the run's Holm adjustment is taken again over these p-values and
+    the other cases' own (as ``with_holm`` does: a sequential case enters with its sequential p-value);
+    ``h_significant`` = h_p_holm < 0.05 (``stats.significant``). Only a view: cases.csv keeps both tests'
+    columns as written."""
+    out = cases.copy()
+    out["test"] = SAMPLED
+    out["h_dpd"], out["h_ci_low"], out["h_ci_high"] = out["dpd"], out["ci_low"], out["ci_high"]
+    out["h_p"], out["h_p_holm"], out["h_significant"] = out["p_value"], out["p_holm"], out["significant"]
+    if not probability or not len(out):
+        return out
+    use = ((out["kind"] == "implicit") & out["dpd_p"].notna()).to_numpy()
+    if not use.any():
+        return out
+    out.loc[use, "test"] = PROBABILITY
+    for h, c in (("h_dpd", "dpd_p"), ("h_ci_low", "ci_low_p"), ("h_ci_high", "ci_high_p"), ("h_p", "p_value_p")):
+        out.loc[use, h] = out.loc[use, c]
+    p = out["h_p"].to_numpy(dtype=float).copy()
+    if "interval_method" in out:
+        seq = (out["interval_method"] == SEQUENTIAL).to_numpy() & np.isnan(p)
+        p[seq] = out.loc[seq, "p_value_p"].to_numpy(dtype=float)
+    out["h_p_holm"] = stats.holm(p)
+    out["h_significant"] = stats.significant(out["h_p_holm"].to_numpy())
+    return out

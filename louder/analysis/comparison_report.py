@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import figure, note, section, table
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn: `louder compare` without a report stays light
     from matplotlib.figure import Figure
@@ -55,9 +55,17 @@ def _short(name: str, width: int = 22) -> str:
     return textwrap.fill(name, width)
 
 
-def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool = False) -> str:
-    """The comparison's HTML: the figure, then each table with what it says."""
+ALT = ("Per model, in order: its mean implicit DPD (the agents) and mean explicit DPD (the model asked "
+       "directly) over the cases, each a point with its 95 % interval.")
+
+
+def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool = False,
+                  drawn: str | None = None) -> str:
+    """The comparison's HTML: the figure (``drawn``: as the run's report placed it; else drawn here), then
+    each table with what it says."""
     models, pairs = tables.get("models"), tables.get("model_pairs")
+    if drawn is None:
+        drawn = figure(models_figure(models, ordered), ALT, "models/means", "models-means")
     summary, trend = tables.get("model_pair_summary"), tables.get("model_trend")
     parts = [
         note("Per model, the paper's summary: the cases significant of N (each case's parity test, Holm within the "
@@ -67,7 +75,7 @@ def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool 
              "(and the probe's answers) within every case, each model on its own; they contain their estimate and "
              "stay valid when a DPD is 0 — and are conservative (wide): see the tutorial "
              "<i>Compare two models</i>."),
-        png(models_figure(models, ordered)),
+        drawn,
         table(models, scroll=True),
     ]
     if summary is not None and len(summary):
@@ -93,9 +101,13 @@ def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool 
     return "\n".join(p for p in parts if p)
 
 
-def run_section(tables: dict[str, pd.DataFrame], margin: float, ordered: bool = False) -> str:
-    """The section of a run folder's report that holds several models."""
-    return section("Model against model", html_sections(tables, margin, ordered))
+TITLE = "Model against model"
+
+
+def run_section(tables: dict[str, pd.DataFrame], margin: float, ordered: bool = False,
+                drawn: str | None = None) -> str:
+    """The section of a run folder's report that holds several models (``drawn``: its figure)."""
+    return section(TITLE, html_sections(tables, margin, ordered, drawn))
 
 
 def gate_html(failing: pd.DataFrame | None, rule: str | None) -> str:

@@ -186,6 +186,20 @@ class Context:
     def missing(self) -> list[str]:
         return self.analysis.missing
 
+    def figure(self, name: str, *args) -> str:
+        """The measure's figure ``name`` (declared on it: ``registry.Plot``) drawn for ``args`` and rendered
+        for its section: SVG with its alt text and a download link; a line saying why when there is nothing
+        to draw."""
+        from louder.analysis.html import figure, no_figure, slug
+
+        plot = self.measure.plot(name)
+        fig = plot.draw(self, *args)
+        if fig is None:
+            return no_figure(f"{self.measure.name}/{name}", plot.empty)
+        self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
+        download = f"{self.measure.name}-{name}" + (f"-{self._drawn}" if self._drawn > 1 else "")
+        return figure(fig, plot.alt_text(self, *args), f"{self.measure.name}/{name}", slug(download))
+
     @property
     def bootstrap(self) -> int:
         return self.analysis.settings.bootstrap

@@ -12,7 +12,12 @@ A **measure** declares everything about itself, so that adding one changes no ot
   RUN --set MEASURE.OPTION=VALUE`` or ``Run.analyze(options={MEASURE: {OPTION: VALUE}})``;
 * the **tables** it writes, each column documented (the docs' table reference is generated from
   them), the measures whose tables it reads (``after``), how it builds them (``build``), its console
-  tables (``views``), its report section with its position, and what it leads to (next steps).
+  tables (``views``), its report section with its position, and what it leads to (next steps);
+* its **figures** (``Plot``: a name, a function of the context that draws a matplotlib figure, and
+  its alt text), which its section places with ``a.figure(NAME, …)``: every measure that writes a
+  table draws it (``tests/test_figures.py``);
+* its **findings** (``Finding``): the sentences the top of the report, ``Run.summary()`` and the end of
+  ``louder analyze`` say about the run, each linked to the section it rests on.
 
 ``build``, ``section``, ``leads_to`` and a view's ``title`` / ``source`` get the measure's **context**
 (``louder.analysis.inputs.Context``): its declared inputs by name (``a.decisions``), its options
@@ -246,6 +251,36 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Plot:
+    """A figure of a measure's report section. ``draw(a, *args)``: the measure's context (and what the
+    section passes, e.g. one case's row) → a matplotlib ``Figure``, or None when there is nothing to draw.
+    ``alt``: what the figure shows, in words, for a reader who cannot see it (a string, or a function of
+    the same arguments). The section places it with ``a.figure(name, *args)``, which draws it as SVG
+    with its alt text and a download link (``louder.analysis.html.figure``) — or, when ``draw`` returns
+    None, says why there is no figure (``empty``). Colours come from ``louder.analysis.palette``; an
+    interval is drawn with its estimate inside it."""
+
+    name: str
+    draw: Callable[..., Any]
+    alt: str | Callable[..., str]
+    empty: str = "nothing in this run to draw"  # why a section has no figure where draw returns None
+
+    def alt_text(self, a, *args) -> str:
+        return self.alt(a, *args) if callable(self.alt) else self.alt
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence of the run's findings: plain text, the report section it rests on (its title: the
+    report links it), and the model it is about (None: the whole run). Findings are said per model, in
+    the order of their measures' positions."""
+
+    text: str
+    section: str = ""
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class Measure:
     name: str
     summary: str  # one line: what it measures
@@ -260,10 +295,20 @@ class Measure:
     position: float = 50  # where the section stands in the report (and the measure in the analysis' order)
     leads_to: Callable[[Any], list[str]] | None = None  # the next steps its tables suggest, one line each
     check: Callable[[dict], str | None] | None = None  # its options together → what is wrong (None: fine)
+    figures: tuple[Plot, ...] = ()  # the figures its section places (``a.figure(name)``)
+    findings: Callable[[Any], list[Finding]] | None = None  # what its tables say, in sentences (the report's top)
     module: str = field(default="", compare=False)  # where it was declared (set by ``register``)
 
     def input(self, name: str) -> Input | None:
         return next((i for i in self.inputs if i.name == name), None)
+
+    def plot(self, name: str) -> Plot:
+        for p in self.figures:
+            if p.name == name:
+                return p
+        raise LouderError(f"measure {self.name} places figure {name!r}, which it does not declare: add "
+                          f"Plot({name!r}, draw, alt) to its figures (its figures: "
+                          f"{', '.join(p.name for p in self.figures) or 'none'})")
 
     def option(self, name: str) -> Option:
         for o in self.options:
@@ -291,6 +336,9 @@ def register(measure: Measure) -> Measure:
     for i in m.inputs:
         if problem := select.check(i.name, i.whole, i.reference, i.keyed):
             raise LouderError(f"measure {m.name}: {problem}")
+    plots = [p.name for p in m.figures]
+    if len(set(plots)) < len(plots):
+        raise LouderError(f"measure {m.name}: two figures are named {next(n for n in plots if plots.count(n) > 1)!r}")
     opts = [o.name for o in m.options]
     if len(set(opts)) < len(opts):
         raise LouderError(f"measure {m.name}: two options are named {next(n for n in opts if opts.count(n) > 1)!r}")

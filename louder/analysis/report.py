@@ -1,12 +1,14 @@
-"""``louder report RUN_DIR``: one self-contained HTML page (figures embedded as PNG data URIs) of the
-analysis ``louder analyze`` wrote: the head, every measure's section in its position
-(``louder.analysis.registry``), the answer accounting, the environment the run recorded and the
-manifests."""
+"""``louder report RUN_DIR``: one self-contained HTML page of the analysis ``louder analyze`` wrote: the
+run's design in one card and its findings first (``louder.analysis.findings``), then every measure's
+section in its position (``louder.analysis.registry``), the answer accounting, the environment the run
+recorded and the manifests; a table of contents that follows the reader. Figures are SVG (embedded as
+data URIs), the page's few behaviours inline JavaScript: nothing is fetched, it opens offline."""
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pandas as pd
 
 from louder.analysis import registry, select
 from louder.analysis.html import note as _p, section as _section, table as _table
+from louder.analysis.findings import ANCHOR, TITLE, findings
 from louder.analysis.inputs import Analysis
 from louder.analysis.keys import ATTRIBUTE_KEYS
 from louder.analysis.registry import ALL, Input
@@ -31,15 +34,64 @@ ACCOUNTED = {"decisions": Input("decisions", whole=ALL, reference=("round", "res
              "decision_test": Input("decision_test", raw=True)}
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
-color:#222;line-height:1.45}
-h1{margin-bottom:0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;font-size:12px;margin:.6em 0}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}
-th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:13px}
-.missing{background:#fff6e0;border-left:4px solid #f0ad4e;padding:.5em 1em}.warn{color:#b35c00}
-img{max-width:100%;border:1px solid #eee}pre{background:#f8f8f8;padding:1em;overflow:auto;font-size:11px}
-.sig{font-weight:bold;color:#c0392b}.scroll{max-height:480px;overflow:auto}.wide{overflow-x:auto}
-h1,h2,h3{overflow-wrap:anywhere}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;line-height:1.45;font-size:15px}
+#toc{position:fixed;top:0;left:0;width:230px;height:100vh;overflow-y:auto;padding:1em .8em;border-right:1px solid #e4e4e4;
+background:#fafafa;font-size:13px}
+#toc ol{list-style:none;padding:0;margin:.4em 0}#toc li{margin:.15em 0}
+#toc a{color:#333;text-decoration:none;display:block;padding:.1em .4em;border-radius:3px}
+#toc a.here{background:#0072B2;color:#fff}#toc .brand{font-weight:600}
+main{margin-left:230px;padding:0 1.6em 3em;max-width:1060px}
+h1{font-size:1.35em;margin:.7em 0 .3em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em;font-size:1.25em}
+h3{font-size:1.05em}h1,h2,h3{overflow-wrap:anywhere}section.sec{scroll-margin-top:.5em}
+.card{display:grid;grid-template-columns:repeat(auto-fill,minmax(220px,1fr));gap:.2em 1.2em;margin:.3em 0 .6em;
+padding:.5em .8em;border:1px solid #e4e4e4;border-radius:6px;background:#fcfcfc;font-size:13px}
+.card div{display:flex;gap:.5em;min-width:0}.card dt{color:#666;flex:none}.card dd{margin:0;overflow-wrap:anywhere}
+#findings h2{margin-top:.6em}#findings ul{margin:.2em 0 .5em;padding-left:1.3em}#findings li{margin:.25em 0}
+#findings .model{margin:.4em 0 0}#findings a.go{font-size:12px;color:#0072B2;text-decoration:none}
+table{border-collapse:collapse;font-size:12px;margin:.3em 0}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
+th{background:#f4f4f4;cursor:pointer;user-select:none;position:sticky;top:0}th[aria-sort=ascending]::after{content:" ▲"}
+th[aria-sort=descending]::after{content:" ▼"}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.t .x{display:none}.tbl.all .t .x{display:table-cell}.tbl{margin:.6em 0}
+button.cols{font-size:12px;margin:.2em 0;padding:.15em .6em;border:1px solid #bbb;border-radius:4px;background:#fff;cursor:pointer}
+.shared{font-size:12px;color:#555;margin:.2em 0}.note{color:#555;font-size:13px}
+.missing{background:#fff6e0;border-left:4px solid #E69F00;padding:.3em 1em;margin:.5em 0;font-size:13px}
+.warn{color:#a04a00}figure.fig{margin:.8em 0}figure.fig img{max-width:100%;height:auto;display:block}
+figcaption{font-size:12px;color:#555}pre{background:#f8f8f8;padding:1em;overflow:auto;font-size:11px}
+.sig{font-weight:bold;color:#D55E00}.scroll{max-height:480px;overflow:auto}.wide{overflow-x:auto}
+details.words{margin:.4em 0;border:1px solid #e4e4e4;border-radius:6px;padding:.3em .7em}
+details.words summary{cursor:pointer;font-size:13px}.agents{display:flex;gap:1em;overflow-x:auto}
+.attr{flex:1 1 0;min-width:220px}.attr h4{margin:.5em 0 .2em}.agent{border-top:1px solid #eee;padding:.3em 0;font-size:12px}
+.agent p{margin:.15em 0}.persona{color:#444}.rationale{font-style:italic}
+@media (max-width:900px){#toc{position:static;width:auto;height:auto;border:0}main{margin-left:0}}
+@media print{#toc{display:none}main{margin-left:0}.t .x{display:table-cell}}
+"""
+
+# the page's behaviour, inline (the report is one file and works offline): the table of contents marks the
+# section being read, a table's toggle shows its other columns, a heading sorts its column, a figure's
+# link downloads it
+JS = r"""
+(function(){
+const links=[...document.querySelectorAll('#toc a')];const byId={};links.forEach(a=>byId[a.hash.slice(1)]=a);
+const seen=new Map();const obs=new IntersectionObserver(es=>{es.forEach(e=>seen.set(e.target.id,e.isIntersecting));
+const first=[...document.querySelectorAll('main section.sec')].find(s=>seen.get(s.id));
+links.forEach(a=>a.classList.remove('here'));if(first&&byId[first.id]){byId[first.id].classList.add('here');}},
+{rootMargin:'0px 0px -70% 0px'});document.querySelectorAll('main section.sec').forEach(s=>obs.observe(s));
+document.querySelectorAll('button.cols').forEach(b=>{const label=b.textContent;b.addEventListener('click',()=>{
+const box=b.closest('.tbl');const all=box.classList.toggle('all');b.setAttribute('aria-expanded',all);
+b.textContent=all?'key columns only':label;});});
+const key=t=>{const v=parseFloat(t.replace(/[^0-9eE+.\-]/g,' ').trim().split(' ')[0]);return isNaN(v)?null:v;};
+document.querySelectorAll('table.t th').forEach((th,i)=>th.addEventListener('click',()=>{
+const table=th.closest('table');const body=table.tBodies[0];const col=[...th.parentNode.children].indexOf(th);
+const up=th.getAttribute('aria-sort')!=='ascending';table.querySelectorAll('th').forEach(h=>h.removeAttribute('aria-sort'));
+th.setAttribute('aria-sort',up?'ascending':'descending');const rows=[...body.rows];
+const num=rows.every(r=>{const t=r.cells[col].textContent.trim();return t==='–'||t===''||key(t)!==null;});
+rows.sort((a,b)=>{const x=a.cells[col].textContent.trim(),y=b.cells[col].textContent.trim();let c;
+if(num){const p=key(x),q=key(y);c=(p===null)-(q===null)||(p===null?0:p-q);}else{c=x.localeCompare(y);}
+return up?c:-c;});rows.forEach(r=>body.appendChild(r));}));
+document.querySelectorAll('figure.fig a.dl').forEach(a=>a.addEventListener('click',()=>{
+a.href=a.closest('figure').querySelector('img').src;}));
+})();
 """
 
 
@@ -133,29 +185,37 @@ def _environment(a: Analysis) -> str:
                     _table(env))
 
 
+def _toc(body: list[str]) -> str:
+    """The table of contents: every section's title, linked to its anchor, in order."""
+    items = re.findall(r'<section class="sec" id="([^"]+)"><h2>(.*?)</h2>', "\n".join(body))
+    return ('<nav id="toc" aria-label="Contents"><div class="brand">louder report</div><ol>' +
+            "".join(f'<li><a href="#{i}">{t}</a></li>' for i, t in items) + "</ol></nav>")
+
+
 def render(a: Analysis) -> str:
-    t = a.tables
     sim = a.manifests.get("simulation", {})
     title = f"louder report — {html.escape(str(sim.get('run_id') or a.run_dir.name))}"
-    models = sorted(set(t["cases"]["model"])) if "cases" in t and len(t["cases"]) else []
-    head = [f"<h1>{title}</h1>",
-            _p(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from <code>{html.escape(str(a.run_dir))}"
-               f"</code>. Models: {html.escape(', '.join(models) or '–')}.")]
+    found = findings(a)
+    models = [v for k, v in found.card if k == "Models"]
+    head = [f"<h1>{title}</h1>", found.card_html()]
     if any("embedded" in m for m in models):
         head.append(_p('<span class="warn">The embedded SmolLM2-135M model shows that the pipeline runs for real; '
                        "its answers are not evidence about bias in capable models.</span>"))
-    if a.missing:
-        head.append('<div class="missing"><b>Not in this run folder:</b><ul>' +
-                    "".join(f"<li>{html.escape(m)}</li>" for m in a.missing) + "</ul></div>")
     body = [
+        _section(TITLE, found.html(), _p(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from <code>"
+                                         f"{html.escape(str(a.run_dir))}</code>; every agent's words: <code>louder "
+                                         f"view {html.escape(str(a.run_dir))}</code>."), anchor=ANCHOR),
         *sections(a),
         _accounting(a),
         _environment(a),
         _section("Manifests", *[f"<h3>{html.escape(k)}</h3><pre>{html.escape(json.dumps(m, indent=2, default=str))}"
                                 f"</pre>" for k, m in a.manifests.items()] or [_p("No manifest found.")]),
     ]
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + title + "</title><style>" + CSS +
-            "</style></head><body>" + "\n".join(head + body) + "</body></html>")
+    body = [b for b in body if b]
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            "content='width=device-width, initial-scale=1'><title>" + title + "</title><style>" + CSS +
+            "</style></head><body>" + _toc(body) + "<main>" + "\n".join(head + body) + "</main><script>" + JS +
+            "</script></body></html>")
 
 
 def write_report(a: Analysis) -> Path:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from louder.analysis.contrast import ablation
-from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Input, Measure, Table, register
+from louder.analysis.html import note, section, table
+from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -19,12 +19,21 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 
 def ablation_section(a) -> str:
-    from louder.analysis import figures
-
     return section("Persona-condition ablation (cf. Fig. 5)",
                    note("DPD per case under each persona condition; diff_vs_contextualized = DPD(contextualized) − "
                         "DPD(condition) with a 95 % bootstrap interval."),
-                   png(figures.ablation_figure(a.tables["ablation"])), table(a.tables["ablation"], scroll=True))
+                   a.figure("conditions"), table(a.tables["ablation"], scroll=True))
+
+
+def _figure(a):
+    from louder.analysis import figures
+
+    return figures.ablation_figure(a.tables["ablation"])
+
+
+FIGURES = (Plot("conditions", _figure, lambda a: (
+    f"Forest plot of the DPD of each case under each of the {a.tables['ablation']['condition'].nunique()} persona "
+    "conditions, each with its 95 % interval; significant ones (Holm p < 0.05) marked ✱.")),)
 
 
 register(Measure(
@@ -35,4 +44,5 @@ register(Measure(
         Column("diff_vs_contextualized", "DPD(contextualized) − DPD(this condition); > 0: the contextualized persona "
                                          "revealed more"),
         Column(("diff_ci_low", "diff_ci_high"), "its bootstrap interval"))),),
-    build=build, inputs=(Input("decisions"),), after=("cases", "attributes"), section=ablation_section, position=80))
+    build=build, inputs=(Input("decisions"),), after=("cases", "attributes"), section=ablation_section, position=80,
+    figures=FIGURES))

@@ -11,10 +11,11 @@ import html
 import numpy as np
 import pandas as pd
 
+from louder.analysis import palette as P
 from louder.analysis.figures import case_panels, panels_legend, rate_panel
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import note, section, table
 from louder.analysis.anchoring import DPD_COLUMNS, anchoring
-from louder.analysis.registry import (Column, Input, Measure, Show, Table, View, key, number, register,
+from louder.analysis.registry import (Column, Input, Measure, Plot, Show, Table, View, key, number, register,
                                       with_interval)
 
 # the case view with the respondents' paired agents, which every other input leaves out
@@ -40,8 +41,8 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 TITLE = "Anchoring to a human study (prediction-powered inference)"
 # estimate → (label, colour)
-SERIES = {"humans": ("humans only", "#2c3e50"), "agents": ("agents only", "#c0392b"),
-          "ppi": ("humans + agents (PPI)", "#27ae60")}
+SERIES = {"humans": ("humans only", P.BLACK), "agents": ("agents only", P.VERMILLION),
+          "ppi": ("humans + agents (PPI)", P.BLUE)}
 
 
 def anchoring_figure(t: pd.DataFrame):
@@ -107,7 +108,7 @@ def report_section(a) -> str:
              "valid answer counts at the agents' mean. DPD of the PPI rates: a joint bootstrap over respondents and "
              "agents; the magnitude ratio divides the agents' DPD by the humans' (docs/how-to/anchor-to-humans.md)."),
         f"<ul>{''.join(summary)}</ul>" if summary else "",
-        png(anchoring_figure(t)),
+        a.figure("rates", t),
         table(shown, scroll=True))
 
 
@@ -195,4 +196,6 @@ register(Measure(
             Column(("ratio", "ratio_ci_low", "ratio_ci_high"), "the magnitude ratio, agents' DPD ÷ humans' DPD, with "
                                                                "its interval (infinite above when the humans' DPD "
                                                                "interval reaches 0)")),),),
-    build=build, inputs=INPUTS, needs=("humans",), views=(VIEW,), section=report_section, position=62))
+    build=build, inputs=INPUTS, needs=("humans",), views=(VIEW,), section=report_section, position=62,
+    figures=(Plot("rates", lambda a, t: anchoring_figure(t), "Per case and attribute: the humans-only, agents-only "
+                  "and prediction-powered target rates, each a point with its 95 % interval."),)))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 
 from louder.analysis.choices import choice_rates
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import note, section, table
 from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS
 from louder.analysis.rates import ATTRIBUTE_COLUMNS, attribute_table, explicit_attribute_table, with_choice_rates
-from louder.analysis.registry import Column, Input, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
 
 def build(a) -> dict[str, pd.DataFrame]:
     frames = []
@@ -31,15 +31,22 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 
 def _rates_table(attributes: pd.DataFrame) -> pd.DataFrame:
-    return attributes[["kind", *CASE_KEYS, "attribute", "rate", "n_target", *COUNT_COLUMNS]]
+    from louder.analysis.figures import wilson
+
+    out = attributes[["kind", *CASE_KEYS, "attribute", "rate", "n_target", *COUNT_COLUMNS]].copy()
+    lo, hi = wilson(out["n_target"].fillna(0), out["n_valid"].fillna(0))
+    out.insert(out.columns.get_loc("rate") + 1, "rate [Wilson 95 % CI]",
+               ["–" if pd.isna(r) else f"{r:.3f} [{a:.3f}, {b:.3f}]" for r, a, b in zip(out["rate"], lo, hi)])
+    return out.drop(columns="rate")
 
 
 def report_section(a) -> str:
-    from louder.analysis import figures
-
     t = a.tables
     out = section("Target-decision rate per attribute (cf. Fig. 4)",
-                  png(figures.rates_figure(t["attributes"])), table(_rates_table(t["attributes"]), scroll=True))
+                  note("The agents' target-decision rate per attribute with its Wilson 95 % interval (the explicit "
+                       "probe's share of answers naming the attribute in the table too); n = valid answers."),
+                  a.figure("rates"), table(_rates_table(t["attributes"]), scroll=True,
+                                           key=["kind", *CASE_KEYS, "attribute", "rate [Wilson 95 % CI]", "n_valid"]))
     choices = t.get("choices")
     if choices is None or choices.empty:
         return out
@@ -52,7 +59,27 @@ def report_section(a) -> str:
         note("Share of each choice among an attribute's valid decisions. The cases table gives p_independence: a "
              "test that choice is independent of attribute over all choices (Pearson χ² when every expected count "
              "is at least 5, else a Monte-Carlo permutation test), beside the target-only DPD."),
-        table(wide, scroll=True))
+        a.figure("choices"), table(wide, scroll=True))
+
+
+def _rates_figure(a):
+    from louder.analysis import figures
+
+    return figures.rates_figure(a.tables["attributes"])
+
+
+def _choices_figure(a):
+    from louder.analysis import figures
+
+    return figures.choices_figure(a.tables["choices"])
+
+
+FIGURES = (
+    Plot("rates", _rates_figure, lambda a: (
+        "The target-decision rate of each attribute with its Wilson 95 % interval and its number of valid answers, "
+        "one panel per scenario and group, one colour per model.")),
+    Plot("choices", _choices_figure, "Stacked bars: the share of each choice among each attribute's valid decisions, "
+                                     "one panel per case."))
 
 
 CASE_COLUMNS_DOC = (Column(("model", "condition", "scenario", "group"), "the case: model × persona condition × "
@@ -81,4 +108,4 @@ register(Measure(
             Column("rate", "`n` / `n_valid`")))),
     build=build, inputs=(Input("decisions", doc="the agents' decisions, the per-case view"),
                          Input("probes", doc="the explicit probe's answers (under no intervention)")),
-    section=report_section, position=70))
+    section=report_section, position=70, figures=FIGURES))

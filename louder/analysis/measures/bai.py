@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
-from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Input, Measure, Table, register
+from louder.analysis.html import note, section, table
+from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
 
 STAT_COLUMNS_DOC = (
     Column(("test", "model"), "the test and model"),
@@ -36,8 +36,6 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 def report_section(a) -> str:
     """The LLM Word Association and Relative Decision Tests, when the folder holds them."""
-    from louder.analysis import figures
-
     t, parts = a.tables, []
     if "association_stats" in t:
         s = t["association_stats"]
@@ -49,7 +47,7 @@ def report_section(a) -> str:
                  "convention); <b>strict</b>: they are left out, and so are one-sided answers (every word given to one "
                  "group, so one term of Eq. 1 is 0/0; the authors' epsilon scores them −0.5), counted in "
                  "n_one_sided. One-sample t-tests against 0; 95 % bootstrap intervals."),
-            png(figures.sibling_figure(s, a.association, "association")),
+            a.figure("association"),
             table(s[s["level"] != "stereotype"], scroll=True), table(s[s["level"] == "stereotype"], scroll=True)]
     if "decision_stats" in t:
         s = t["decision_stats"]
@@ -58,7 +56,7 @@ def report_section(a) -> str:
             note("Score 1 when the stigmatised person gets the stereotype-consistent option (or the default person "
                  "the other one); 0.5 is unbiased. Valid answers only; refusals and unreadable answers are counted "
                  "beside. For the absolute variant: the yes rate per pairing."),
-            png(figures.sibling_figure(s, a.decision_test, "decision")), table(s, scroll=True)]
+            a.figure("decision"), table(s, scroll=True)]
     if "association_decision_link" in t:
         parts += ["<h3>Association → decision (chained prompts)</h3>",
                   note("Logistic regression of the decision score on the association score of the same "
@@ -66,6 +64,23 @@ def report_section(a) -> str:
                   table(t["association_decision_link"])]
     return section("Word association and relative decision tests (Bai et al.)", *parts) if parts else ""
 
+
+def _sibling(test: str):
+    table, answers = ("association_stats", "association") if test == "association" else ("decision_stats",
+                                                                                        "decision_test")
+
+    def draw(a):
+        from louder.analysis import figures
+
+        return figures.sibling_figure(a.tables[table], getattr(a, answers), test)
+    return draw
+
+
+FIGURES = (
+    Plot("association", _sibling("association"), "Bars per stereotype: the mean word-association bias score with its "
+                                                  "95 % interval, coloured by category, 0 (unbiased) dashed."),
+    Plot("decision", _sibling("decision"), "Bars per stereotype: the mean relative-decision score with its 95 % "
+                                           "interval, coloured by category, 0.5 (unbiased) dashed."))
 
 register(Measure(
     "bai", "Bai et al.'s word association and relative decision tests: mean bias scores with t-tests and intervals",
@@ -84,4 +99,4 @@ register(Measure(
             Column("note", "why it was not fitted (too few answers, no variation)")))),
     build=build, inputs=(Input("association", raw=True, doc="the word association test's answers"),
                          Input("decision_test", raw=True, doc="the relative decision test's answers")),
-    section=report_section, position=160))
+    section=report_section, position=160, figures=FIGURES))

@@ -10,8 +10,8 @@ import pandas as pd
 from louder.analysis import conditional as C
 from louder.analysis.html import note, section, table
 from louder.analysis.keys import truthy
-from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
-                                      with_interval)
+from louder.analysis.registry import (Column, Input, Measure, Option, Plot, Show, Table, View, key, number,
+                                      register, with_interval)
 
 CONTROL = Option("control", str, (), "a population run's group to read every other group's DPD within (in order)",
                  multiple=True, flag="--control")
@@ -50,10 +50,25 @@ def report_section(a) -> str:
              "<b>underpowered</b> — the raw gap is significant but the strata are too thin to tell; "
              "<b>no disparity</b> — neither is significant. Whether the control is a <i>legitimate</i> factor is your "
              "judgement, not the data's."),
+        a.figure("within", t),
         table(t, scroll=True),
         note("Per stratum of the control: valid decisions, its share of the weight and the group's DPD within it; "
              "strata in which some attribute has no valid decision are left out of the pooled DPD (used = False)."),
         table(a.tables.get("conditional_strata"), scroll=True))
+
+
+def _figure(a, t: pd.DataFrame):
+    from louder.analysis import figures, palette as P
+
+    color = {"persists": P.VERMILLION, "underpowered": P.GREY, "no disparity": P.BLACK}
+    keys = ["model", "condition", "scenario", "variant"]
+    panels = [(" · ".join(map(str, k)), g) for k, g in t.groupby(keys, sort=True, dropna=False)]
+    return figures.forest(panels, [
+        dict(est="dpd_raw", color=P.GREY, hollow=True, label="raw DPD (population-weighted)"),
+        dict(est="dpd_within", lo="ci_low", hi="ci_high", marker="D", label="DPD within the control's strata",
+             color=lambda r: color.get(r["verdict"], P.BLUE))],
+        label=lambda r: f"{r['group']} | {r['control']}: {r['verdict']}", xlabel="DPD (95 % interval)", ref=None,
+        xlim=(-0.02, 1.02), title="Each group's DPD within the strata of the control, beside its raw DPD")
 
 
 def leads_to(a) -> list[str]:
@@ -114,4 +129,6 @@ register(Measure(
                            "`dpd_within`")))),
     build=build, inputs=INPUTS, options=(CONTROL,), needs=("decisions",), views=(VIEW,), section=report_section,
     position=31,
-    leads_to=leads_to))
+    leads_to=leads_to, figures=(Plot("within", _figure, "Forest plot per case: each group's DPD within the strata of "
+                                                         "the control group, with its 95 % interval and verdict, "
+                                                         "beside its raw population-weighted DPD."),)))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis.directions import directions, load_predictions
-from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Measure, Option, Table, register
+from louder.analysis.html import note, section, table
+from louder.analysis.registry import Column, Measure, Option, Plot, Table, register
 
 PREDICTIONS = Option("predictions", Path, None, "a predictions file of your own (the format of "
                      "louder/data/analysis/directions.yaml; default: the paper's Table 3)", flag="--predictions")
@@ -22,14 +22,22 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 
 def directions_section(a) -> str:
-    from louder.analysis import figures
-
     d = a.tables["directions"]
     return section("Literature directions (Table 3)",
                    note("aligned: the predicted direction with a 95 % interval excluding 0; opposite: the reverse "
                         "direction, interval excluding 0; inconclusive: the interval includes 0."),
-                   png(figures.directions_figure(d)), table(d.drop(columns=["evidence"]), scroll=True))
+                   a.figure("directions"), table(d.drop(columns=["evidence"]), scroll=True))
 
+
+def _figure(a):
+    from louder.analysis import figures
+
+    return figures.directions_figure(a.tables["directions"])
+
+
+FIGURES = (Plot("directions", _figure, "Forest plot: for each literature prediction, the difference in target rate "
+                                       "between the predicted-higher and predicted-lower attributes with its 95 % "
+                                       "interval, coloured by verdict (aligned, opposite, inconclusive)."),)
 
 register(Measure(
     "directions", "the literature's predicted directions against the run's rates (Table 3)",
@@ -43,4 +51,5 @@ register(Measure(
         Column("verdict", "`aligned`, `opposite`, `inconclusive`, `not_run`, `not_testable`"),
         Column("note", "why a prediction could not be tested"),
         Column("evidence", "the literature behind the prediction"))),),
-    build=build, options=(PREDICTIONS,), after=("attributes",), section=directions_section, position=90))
+    build=build, options=(PREDICTIONS,), after=("attributes",), section=directions_section, position=90,
+    figures=FIGURES))

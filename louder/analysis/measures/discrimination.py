@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import discrimination as D
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import note, section, table
 from louder.analysis.keys import truthy
-from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
-                                      with_interval)
+from louder.analysis.registry import (Column, Input, Measure, Option, Plot, Show, Table, View, key, number,
+                                      register, with_interval)
 
 KEYS = ["model", "condition", "variant"]  # one fit per key (``variant``: runs with policy variants)
 MAX_PLOTS = 12  # coefficient plots drawn (the table has every coefficient)
@@ -68,22 +68,22 @@ def coefficient_figure(t: pd.DataFrame, title: str = ""):
     group's reference) with its 95 % interval, a dashed line at 0, significant ones (Holm) in red."""
     from matplotlib.figure import Figure
 
+    from louder.analysis import palette as P
+    from louder.analysis.figures import interval
+
     t = t[t["status"] == "ok"].reset_index(drop=True)
     if t.empty:
         return None
     fig = Figure(figsize=(6.0, 0.32 * len(t) + 1.6), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(t))[::-1]
-    sig = t["significant"].astype(bool).to_numpy()
-    for flag, color in ((False, "#7f8c8d"), (True, "#c0392b")):
-        m = sig == flag
-        if m.any():
-            ax.errorbar(t["coef"][m], y[m], xerr=[(t["coef"] - t["ci_low"])[m], (t["ci_high"] - t["coef"])[m]],
-                        fmt="o", color=color, ecolor="black", capsize=2, ms=4)
-    ax.axvline(0.0, color="grey", ls="--", lw=1)
+    for yi, (_, r) in zip(y, t.iterrows()):
+        interval(ax, r["coef"], yi, r["ci_low"], r["ci_high"], ms=4,
+                 color=P.SIGNIFICANT if truthy(r["significant"]) else P.NOT_SIGNIFICANT)
+    ax.axvline(0.0, color=P.GREY, ls="--", lw=1)
     ax.set_yticks(y, [f"{g.replace('_', ' ')}: {a} (vs {r})" for g, a, r in
                       zip(t["group"], t["attribute"], t["reference"])], fontsize=7)
-    ax.set_xlabel("shift of logit P(target) vs the reference (95 % interval;\nred: significant after Holm)",
+    ax.set_xlabel("shift of logit P(target) vs the reference (95 % interval;\nvermillion: significant after Holm)",
                   fontsize=8)
     fig.suptitle(textwrap.fill(title, 90), fontsize=8)  # over the whole figure: long model specs fit
     return fig
@@ -109,7 +109,7 @@ def report_section(a) -> str:
             parts.append(note("(further plots left out; every coefficient is in the table and discrimination.csv)"))
             break
         k = k if isinstance(k, tuple) else (k,)
-        parts.append(png(coefficient_figure(g, " · ".join(map(str, k)))))
+        parts.append(a.figure("coefficients", g, " · ".join(map(str, k))))
     failed = t[t["status"] != "ok"]
     if len(failed):
         parts.append(note("Fits that could not be made say why in <b>status</b>: " + html.escape(
@@ -191,4 +191,7 @@ register(Measure(
                          "(fewer than 10 decisions per parameter), `no residual variance` (a deterministic model's "
                          "scores), `separation`, `singular`, `failed`"))),),
     build=build, inputs=INPUTS, options=OPTIONS, needs=("decisions",), after=("cases",), views=(VIEW,), section=report_section, position=45,
-    leads_to=leads_to))
+    leads_to=leads_to, figures=(Plot("coefficients", lambda a, g, title: coefficient_figure(g, title), lambda a, g, title: (
+        f"Coefficient plot for {title}: each attribute's shift of the logit of the target answer against its group's "
+        "reference, with its 95 % interval; significant ones (Holm) in vermillion, a dashed line at 0."),
+        empty="no coefficient could be fitted (the status column says why)"),)))

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
 import pandas as pd
 
+from louder.analysis import palette as P
 from louder.analysis.fidelity import ALL, fidelity
-from louder.analysis.figures import case_panels, panels_legend, rate_panel
-from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
-                                      with_interval)
+from louder.analysis.figures import forest
+from louder.analysis.html import note, section, table
+from louder.analysis.registry import (Column, Finding, Input, Measure, Option, Plot, Show, Table, View, key, number,
+                                      register, with_interval)
 
 INPUTS = (Input("humans", raw=True, doc="humans.parquet: the study's respondents (decisions, weights, retests)"),
           Input("paired", "decisions.parquet", whole=("respondent",), doc="the decisions with the paired agents'"))
@@ -41,34 +41,25 @@ def build(a) -> dict[str, pd.DataFrame]:
 # --- the report section ------------------------------------------------------------------------------------
 
 TITLE = "Fidelity to a human study"
-SERIES = {"humans": ("people", "#2c3e50", "o"), "attribute": ("attribute-only agents", "#c0392b", "s"),
-          "grounded": ("grounded agents", "#27ae60", "D")}
 
 
-def fidelity_figure(t: pd.DataFrame):
-    """One panel per case: per attribute, the people's target rate and each kind of agent's (the agents
-    paired with the same respondents), the verdict of each kind in the title."""
-    rows = t[(t["subgroup"] != ALL) & t["rate_humans"].notna()]
+def fidelity_figure(a, t: pd.DataFrame):
+    """One panel per model: per case and kind of agent, the people's gap (DPD) and the agents' gap, each with
+    its 95 % interval, the verdict in the row's label; a gap kept lies on the people's (within ±margin)."""
+    rows = t[(t["subgroup"] == ALL) & t["gap_humans"].notna()]
     if rows.empty:
         return None
-    cases = list(rows.groupby(["model", "condition", "scenario", "group"], sort=True))
-    fig, axes = case_panels(len(cases))
-    for ax, (case, g) in zip(axes, cases):
-        attrs = list(dict.fromkeys(g["subgroup"]))
-        y = np.arange(len(attrs))
-        people = g.drop_duplicates("subgroup").set_index("subgroup").reindex(attrs)
-        label, colour, marker = SERIES["humans"]
-        ax.plot(people["rate_humans"], y, marker=marker, color=colour, ls="-", lw=1, ms=6, label=label)
-        verdicts = []
-        for kind, k in g.groupby("agents", sort=False):
-            label, colour, marker = SERIES.get(kind, (kind, "#7f8c8d", "^"))
-            k = k.set_index("subgroup").reindex(attrs)
-            ax.plot(k["rate_agents"], y, marker=marker, color=colour, ls="--", lw=1, ms=5, label=label)
-            verdicts.append(f"{kind}: {k['verdict'].iloc[0]}")
-        model, condition, scenario, group = case
-        rate_panel(ax, attrs, f"{model} · {condition} · {scenario} × {group} — {'; '.join(verdicts)}")
-    panels_legend(fig, axes)
-    return fig
+    colour = {"attribute": P.VERMILLION, "grounded": P.GREEN}
+    panels = [(str(model), g) for model, g in rows.groupby("model", sort=False)]
+    return forest(panels, [
+        dict(est="gap_humans", lo="gap_humans_ci_low", hi="gap_humans_ci_high", color=P.BLACK, marker="s",
+             label="the people's gap"),
+        dict(est="gap_agents", lo="gap_agents_ci_low", hi="gap_agents_ci_high",
+             color=lambda r: colour.get(r["agents"], P.SKY), label="the agents' gap (vermillion: attribute-only; "
+                                                                      "green: grounded)")],
+        lambda r: f"{r['condition']} · {r['scenario']} × {r['group']} · {r['agents']}: {r['verdict']}",
+        xlabel="gap: largest − smallest target rate across the attributes (DPD), 95 % interval",
+        ref=None, xlim=(0, 1))
 
 
 def report_section(a) -> str:
@@ -103,8 +94,23 @@ def report_section(a) -> str:
              "bootstrap over respondents within attribute; the formulas are in "
              "<code>louder/analysis/fidelity.py</code> (docs/how-to/check-agents-against-humans.md)."),
         f"<ul>{''.join(summary)}</ul>" if summary else "",
-        png(fidelity_figure(t)),
+        a.figure("gaps", t),
         table(t, scroll=True))
+
+
+def findings(a) -> list[Finding]:
+    """Per model and kind of agent: how many cases keep the people's gap, and how the others lose it."""
+    rows = _rows(a)
+    if rows is None or rows.empty:
+        return []
+    out = []
+    for (model, agents), g in rows.groupby(["model", "agents"], sort=False):
+        counts = g["verdict"].value_counts()
+        said = ", ".join(f"{n} {v}" for v, n in counts.items())
+        out.append(Finding(f"Fidelity to the human study ({agents} agents, margin ±{a.options.margin:g}): "
+                           f"{int(counts.get('faithful', 0))} of {len(g)} cases keep the people's gap ({said}).",
+                           TITLE, str(model)))
+    return out
 
 
 def leads_to(a) -> list[str]:
@@ -198,4 +204,7 @@ register(Measure(
             Column("verdict", "`faithful` (every gap difference within ±margin, `fidelity.margin`), `reversed`, "
                               "`flattened`, `exaggerated` or `underpowered` (the intervals cannot tell)"))),),
     build=build, inputs=INPUTS, options=(MARGIN,), needs=("humans",), views=(VIEW,), section=report_section,
-    position=63, leads_to=leads_to))
+    position=63, leads_to=leads_to, findings=findings,
+    figures=(Plot("gaps", fidelity_figure, "Per case and kind of agent: the people's gap between attributes and the "
+                  "agents' gap (DPD), each with its 95 % interval, and the fidelity verdict.",
+                  "no case has two attributes with two respondents each"),)))

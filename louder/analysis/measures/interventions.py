@@ -13,13 +13,14 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from louder.analysis import palette as P
 from louder.analysis import interventions as IV
-from louder.analysis.html import case_heading, note, png, section, table
+from louder.analysis.html import case_heading, note, section, table
 from louder.analysis.keys import CASE_KEYS, by_population_group
-from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
 
 KEYS = CASE_KEYS
-VERDICT_COLORS = {"reduces": "#2980b9", "increases": "#c0392b", "no change": "#2c3e50", "underpowered": "#7f8c8d"}
+VERDICT_COLORS = {"reduces": P.BLUE, "increases": P.VERMILLION, "no change": P.BLACK, "underpowered": P.GREY}
 
 
 # every intervention (the same agents decide under each), one wording and reasoning level
@@ -66,20 +67,20 @@ def figure(case: pd.DataFrame):
     left, right = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(case), 0, -1)
     for yi, (_, r) in zip(y, case.iterrows()):
-        color = VERDICT_COLORS.get(r["verdict"], "black")
-        left.plot([r["dpd_none"], r["dpd"]], [yi, yi], color="lightgrey", lw=2, zorder=1)
-        left.scatter([r["dpd_none"]], [yi], marker="o", facecolors="none", edgecolors="grey", zorder=2)
+        color = VERDICT_COLORS.get(r["verdict"], P.BLACK)
+        left.plot([r["dpd_none"], r["dpd"]], [yi, yi], color=P.LIGHT, lw=2, zorder=1)
+        left.scatter([r["dpd_none"]], [yi], marker="o", facecolors="none", edgecolors=P.GREY, zorder=2)
         left.scatter([r["dpd"]], [yi], marker="s", color=color, zorder=3)
         right.errorbar(r["dpd_change"], yi + 0.12,
                        xerr=[[r["dpd_change"] - r["ci_low"]], [r["ci_high"] - r["dpd_change"]]], fmt="D", color=color, ecolor=color, capsize=3, ms=6)
         right.errorbar(r["rate_shift"], yi - 0.18, xerr=[[r["rate_shift"] - r["rate_shift_ci_low"]],
                                                           [r["rate_shift_ci_high"] - r["rate_shift"]]],
-                       fmt="^", color="#8e44ad", ecolor="#8e44ad", capsize=2, ms=4, alpha=0.8)
+                       fmt="^", color=P.PURPLE, ecolor=P.PURPLE, capsize=2, ms=4, alpha=0.8)
     left.set_yticks(y, [f"{r['intervention']} ({r['verdict']})" for _, r in case.iterrows()], fontsize=8)
     left.set_xlim(-0.02, 1.02)
     left.set_xlabel("DPD: ○ under none, ■ under the intervention", fontsize=8)
-    right.axvline(0, color="grey", ls="--", lw=1)
-    right.axvline(-case["dpd_none"].iloc[0], color="grey", ls=":", lw=1)
+    right.axvline(0, color=P.GREY, ls="--", lw=1)
+    right.axvline(-case["dpd_none"].iloc[0], color=P.GREY, ls=":", lw=1)
     right.set_xlim(-1.02, 1.02)
     right.set_xlabel("◆ DPD change from none, ▲ rate shift (95 % intervals)", fontsize=8)
     r0 = case.iloc[0]
@@ -133,7 +134,7 @@ def report_section(a) -> str:
     for _, case in t.groupby(KEYS, sort=True):
         parts.append(case_heading(case.iloc[0]))
         parts += [note(html.escape(sentence(r))) for _, r in case.iterrows()]
-        parts.append(png(figure(case)))
+        parts.append(a.figure("case", case))
     parts += ["<h3>Per case and intervention</h3>", table(t, scroll=True)]
     return section("Prompt interventions", *parts)
 
@@ -188,4 +189,7 @@ register(Measure(
         Column("verdict", "`reduces` / `increases` (p < 0.05, by the sign of the change), `no change`, or "
                           "`underpowered` (an attribute with fewer than 10 paired agents, or a real disparity under "
                           "`none` whose whole removal the interval cannot exclude)"))),),
-    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=142))
+    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=142,
+    figures=(Plot("case", lambda a, case: figure(case), lambda a, case: (
+        f"{case.iloc[0]['scenario']} × {case.iloc[0]['group']}: the DPD under none and under each intervention, and "
+        "each intervention's change from none with its 95 % interval and its overall rate shift.")),)))

@@ -11,12 +11,14 @@ from __future__ import annotations
 import pandas as pd
 
 from louder.analysis import comparison as C
-from louder.analysis.comparison_report import run_section
+from louder.analysis.comparison_report import ALT, TITLE, models_figure, run_section
 from louder.analysis.registry import (
     Column,
+    Finding,
     Input,
     Measure,
     Option,
+    Plot,
     Show,
     Table,
     View,
@@ -66,7 +68,23 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 
 def report_section(a) -> str:
-    return run_section(a.tables, a.options.margin, bool(a.options.order))
+    ordered = bool(a.options.order)
+    return run_section(a.tables, a.options.margin, ordered, a.figure("means", a.tables.get("models"), ordered))
+
+
+def findings(a) -> list[Finding]:
+    """Per pair of models and side (actions, words): the mean ΔDPD with its interval, and the cases' verdicts."""
+    summary = a.tables.get("model_pair_summary")
+    if summary is None or summary.empty:
+        return []
+    out = []
+    for _, r in summary.iterrows():
+        n = {v: int(r["n_" + v.replace(" ", "_")]) for v in C.VERDICTS}
+        counts = ", ".join(f"{k} {v}" for v, k in n.items() if k)
+        out.append(Finding(f"{r['model']} against {r['reference']}, {r['side']}: mean ΔDPD {number(r['mean_delta'], 2)} "
+                           f"[{number(r['ci_low'], 2)}, {number(r['ci_high'], 2)}] over {int(r['n_cases'])} case(s) "
+                           f"({counts or 'no verdict'}).", TITLE))
+    return out
 
 
 def _verdict_style(side: str):
@@ -188,4 +206,5 @@ register(Measure(
             Column("test", "the test: weighted least squares on position, weights 1 / the means' bootstrap "
                            "variances")))),
     inputs=INPUTS, options=(ORDER, MARGIN), build=build, views=(MODELS_VIEW, PAIRS_VIEW, SUMMARY_VIEW, TREND_VIEW),
-    section=report_section, position=55))
+    section=report_section, position=55, findings=findings,
+    figures=(Plot("means", lambda a, models, ordered: models_figure(models, ordered), ALT),)))

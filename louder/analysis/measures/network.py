@@ -22,9 +22,10 @@ import html
 import numpy as np
 import pandas as pd
 
-from louder.analysis.html import note, png, section, table
+from louder.analysis import palette as P
+from louder.analysis.html import note, section, table
 from louder.analysis.network import ARM, case_keys, case_verdicts, is_archetype, network_tables
-from louder.analysis.registry import ALL, Column, Input, Measure, Table, register
+from louder.analysis.registry import ALL, Column, Input, Measure, Plot, Table, register
 
 # every round, every level of every dimension (each level of a crossed or own-agents dimension plays its
 # own rounds, control and no-influence arm: the network tables key on them), a variant as its own scenario
@@ -48,7 +49,7 @@ def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figu
     if not rates:
         return None
     attributes = sorted(set().union(*(set(v["attribute"]) for v in rates.values())))
-    colors = dict(zip(attributes, [f"C{i}" for i in range(len(attributes))]))
+    colors = dict(zip(attributes, [P.series(i) for i in range(len(attributes))]))
     fig = Figure(figsize=(6.5, 3.6), layout="constrained")
     ax = fig.subplots()
     for run, df in rates.items():
@@ -76,8 +77,8 @@ def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
     fig = Figure(figsize=(5, 3), layout="constrained")
     ax = fig.subplots()
     err = np.vstack([amp["amplification"] - amp["ci_low"], amp["ci_high"] - amp["amplification"]]).clip(min=0)
-    ax.errorbar(amp["round"], amp["amplification"], yerr=np.nan_to_num(err), fmt="o-", capsize=3, color="#c0392b")
-    ax.axhline(0, color="black", ls="--", lw=0.8)
+    ax.errorbar(amp["round"], amp["amplification"], yerr=np.nan_to_num(err), fmt="o-", capsize=3, color=P.VERMILLION)
+    ax.axhline(0, color=P.BLACK, ls="--", lw=0.8)
     ax.set_xticks(amp["round"])
     ax.set_xlabel("round")
     ax.set_ylabel("DPD(influence) − DPD(no influence)")
@@ -188,10 +189,8 @@ def report_section(a) -> str:
         else:
             sentences.append(f"<li><b>{html.escape(label)}</b>: no rounds of influence, so no verdict.</li>")
         figs.append(f"<h3>{html.escape(label)}</h3>")
-        figs.append(png(rounds_rates_figure({"LLM": llm, "no influence": arm, "control": ctl},
-                                            title=f"{label}\ntarget rate per attribute (solid: with influence, "
-                                                  "dotted: no influence, dashed: control rule)")))
-        figs.append(png(amplification_figure(sel(amp).reset_index(drop=True) if len(amp) else None)))
+        figs.append(a.figure("rounds", {"LLM": llm, "no influence": arm, "control": ctl}, label))
+        figs.append(a.figure("amplification", sel(amp).reset_index(drop=True) if len(amp) else None, label))
     parts += ["<ul>" + "".join(sentences) + "</ul>", *figs,
               "<h3>Rates, answers and DPD per round</h3>",
               note("Every answer of every round is counted: n_valid, n_invalid, n_refused, n_error per attribute "
@@ -249,4 +248,12 @@ register(Measure(
             Column("dpd_control", "the control rule's DPD in this round: a reference (what a textbook contagion does "
                                   "on the graph), not the baseline"),
             Column("final", "the case's last round (its verdict is the case's)")))),
-    build=build, inputs=INPUTS, needs=("rounds",), section=report_section, position=100))
+    build=build, inputs=INPUTS, needs=("rounds",), section=report_section, position=100,
+    figures=(Plot("rounds", lambda a, rates, label: rounds_rates_figure(
+        rates, title=f"{label}\ntarget rate per attribute (solid: with influence, dotted: no influence, dashed: "
+                     "control rule)"), lambda a, rates, label: (
+        f"{label}: the target rate of each attribute over the rounds, with influence (solid), without (dotted) and "
+        "under the control rule (dashed).")),
+             Plot("amplification", lambda a, amp, label: amplification_figure(amp), lambda a, amp, label: (
+        f"{label}: the amplification of the DPD in each round against the same agents without influence, with its "
+        "95 % interval; 0 dashed.")))))

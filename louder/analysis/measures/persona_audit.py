@@ -16,8 +16,8 @@ from pathlib import Path
 
 from louder.analysis.keys import CASE_KEYS, by_population_group, truthy
 from louder.analysis.rationales import load_patterns
-from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
-                                      with_interval)
+from louder.analysis.registry import (Column, Input, Measure, Option, Plot, Show, Table, View, key, number,
+                                      register, with_interval)
 from louder.simulation.config import WRITTEN
 
 # every signal (keyed below, once the condition is read); a human study's paired agents left out
@@ -61,7 +61,7 @@ def report_section(a) -> str:
                   "run. Read it beside the ablation above: a gap the persona step writes (here) reaches the decision "
                   "through the contextualized persona; a DPD that stays without a persona (no_persona, "
                   "non_contextualized) is added at the decision step."),
-             table(gaps, scroll=True), table(audit, scroll=True)]
+             a.figure("gaps"), table(gaps, scroll=True), table(audit, scroll=True)]
     if words is not None and len(words):
         top = (words.sort_values("z", ascending=False, kind="stable").groupby([*CASE_KEYS, "attribute"])
                .head(8).groupby([*CASE_KEYS, "attribute"], sort=True))
@@ -70,6 +70,24 @@ def report_section(a) -> str:
         parts += [note("Most distinctive words of each attribute's personas (log-odds with an informative Dirichlet "
                        "prior, as for the rationales; z in brackets)."), table(pd.DataFrame(rows), scroll=True)]
     return section("The persona step under audit", *parts)
+
+
+UNITS = {"length": "words", "sentiment": "VADER compound, −1 to 1", "stereotype": "phrase patterns matched",
+         "restates": "share that names its attribute", "diversity": "mean TF-IDF cosine distance"}
+
+
+def _gaps_figure(a):
+    from louder.analysis import figures, palette as P
+
+    gaps = a.tables["personas_audit_gaps"]
+    panels = [(f"{m} ({UNITS.get(m, '')})", g) for m, g in gaps.groupby("measure", sort=False)]
+    return figures.forest(panels, [dict(est="gap", lo="ci_low", hi="ci_high", label="gap between attributes "
+                                        "(vermillion: Holm p < 0.05)",
+                                        color=lambda r: P.SIGNIFICANT if truthy(r["significant"]) else P.GREY)],
+                          label=lambda r: f"{r['scenario']} × {r['group']} · {r['condition']}: {r['lowest']} → "
+                                          f"{r['highest']}",
+                          xlabel="highest − lowest attribute (95 % interval), in each panel's unit", ref=0.0,
+                          title="The personas: the largest gap between attributes, per measure")
 
 
 VIEW = View("personas_audit_gaps", "Personas under audit: the largest gap between attributes per case and measure "
@@ -114,4 +132,7 @@ register(Measure(
             Column(("attribute", "word", "count"), "the attribute, a word and its count in its personas"),
             Column(("delta", "z"), "log-odds ratio with an informative Dirichlet prior against the case's other "
                                    "attributes, and its z-score (|z| > 1.96 notable)")))),
-    build=build, inputs=INPUTS, options=(PATTERNS,), needs=("personas",), views=(VIEW,), section=report_section, position=81))
+    build=build, inputs=INPUTS, options=(PATTERNS,), needs=("personas",), views=(VIEW,), section=report_section, position=81,
+    figures=(Plot("gaps", _gaps_figure, "Forest plots, one per measure of the personas (length, sentiment, stereotype "
+                  "phrases, restated attribute, diversity): per case, the gap between the highest and the lowest "
+                  "attribute with its 95 % interval; significant gaps in vermillion."),)))

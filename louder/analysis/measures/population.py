@@ -9,11 +9,11 @@ import html
 
 import pandas as pd
 
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import note, section, table
 from louder.analysis.keys import truthy
 from louder.analysis.population import (POP_CASE, attr_groups, group_tables, intersection_tables, overall_table,
                                         regression_tables)
-from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Finding, Input, Measure, Plot, Show, Table, View, key, number, register
 from louder.analysis.sequential_cases import of_run, with_sequential_groups
 
 # the population and variant tables key on the variant itself, not on the case tables' "scenario [variant]"
@@ -39,8 +39,6 @@ MAX_HEATMAPS = 12  # intersection heat maps drawn (the table has every cell of e
 
 
 def _population(a) -> str:
-    from louder.analysis import figures
-
     from louder.populations.fit import fit_errors
 
     t = a.tables
@@ -74,15 +72,13 @@ def _population(a) -> str:
                       "are left out first and named in <b>dropped</b>; a case whose data still cannot support the "
                       "model says why (too few data: fewer than 10 valid decisions per parameter; no variation; "
                       "separation)."))
-    for key, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
-        parts.append(png(figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")))
+    for case, g in ok.groupby(["model", "condition", "scenario", "variant"], sort=True):
+        parts.append(a.figure("odds", g, case))
     parts.append(table(reg, scroll=True))
     return section("Population", *parts)
 
 
 def _intersections(a) -> str:
-    from louder.analysis import figures
-
     t = a.tables.get("population_intersections")
     if t is None or t.empty:
         return ""
@@ -91,18 +87,50 @@ def _intersections(a) -> str:
                   "the pair's tested cells (✱); smaller cells are shown hatched and not tested. The per-case p-values "
                   "of the DPD table are Holm-adjusted across cases instead.")]
     drawn = 0
-    for key, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
+    for case, g in t.groupby(["model", "condition", "scenario", "variant", "group_a", "group_b"], sort=True):
         if drawn >= MAX_HEATMAPS:
             parts.append(note("(further heat maps left out; every cell is in the table and "
                               "population_intersections.csv)"))
             break
-        fig = figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}),
-                                           key[4], key[5], title=f"{' · '.join(key[:4])}\ntarget rate per "
-                                           f"{key[4]} × {key[5]}\n(hatched: n < 30, untested; ✱ BH-significant)")
-        parts.append(png(fig))
+        parts.append(a.figure("intersections", g, case))
         drawn += 1
     parts.append(table(t, scroll=True))
     return section("Intersections", *parts)
+
+
+def _odds(a, g, key):
+    from louder.analysis import figures
+
+    return figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")
+
+
+def _heatmap(a, g, key):
+    from louder.analysis import figures
+
+    return figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}), key[4],
+                                        key[5], title=f"{' · '.join(key[:4])}\ntarget rate per {key[4]} × {key[5]}\n"
+                                                      "(hatched: n < 30, untested; ✱ BH-significant)")
+
+
+def findings(a) -> list[Finding]:
+    """Per model: which of the population's groups differ significantly (the per-group DPD)."""
+    g = a.tables.get("population_groups")
+    if g is None or g.empty:
+        return []
+    out = []
+    for model, m in g.groupby("model", sort=True):
+        sig = m[m["significant"].map(truthy)]
+        if len(sig):
+            top = sig.loc[sig["dpd"].idxmax()]
+            text = (f"In the population: {len(sig)} of {len(m)} group × case rows differ significantly by attribute "
+                    f"(population-weighted DPD, Holm p < 0.05); the largest is {top['group']} in {top['scenario']}"
+                    f" ({top['variant']}), DPD {top['dpd']:.2f} [{number(top['ci_low'], 2)}, "
+                    f"{number(top['ci_high'], 2)}].")
+        else:
+            text = (f"In the population: none of {len(m)} group × case rows differs significantly by attribute "
+                    "(population-weighted DPD, Holm p < 0.05).")
+        out.append(Finding(text, "Population", str(model)))
+    return out
 
 
 def population_sections(a) -> str:
@@ -191,4 +219,10 @@ register(Measure(
             Column(("rate", "ci_low", "ci_high"), "the population-weighted target rate with its Wilson interval"),
             Column("n_eff", "Kish effective sample size"),
             Column(("n_valid", "n_invalid", "n_refused", "n_error"), "answers by status")))),
-    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=population_sections, position=30))
+    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=population_sections, position=30,
+    figures=(Plot("odds", _odds, lambda a, g, key: (
+        f"{' · '.join(key)}: forest plot of the odds ratio of the target decision for each attribute against its "
+        "group's reference, holding the other groups fixed, with 95 % intervals on a log scale; 1 dashed.")),
+             Plot("intersections", _heatmap, lambda a, g, key: (
+        f"{' · '.join(key[:4])}: heat map of the target rate per {key[4]} × {key[5]} cell with its n; cells under 30 "
+        "hatched and untested, BH-significant cells marked ✱."))), findings=findings))

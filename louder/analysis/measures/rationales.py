@@ -5,14 +5,17 @@ persona's attribute or its stereotype words — ``rationales.csv``. The text sta
 
 from __future__ import annotations
 
-import pandas as pd
-
+import textwrap
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from louder.analysis.html import note, section, table
 from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS
 from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
-from louder.analysis.registry import Column, Input, Measure, Option, Table, register
+from louder.analysis import palette as P
+from louder.analysis.registry import Column, Input, Measure, Option, Plot, Table, register
 
 INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view"),
           Input("thinking", "decisions.parquet", whole=("reasoning",), doc="… at every reasoning level"))
@@ -45,7 +48,7 @@ def report_section(a) -> str:
     words = r[r["analysis"] == "distinctive_word"]
     thinking = r[r["analysis"] == "thinking"]
     parts = [note("Phrase patterns the paper counted (sections 5.2, 5.5): rationales of valid decisions that match, "
-                  "out of all rationales of valid decisions of that attribute.")]
+                  "out of all rationales of valid decisions of that attribute."), a.figure("patterns")]
     if len(pats):
         parts.append(table(_matches(pats, ATTRIBUTE_KEYS), scroll=True))
     if len(words):
@@ -62,6 +65,50 @@ def report_section(a) -> str:
                           "louder/data/analysis/stereotype_words.yaml), out of all that came with thinking."))
         parts.append(table(_matches(thinking, [*CASE_KEYS, "reasoning", "attribute"]), scroll=True))
     return section("Rationales", *parts)
+
+
+MAX_PANELS = 9
+
+
+def rationales_figure(a):
+    """The share of rationales matching each phrase pattern per attribute as heat maps, one per case (the first
+    nine); a run without patterns: each attribute's most distinctive words (z-scores)."""
+    from matplotlib.figure import Figure
+
+    r = a.tables["rationales"]
+    pats = r[r["analysis"] == "pattern"]
+    words = r[r["analysis"] == "distinctive_word"]
+    data = pats if len(pats) else words
+    if data.empty:
+        return None
+    cases = list(data.groupby(CASE_KEYS, sort=True))[:MAX_PANELS]
+    ncol = min(3, len(cases))
+    nrow = -(-len(cases) // ncol)
+    fig = Figure(figsize=(3.6 * ncol + 0.8, 2.6 * nrow + 0.8), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False)
+    for ax in axes.flat[len(cases):]:
+        ax.set_axis_off()
+    image = None
+    for ax, (key, g) in zip(axes.flat, cases):
+        if len(pats):
+            grid = g.pivot_table(index="attribute", columns="pattern", values="share", aggfunc="first")
+            image = ax.imshow(grid.to_numpy(dtype=float), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+            ax.set_xticks(range(grid.shape[1]), [c.replace("_", " ") for c in grid.columns], rotation=40, ha="right",
+                          fontsize=6)
+            ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
+        else:
+            top = g.sort_values("z", ascending=False).groupby("attribute").head(3)
+            labels = [f"{w} ({at})" for w, at in zip(top["word"], top["attribute"])]
+            ax.barh(-np.arange(len(top)), top["z"], color=P.BLUE)
+            ax.set_yticks(-np.arange(len(top)), labels, fontsize=6)
+            ax.axvline(1.96, color=P.GREY, ls="--", lw=1)
+            ax.set_xlabel("z (log-odds)", fontsize=7)
+        ax.set_title(textwrap.shorten(f"{key[2]} × {key[3]} · {key[1]}", 50), fontsize=7, loc="left")
+    if image is not None:
+        fig.colorbar(image, ax=axes, label="share of rationales matching", shrink=0.8)
+    fig.suptitle("Phrase patterns per attribute" if len(pats) else "Most distinctive words per attribute",
+                 fontsize=9)
+    return fig
 
 
 register(Measure(
@@ -81,4 +128,7 @@ register(Measure(
         Column(("delta", "z"), "log-odds ratio with an informative Dirichlet prior, and its z-score (|z| > 1.96 "
                                "notable)"),
         Column("reasoning", "`thinking` rows: the reasoning level of the decisions"))),),
-    build=build, inputs=INPUTS, options=(PATTERNS,), section=report_section, position=150))
+    build=build, inputs=INPUTS, options=(PATTERNS,), section=report_section, position=150,
+    figures=(Plot("patterns", rationales_figure, "Heat maps, one per case: the share of each attribute's rationales "
+                  "that match each of the paper's phrase patterns (or, without patterns, each attribute's most "
+                  "distinctive words)."),)))

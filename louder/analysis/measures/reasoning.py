@@ -12,11 +12,12 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from louder.analysis import palette as P
 from louder.analysis import reasoning as RS
-from louder.analysis.html import case_heading, note, png, section, table
+from louder.analysis.html import case_heading, note, section, table
 from louder.analysis.keys import CASE_KEYS, by_population_group
 from louder.analysis.reasoning import SMALLEST, sentence
-from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
 
 
 # every reasoning level (each agent answers once per level, its persona shared), one wording, every signal
@@ -29,8 +30,8 @@ def build(a) -> dict[str, pd.DataFrame]:
     # population runs: per group of the population (``keys.by_population_group``)
     return {"reasoning": RS.reasoning_table(by_population_group(a.decisions), a.groups, B=a.bootstrap, seed=a.seed)}
 
-VERDICT_COLORS = {"raises": "#c0392b", "lowers": "#2980b9", "no change": "#2c3e50", "underpowered": "#7f8c8d",
-                  "reference": "#34495e"}
+VERDICT_COLORS = {"raises": P.VERMILLION, "lowers": P.BLUE, "no change": P.BLACK, "underpowered": P.GREY,
+                  "reference": P.BLACK}
 
 
 def levels_figure(case: pd.DataFrame) -> Figure | None:
@@ -45,7 +46,7 @@ def levels_figure(case: pd.DataFrame) -> Figure | None:
     left, right = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(case), 0, -1)
     for yi, (_, r) in zip(y, case.iterrows()):
-        color = VERDICT_COLORS.get(r["verdict"], "black")
+        color = VERDICT_COLORS.get(r["verdict"], P.BLACK)
         if not np.isnan(r["dpd"]):
             left.errorbar(r["dpd"], yi, xerr=[[r["dpd"] - r["ci_low"]], [r["ci_high"] - r["dpd"]]], fmt="s",
                           color=color, ecolor=color, capsize=2, ms=5)
@@ -58,7 +59,7 @@ def levels_figure(case: pd.DataFrame) -> Figure | None:
     left.set_xlim(-0.02, 1.02)
     left.set_xlabel("DPD (95 % interval)", fontsize=8)
     for x, style in ((0, "--"), (-SMALLEST, ":"), (SMALLEST, ":")):
-        right.axvline(x, color="grey", ls=style, lw=1)
+        right.axvline(x, color=P.GREY, ls=style, lw=1)
     right.set_xlim(-1.02, 1.02)
     right.set_xlabel("change from the reference level (95 % interval)", fontsize=8)
     r0 = case.iloc[0]
@@ -85,7 +86,7 @@ def report_section(a) -> str:
     for _, case in rs.groupby([*CASE_KEYS, "signal"], sort=True):
         parts.append(case_heading(case.iloc[0]))
         parts += [note(html.escape(sentence(r))) for _, r in case.iterrows() if r["verdict"] != "reference"]
-        parts.append(png(levels_figure(case)))
+        parts.append(a.figure("levels", case))
     parts += ["<h3>Per case and level</h3>", table(rs, scroll=True)]
     return section("Reasoning levels", *parts)
 
@@ -138,4 +139,7 @@ register(Measure(
         Column("thinking_share", "share of valid decisions that came with thinking"),
         Column("reasoning_tokens_mean", "mean thinking tokens per decision, where reported"),
         Column("n_thinking_truncated", "answers invalid because the thinking never closed before max_tokens"))),),
-    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=140))
+    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=140,
+    figures=(Plot("levels", lambda a, case: levels_figure(case), lambda a, case: (
+        f"{case.iloc[0]['scenario']} × {case.iloc[0]['group']}: the DPD at each reasoning level with its 95 % "
+        "interval, and each level's change against the reference level.")),)))

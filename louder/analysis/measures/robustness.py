@@ -14,10 +14,11 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from louder.analysis import palette as P
 from louder.analysis import robustness as R
-from louder.analysis.html import case_heading, note, png, section, table
+from louder.analysis.html import case_heading, note, section, table
 from louder.analysis.keys import by_population_group
-from louder.analysis.registry import Column, Input, Measure, Show, Table, View, key, number, register
+from louder.analysis.registry import Column, Finding, Input, Measure, Plot, Show, Table, View, key, number, register
 from louder.analysis.robustness import sentence
 
 
@@ -33,8 +34,8 @@ def build(a) -> dict[str, pd.DataFrame]:
     return {"robustness": R.robustness_table(by_population_group(a.decisions), a.groups, B=a.bootstrap, seed=a.seed),
             "position_bias": R.position_bias_table(a.decisions)}
 
-VERDICT_COLORS = {"robust": "#c0392b", "wording-dependent": "#e67e22", "underpowered": "#7f8c8d",
-                  "no disparity": "#2c3e50"}
+VERDICT_COLORS = {"robust": P.VERMILLION, "wording-dependent": P.ORANGE, "underpowered": P.GREY,
+                  "no disparity": P.BLACK}
 
 
 def forest_figure(row: pd.Series) -> Figure | None:
@@ -53,14 +54,14 @@ def forest_figure(row: pd.Series) -> Figure | None:
     for yi, name in zip(y, names):
         lo, hi = (ci.get(name) or [np.nan, np.nan])
         ax.errorbar(by[name], yi, xerr=None if np.isnan(lo) else [[by[name] - lo], [hi - by[name]]], fmt="s",
-                    color="#34495e", ecolor="#34495e", capsize=2, ms=4)
-    color = VERDICT_COLORS.get(row["verdict"], "black")
+                    color=P.BLACK, ecolor=P.BLACK, capsize=2, ms=4)
+    color = VERDICT_COLORS.get(row["verdict"], P.BLACK)
     if not np.isnan(row["pooled_dpd"]):
         ax.errorbar(row["pooled_dpd"], 0, xerr=[[row["pooled_dpd"] - row["pooled_ci_low"]],
                                                  [row["pooled_ci_high"] - row["pooled_dpd"]]],
                     fmt="D", color=color, ecolor=color, capsize=3, ms=7)
-    ax.axvline(0, color="grey", ls="--", lw=1)
-    ax.axhline(0.75, color="#ddd", lw=0.8)
+    ax.axvline(0, color=P.GREY, ls="--", lw=1)
+    ax.axhline(0.75, color=P.GRID, lw=0.8)
     ax.set_yticks([*y, 0], [*names, f"pooled ({row['verdict']})"], fontsize=7)
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("DPD (95 % interval)")
@@ -96,7 +97,7 @@ def report_section(a) -> str:
     for _, row in rob.iterrows():
         parts.append(case_heading(row, signal=True))
         parts.append(note(html.escape(sentence(row))))
-        parts.append(png(forest_figure(row)))
+        parts.append(a.figure("forest", row))
     show = rob.drop(columns=["ci_by_wording"])
     parts += ["<h3>Per case</h3>", table(show, scroll=True)]
     if pos is not None:
@@ -121,6 +122,31 @@ def report_section(a) -> str:
                 parts.append(note(f"{html.escape(str(r['model']))} · {html.escape(str(r['scenario']))}: {what}"))
             parts.append(table(pos, scroll=True))
     return section("Robustness", *parts)
+
+
+def findings(a) -> list[Finding]:
+    """Per model: how many cases' disparity survives the presentation (the verdicts), the largest robust one."""
+    rob = a.tables.get("robustness")
+    if rob is None or rob.empty:
+        return []
+    out = []
+    for model, g in rob.groupby("model", sort=True):
+        counts = g["verdict"].value_counts()
+        said = ", ".join(f"{n} {v}" for v, n in counts.items())
+        unit = "wording" if (g["unit"] == "wording").any() else "choice order"
+        text = f"Across presentations (each {unit}): {said} of {len(g)} case(s)"
+        robust = g[g["verdict"] == "robust"]
+        if len(robust):
+            top = robust.loc[robust["pooled_dpd"].idxmax()]
+            text += (f"; the largest robust disparity is {top['scenario']} × {top['group']} ({top['condition']}), "
+                     f"pooled DPD {top['pooled_dpd']:.2f} [{number(top['pooled_ci_low'], 2)}, "
+                     f"{number(top['pooled_ci_high'], 2)}]")
+        dependent = g[g["verdict"] == "wording-dependent"]
+        if len(dependent):
+            text += (f"; {len(dependent)} depend on the {unit}: read its forest plot before reporting the DPD of one "
+                     "wording")
+        out.append(Finding(text + ".", "Robustness", str(model)))
+    return out
 
 
 # --- the console ---------------------------------------------------------------------------------------
@@ -199,4 +225,7 @@ register(Measure(
             Column("orders", "the orders shown"),
             Column("target_rate_balanced", "JSON: the target rate per attribute, averaged over orders"),
             Column("dpd_balanced", "the DPD of those balanced rates")))),
-    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=report_section, position=130))
+    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=report_section, position=130,
+    figures=(Plot("forest", lambda a, row: forest_figure(row), lambda a, row: (
+        f"{row['scenario']} × {row['group']}: the DPD in each wording (or choice order) with its 95 % interval, and "
+        f"the pooled DPD with its two-way interval below, verdict {row['verdict']}.")),), findings=findings))

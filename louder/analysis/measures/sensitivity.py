@@ -14,12 +14,13 @@ import pandas as pd
 
 from pathlib import Path
 
+from louder.analysis import palette as P
 from louder.analysis.calibration import observed_rates
-from louder.analysis.html import note, png, section, table
-from louder.analysis.registry import Column, Input, Measure, Option, Show, Table, View, key, register
+from louder.analysis.html import note, section, table
+from louder.analysis.registry import Column, Input, Measure, Plot, Option, Show, Table, View, key, register
 from louder.analysis.sensitivity import CALIBRATIONS, sensitivity
 
-COLORS = {"raw": "#7f8c8d", "parity": "#2980b9", "observed": "#27ae60"}
+COLORS = {"raw": P.GREY, "parity": P.BLUE, "observed": P.GREEN}
 
 
 # every policy variant as written (the effects compare them); every round, to tell a network run
@@ -72,8 +73,8 @@ def figure(case: pd.DataFrame):
         ok = rows["effect"].notna().to_numpy()
         ax.errorbar(rows["effect"][ok], y[ok], xerr=[(rows["effect"] - rows["ci_low"])[ok],
                                                      (rows["ci_high"] - rows["effect"])[ok]],
-                    fmt="o", color=COLORS.get(s, "black"), capsize=2, ms=4, label=s)
-    ax.axvline(0, color="grey", ls="--", lw=1)
+                    fmt="o", color=COLORS.get(s, P.BLACK), capsize=2, ms=4, label=s)
+    ax.axvline(0, color=P.GREY, ls="--", lw=1)
     ax.set_yticks(y0 - (len(sets) - 1) / 2, ["overall" if g == "(all)" else f"{g}: {a}" for g, a in effects],
                   fontsize=8)
     ax.set_xlabel("effect of the variant on the target rate (95 % interval)", fontsize=8)
@@ -116,7 +117,7 @@ def report_section(a) -> str:
         parts.append(f"<h3>{html.escape(str(r0['scenario']))}: {html.escape(str(r0['variant']))} — "
                      f"{html.escape(str(r0['condition']))}, {html.escape(str(r0['model']))}</h3>")
         parts.append(note(html.escape(sentence(case[case["group"] == "(all)"]))))
-        parts.append(png(figure(case)))
+        parts.append(a.figure("effects", case))
     parts += ["<h3>Per variant, effect and agents</h3>", table(t, scroll=True)]
     return section("Policy sensitivity", *parts)
 
@@ -161,4 +162,7 @@ register(Measure(
         Column("verdict", "`holds` when the effect's conclusion (raises / lowers / no clear effect) is the same under "
                           "every set of agents, else `depends on the model's bias`"))),),
     build=build, inputs=INPUTS, options=OPTIONS, check=_check, needs=("decisions",), views=(VIEW,),
-    section=report_section, position=143))
+    section=report_section, position=143,
+    figures=(Plot("effects", lambda a, case: figure(case), lambda a, case: (
+        f"{case.iloc[0]['scenario']}: each policy variant's effect with its 95 % interval under the raw and the "
+        "calibrated agents.")),)))

@@ -12,9 +12,10 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis.html import note, png, section, table
+from louder.analysis import palette as P
+from louder.analysis.html import note, section, table
 from louder.analysis.keys import POPULATION_KEYS
-from louder.analysis.registry import Input, Measure, Show, View, key, register
+from louder.analysis.registry import Input, Measure, Plot, Show, View, key, register
 from louder.analysis.sequential_cases import NOTE, case_keys, of_run
 
 INPUTS = (Input("final", "sequential.csv", raw=True, doc="a sequential run's cases (sequential.csv)"),
@@ -28,7 +29,7 @@ def _run(a):
 # --- the report section and the console --------------------------------------------------------------
 
 MAX_PANELS = 12
-STOP_COLORS = {"disparity": "#c0392b", "undecided": "#7f8c8d"}  # parity within D: green
+STOP_COLORS = {"disparity": P.VERMILLION, "undecided": P.GREY}  # parity within D: green
 
 
 def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) -> Figure | None:
@@ -48,12 +49,12 @@ def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) 
         w = waves
         for k in keys:
             w = w[w[k] == case[k]]
-        color = STOP_COLORS.get(case["stop_reason"], "#27ae60")
+        color = STOP_COLORS.get(case["stop_reason"], P.GREEN)
         x = w["agents_per_attribute"].to_numpy()
         ax.fill_between(x, w["cs_low"], w["cs_high"], step=None, color=color, alpha=0.25, lw=0)
         ax.plot(x, w["dpd"], color=color, lw=1.2, marker="o", ms=2.5)
-        ax.axhline(0, color="black", lw=0.8)
-        ax.axhline(precision, color="black", lw=0.8, ls="--")
+        ax.axhline(0, color=P.BLACK, lw=0.8)
+        ax.axhline(precision, color=P.BLACK, lw=0.8, ls="--")
         ax.axvline(case["agents_per_attribute"], color=color, lw=1, ls=":")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("agents per attribute", fontsize=8)
@@ -95,7 +96,7 @@ def report_section(a) -> str:
         table(final, scroll=True),
         note(f"The DPD confidence sequence after each wave (band), the DPD (line), 0 and the precision D = "
              f"{precision:g} (dashed); the dotted line marks where the case stopped{more}."),
-        png(sequence_figure(waves, final, precision)),
+        a.figure("sequence", waves, final, precision),
         table(waves, scroll=True))
 
 
@@ -119,4 +120,7 @@ register(Measure(
     tables=(), build=lambda a: {}, inputs=INPUTS, needs=("final", "waves"),
     views=(View("sequential", lambda a: console_title(_settings(a)), COLUMNS, position=60,
                 source=lambda a: seq[0] if (seq := _run(a)) is not None else None),),
-    section=report_section, position=20, leads_to=lambda a: [NOTE] if _run(a) is not None else []))
+    section=report_section, position=20, leads_to=lambda a: [NOTE] if _run(a) is not None else [],
+    figures=(Plot("sequence", lambda a, waves, final, precision: sequence_figure(waves, final, precision),
+                  "Per case: the DPD's anytime-valid confidence sequence after each wave (a band), the DPD (a line), 0 "
+                  "and the precision (dashed), and where the case stopped (dotted)."),)))

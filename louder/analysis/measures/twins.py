@@ -8,7 +8,7 @@ import pandas as pd
 
 from louder.analysis.html import note, section, table
 from louder.analysis.population import twin_tables
-from louder.analysis.registry import Column, Input, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
 
 # twins decide in every arm as their agents do: both read one wording, level and intervention, every variant
 INPUTS = (Input("decisions", whole=("variant",), doc="the drawn agents' decisions, every policy variant"),
@@ -42,11 +42,30 @@ def _twins(a) -> str:
              "attribute changed), the unpaired one the drawn agents (each with its own persona). "
              "paired_to_unpaired near 1: the attribute alone explains the gap; near 0: the gap came from what the "
              "model wrote into the personas."),
+        a.figure("dpd"),
         table(t["twin_dpd"], scroll=True),
         note("Per attribute pair: flip rate = discordant twin pairs / complete sets; exact McNemar test (two-sided "
              "binomial test of a_only among the discordant pairs at ½)."),
         table(t["twin_flips"], scroll=True))
 
+
+def _figure(a):
+    from louder.analysis import figures, palette as P
+
+    t = a.tables["twin_dpd"]
+    keys = ["model", "condition", "scenario", "variant"]
+    panels = [(" · ".join(map(str, k)), g) for k, g in t.groupby(keys, sort=True, dropna=False)]
+    return figures.forest(panels, [
+        dict(est="paired_dpd", lo="paired_ci_low", hi="paired_ci_high", color=P.VERMILLION,
+             label="paired: the same personas, only the attribute changed"),
+        dict(est="unpaired_dpd", lo="unpaired_ci_low", hi="unpaired_ci_high", color=P.BLUE, marker="s",
+             label="unpaired: the drawn agents")],
+        label="group", xlabel="DPD (95 % interval)", ref=None, xlim=(-0.02, 1.02),
+        title="Counterfactual twins: the paired DPD beside the unpaired one")
+
+
+FIGURES = (Plot("dpd", _figure, "Forest plot per case and twin group: the DPD of the same personas with only the "
+                                "attribute changed, beside the DPD of the drawn agents, each with its 95 % interval."),)
 
 TWIN_CASE_DOC = Column(("model", "condition", "scenario", "variant", "group"), "the case and twin group")
 
@@ -70,4 +89,5 @@ register(Measure(
             TWIN_CASE_DOC,
             Column(("n_valid", "n_invalid", "n_refused", "n_error"), "the twins' decision statuses"),
             Column("twin_<status>", "twins per `twin_status` (`twin_ok`, `twin_unchanged`, `twin_failed_check` …)")))),
-    build=build, inputs=INPUTS, needs=("decisions", "twins"), section=_twins, position=120))
+    build=build, inputs=INPUTS, needs=("decisions", "twins"), section=_twins, position=120,
+    figures=FIGURES))

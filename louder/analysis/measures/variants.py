@@ -8,7 +8,7 @@ import pandas as pd
 
 from louder.analysis.html import note, section, table
 from louder.analysis.population import variant_tables
-from louder.analysis.registry import Column, Input, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -27,11 +27,43 @@ def _variants(a) -> str:
         table(t["variant_rates"], scroll=True),
         note("Effect of each variant against base per attribute: rate(variant) − rate(base) over valid decisions "
              "(unweighted), 95 % bootstrap interval."),
+        a.figure("effects"),
         table(t["variant_effects"], scroll=True),
         note("Does the variant widen the disparity? DPD(variant) − DPD(base) with a 95 % bootstrap interval: "
              "<b>widens</b> / <b>narrows</b> when the interval excludes 0, else inconclusive."),
-        table(t["variant_dpd"], scroll=True))
+        a.figure("dpd"), table(t["variant_dpd"], scroll=True))
 
+
+def _panels(t):
+    keys = ["model", "condition", "scenario", "group", "variant"]
+    return [(" · ".join(map(str, k)), g) for k, g in t.groupby(keys, sort=True, dropna=False)]
+
+
+def _effects(a):
+    from louder.analysis import figures, palette as P
+
+    return figures.forest(_panels(a.tables["variant_effects"]), [
+        dict(est="difference", lo="lo", hi="hi", label="rate(variant) − rate(base)",
+             color=lambda r: P.UP if r["lo"] > 0 else P.DOWN if r["hi"] < 0 else P.NEUTRAL)],
+        label="attribute", xlabel="change of the target rate against base (95 % interval)",
+        title="Each variant's effect on every attribute's rate")
+
+
+def _dpd(a):
+    from louder.analysis import figures, palette as P
+
+    t = a.tables["variant_dpd"]
+    return figures.forest([("", t)], [
+        dict(est="dpd_difference", lo="ci_low", hi="ci_high", marker="D", label="DPD(variant) − DPD(base)",
+             color=lambda r: {"widens": P.UP, "narrows": P.DOWN}.get(r["verdict"], P.NEUTRAL))],
+        label=lambda r: f"{r['scenario']} × {r['group']}: {r['variant']} ({r['verdict']})",
+        xlabel="change of the DPD against base (95 % interval)", title="Does the variant widen the disparity?")
+
+
+FIGURES = (Plot("effects", _effects, "Forest plot per case and variant: each attribute's change of the target rate "
+                                     "against base, with its 95 % interval."),
+           Plot("dpd", _dpd, "Forest plot: each variant's change of the DPD against base, with its 95 % interval and "
+                             "verdict (widens, narrows or inconclusive)."))
 
 VARIANT_CASE_DOC = Column(("model", "condition", "scenario", "group", "variant", "attribute"),
                           "the case without its variant (a population run: the group analysed), the variant and "
@@ -56,4 +88,4 @@ register(Measure(
             Column("verdict", "`widens`, `narrows`, `inconclusive`")))),
     build=build, inputs=(Input("decisions", whole=("variant",), doc="the agents' decisions, every "
                                                                           "policy variant"),),
-    needs=("decisions",), section=_variants, position=110))
+    needs=("decisions",), section=_variants, position=110, figures=FIGURES))

@@ -13,11 +13,12 @@ import pandas as pd
 
 from pathlib import Path
 
+from louder.analysis import palette as P
 from louder.analysis import voices as V
 from louder.analysis.directions import predictions_observed
-from louder.analysis.html import note, png, section, table
+from louder.analysis.html import note, section, table
 from louder.analysis.keys import truthy
-from louder.analysis.registry import (Column, Input, Measure, Option, Show, Table, View, key, number, register,
+from louder.analysis.registry import (Column, Input, Measure, Plot, Option, Show, Table, View, key, number, register,
                                       with_interval)
 
 OPTIONS = (Option("observed", Path, None, "observed rates per scenario, group and attribute (docs/voices.md): the "
@@ -48,8 +49,8 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 TITLE = "Actions, words, beliefs and the world"
 # reading → (label, colour); words last and grey: another unit
-READINGS = {"observed": ("the world (observed)", "#2c3e50"), "action": ("actions (agents)", "#c0392b"),
-            "belief": ("beliefs (model's estimate)", "#2980b9"), "explicit": ("words (share of answers*)", "#95a5a6")}
+READINGS = {"observed": ("the world (observed)", P.OBSERVED), "action": ("actions (agents)", P.VERMILLION),
+            "belief": ("beliefs (model's estimate)", P.BELIEF), "explicit": ("words (share of answers*)", P.EXPLICIT)}
 UNITS = ("<b>Units.</b> <b>Actions</b> (the agents' target-decision rate, contextualized condition), <b>beliefs</b> "
          "(the model's answer to “out of 100 &lt;people&gt; in this situation, how many would choose to &lt;target&gt;?”, "
          "/ 100) and <b>the world</b> (observed rates from the file given with <code>--observed</code>) are all rates "
@@ -89,8 +90,8 @@ def readings_figure(voices: pd.DataFrame, what: str = "gap") -> Figure | None:
                 continue
             label, colour = READINGS[n]
             err = None if pd.isna(lo) else [[est - lo], [hi - est]]
-            ax.errorbar(est, y, xerr=err, fmt="o", color=colour, capsize=3, mfc="white" if n == "explicit" else colour)
-        ax.axvline(0, color="black", lw=0.6)
+            ax.errorbar(est, y, xerr=err, fmt="o", color=colour, capsize=3, mfc=P.WHITE if n == "explicit" else colour)
+        ax.axvline(0, color=P.BLACK, lw=0.6)
         ax.set_yticks(range(len(names)), [READINGS[n][0] for n in reversed(names)], fontsize=7)
         ax.set_ylim(-0.6, len(names) - 0.4)
         if what == "gap":
@@ -140,7 +141,7 @@ def report_section(a) -> str:
                   "resampling trials within attribute (the same band-projection method as every DPD here), "
                   "<b>belief_p</b> a permutation test of equal means. The belief interval measures the model's "
                   "answer-to-answer spread at the probe temperature, not uncertainty about people."),
-             png(readings_figure(v, "dpd")), table(v[DPD_COLUMNS], scroll=True),
+             a.figure("dpd", v), table(v[DPD_COLUMNS], scroll=True),
              "<ul>" + "".join(f"<li><b>{html.escape(r['model'])} × {html.escape(r['scenario'])} × "
                               f"{html.escape(r['group'])}</b>: {html.escape(V.sentence(r) + _power(tables, r))}</li>"
                               for _, r in v.iterrows()) + "</ul>"]
@@ -153,7 +154,7 @@ def report_section(a) -> str:
                        "(binomial from rate and n) jointly; left empty, with the reason in <i>note</i>, when the "
                        "observed gap's interval contains 0. 1 = the agents reproduce the observed gap; above 1 they "
                        "amplify it; between 0 and 1 they shrink it; below 0 they reverse it."),
-                  png(readings_figure(v, "gap")), table(v[v["observed_gap"].notna()][GAP_COLUMNS], scroll=True)]
+                  a.figure("gap", v), table(v[v["observed_gap"].notna()][GAP_COLUMNS], scroll=True)]
     if "observed_year" in rates:  # a year read back from its CSV is a number: show it as written
         rates = rates.assign(observed_year=[v if isinstance(v, str) or pd.isna(v) else f"{v:g}"
                                             for v in rates["observed_year"]])
@@ -234,4 +235,8 @@ register(Measure(
             Column(("observed_source", "observed_year", "observed_measure"), "where it comes from and what was "
                                                                              "measured")))),
     build=build, inputs=(Input("beliefs", raw=True, doc="the beliefs probe's answers"),), options=OPTIONS,
-    after=("cases",), views=(VIEW,), section=report_section, position=60))
+    after=("cases",), views=(VIEW,), section=report_section, position=60,
+    figures=(Plot("dpd", lambda a, v: readings_figure(v, "dpd"), "Per case: the DPD of each reading — actions (the "
+                  "agents), words (the explicit answers), beliefs and the observed world — with its 95 % interval."),
+             Plot("gap", lambda a, v: readings_figure(v, "gap"), "Per case: each reading's gap from the observed "
+                  "rates, with its 95 % interval."))))

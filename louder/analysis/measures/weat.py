@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Input, Measure, Table, register
+from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
 from louder.analysis.weat import correlation
 
 
@@ -30,7 +31,39 @@ def report_section(a) -> str:
                         "default words, cosine similarity of sentence embeddings; d &gt; 0 is the stereotypical "
                         "direction, like a positive association score. p: one-sided permutation test over "
                         "partitions of the tokens (exact where few). The correlation is across stereotypes."),
-                   table(w, scroll=True), table(t.get("weat_association_correlation")))
+                   a.figure("effects", w), table(w, scroll=True), table(t.get("weat_association_correlation")))
+
+
+def weat_figure(a, w: pd.DataFrame):
+    """Per stereotype: the WEAT effect size d (✱ one-sided p < 0.05), coloured by category; beside it, each
+    model's mean association score when the folder has the word association test."""
+    from matplotlib.figure import Figure
+
+    from louder.analysis import palette as P
+    from louder.analysis.figures import CATEGORY_COLORS
+
+    w = w[w["effect_size"].notna()].reset_index(drop=True)
+    if w.empty:
+        return None
+    assoc = [c for c in w.columns if c.startswith("association ")]
+    fig = Figure(figsize=(8.0 if assoc else 5.5, 0.28 * len(w) + 1.3), layout="constrained")
+    axes = fig.subplots(1, 2 if assoc else 1, squeeze=False, sharey=True)[0]
+    y = -np.arange(len(w))
+    axes[0].barh(y, w["effect_size"], color=[CATEGORY_COLORS.get(c, P.GREY) for c in w["category"]])
+    for yi, (_, r) in zip(y, w.iterrows()):
+        if r["p_value"] < 0.05:
+            axes[0].text(r["effect_size"], yi, " ✱", va="center", fontsize=8)
+    axes[0].axvline(0, color=P.BLACK, lw=0.8)
+    axes[0].set_yticks(y, w["stereotype"], fontsize=7)
+    axes[0].set_xlabel("WEAT effect size d (> 0: stereotypical)", fontsize=8)
+    for i, c in enumerate(assoc):
+        axes[1].plot(w[c], y, "o", color=P.series(i), label=c.replace("association ", ""), ms=4)
+    if assoc:
+        axes[1].axvline(0, color=P.BLACK, lw=0.8)
+        axes[1].set_xlabel("mean association score", fontsize=8)
+        axes[1].legend(fontsize=6, loc="lower right")
+    fig.suptitle("WEAT on embeddings beside the word association test (✱ one-sided p < 0.05)", fontsize=9)
+    return fig
 
 
 register(Measure(
@@ -45,4 +78,6 @@ register(Measure(
             Column("n_stereotypes", "stereotypes with both scores"),
             Column(("pearson", "spearman"), "correlation across stereotypes of WEAT d and the association score")))),
     build=build, inputs=(Input("weat", raw=True, doc="weat.parquet (louder probe weat)"),), needs=("weat",),
-    after=("bai",), section=report_section, position=165))
+    after=("bai",), section=report_section, position=165,
+    figures=(Plot("effects", weat_figure, "Bars per stereotype: the WEAT effect size of the embeddings, coloured by "
+                  "category, with significant ones marked; beside them each model's mean word-association score."),)))
