@@ -101,13 +101,19 @@ def with_holm(cases: pd.DataFrame) -> pd.DataFrame:
     if not len(out):
         out["p_holm"], out["significant"] = [], []
         return out
-    p = out["p_value"].to_numpy(dtype=float).copy()
-    if "interval_method" in out:
-        seq = (out["interval_method"] == SEQUENTIAL).to_numpy() & np.isnan(p)
-        p[seq] = out.loc[seq, "p_value_p"].to_numpy(dtype=float)
-    out["p_holm"] = stats.holm(p)
-    out["significant"] = stats.significant(out["p_holm"].to_numpy())
+    out["p_holm"], out["significant"] = _holm(out, "p_value")
     return out
+
+
+def _holm(cases: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's adjustment of the p-values of ``column`` over every case, a sequential case (no fixed-N
+    p-value) entering with its sequential one (``p_value_p``); and significant = adjusted p < 0.05."""
+    p = cases[column].to_numpy(dtype=float).copy()
+    if "interval_method" in cases:
+        seq = (cases["interval_method"] == SEQUENTIAL).to_numpy() & np.isnan(p)
+        p[seq] = cases.loc[seq, "p_value_p"].to_numpy(dtype=float)
+    adjusted = stats.holm(p)
+    return adjusted, stats.significant(np.asarray(adjusted))
 
 
 SAMPLED, PROBABILITY = "sampled", "probability"
@@ -139,10 +145,5 @@ def headline(cases: pd.DataFrame, probability: bool) -> pd.DataFrame:
     out.loc[use, "test"] = PROBABILITY
     for h, c in (("h_dpd", "dpd_p"), ("h_ci_low", "ci_low_p"), ("h_ci_high", "ci_high_p"), ("h_p", "p_value_p")):
         out.loc[use, h] = out.loc[use, c]
-    p = out["h_p"].to_numpy(dtype=float).copy()
-    if "interval_method" in out:
-        seq = (out["interval_method"] == SEQUENTIAL).to_numpy() & np.isnan(p)
-        p[seq] = out.loc[seq, "p_value_p"].to_numpy(dtype=float)
-    out["h_p_holm"] = stats.holm(p)
-    out["h_significant"] = stats.significant(out["h_p_holm"].to_numpy())
+    out["h_p_holm"], out["h_significant"] = _holm(out, "h_p")
     return out
