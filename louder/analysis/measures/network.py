@@ -18,6 +18,7 @@ replicate clusters (``with_archetype_clusters``), since the agents of one call s
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from louder.analysis import palette as P
 from louder.analysis.html import note, section, table
 from louder.analysis.network import ARM, case_keys, case_verdicts, is_archetype, network_tables
 from louder.analysis.registry import ALL, Column, Input, Measure, Plot, Table, register
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 # every round, every level of every dimension (each level of a crossed or own-agents dimension plays its
 # own rounds, control and no-influence arm: the network tables key on them), a variant as its own scenario

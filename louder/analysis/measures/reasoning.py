@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,9 @@ from louder.analysis.html import case_heading, note, section, table
 from louder.analysis.keys import CASE_KEYS, by_population_group
 from louder.analysis.reasoning import SMALLEST, sentence
 from louder.analysis.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 
 # every reasoning level (each agent answers once per level, its persona shared), one wording, every signal

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,9 @@ from louder.analysis.html import case_heading, note, section, table
 from louder.analysis.keys import by_population_group
 from louder.analysis.registry import Column, Finding, Input, Measure, Plot, Show, Table, View, key, number, register
 from louder.analysis.robustness import sentence
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 
 # every wording, order and signal (signals are designs, never pooled: robustness.csv has a row per signal)

@@ -8,6 +8,7 @@ population measures take the confidence sequence's intervals and p-values for th
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,9 @@ from louder.analysis.html import note, section, table
 from louder.analysis.keys import POPULATION_KEYS
 from louder.analysis.registry import Input, Measure, Plot, Show, View, key, register
 from louder.analysis.sequential_cases import NOTE, case_keys, of_run
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 INPUTS = (Input("final", "sequential.csv", raw=True, doc="a sequential run's cases (sequential.csv)"),
           Input("waves", "sequential_waves.csv", raw=True, doc="… and their state after every wave"))

@@ -7,19 +7,34 @@ from __future__ import annotations
 
 import html
 import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-
-from pathlib import Path
 
 from louder.analysis import palette as P
 from louder.analysis import voices as V
 from louder.analysis.directions import predictions_observed
 from louder.analysis.html import note, section, table
 from louder.analysis.keys import truthy
-from louder.analysis.registry import (Column, Input, Measure, Plot, Option, Show, Table, View, key, number, register,
-                                      with_interval)
+from louder.analysis.registry import (
+    Column,
+    Input,
+    Measure,
+    Option,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 OPTIONS = (Option("observed", Path, None, "observed rates per scenario, group and attribute (docs/voices.md): the "
                   "world's gap beside the agents' (default: the one the predictions file names)", flag="--observed"),
