@@ -199,6 +199,20 @@ def test_files_of_another_generation_are_refused_and_the_rerun_rebuilds_them(tmp
     assert r.exit_code == 2 and "control.parquet is left from an earlier write that no manifest records" in r.stderr
 
 
+TERMINAL = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); sys.argv = ['louder', *sys.argv[1:]]; "
+            "runpy.run_module('louder.cli', run_name='__main__')")
+
+
+def _signal_masks(pid: int) -> str:
+    """The process' blocked, ignored and caught signals (/proc/PID/status), for a failure's message."""
+    try:
+        lines = open(f"/proc/{pid}/status", encoding="ascii").read().splitlines()
+    except OSError as e:
+        return str(e)
+    return ", ".join(ln for ln in lines if ln.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
     gate = threading.Event()  # from its 11th request on the server holds its answers: the run cannot end first
 
@@ -211,15 +225,20 @@ def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path):
     server.start()
     out = tmp_path / "run"
     try:
-        p = subprocess.Popen(CLI + args(server, out, 20), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # As a terminal starts it: Ctrl-C at its default, unblocked. A child inherits an ignored or blocked
+        # SIGINT from the process that starts it, and a test worker's may be either after other tests.
+        p = subprocess.Popen([sys.executable, "-c", TERMINAL, *args(server, out, 20)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         while cached_replies(out / "cache.sqlite") < 10 and p.poll() is None and time.time() < deadline:
             time.sleep(0.05)
+        masks = _signal_masks(p.pid)
         p.send_signal(signal.SIGINT)
         time.sleep(0.5)
         gate.set()  # the calls in flight answer; the interrupted run keeps what lands
         _, err = p.communicate(timeout=60)
-        assert p.returncode == 130, err
+        assert p.returncode == 130, (f"{err}\nchild's signal masks when interrupted: {masks}; cached "
+                                     f"{cached_replies(out / 'cache.sqlite')}, requests {len(server.requests)}")
         line = next(ln for ln in err.splitlines() if ln.startswith("interrupted:"))
         kept = cached_replies(out / "cache.sqlite")
         assert f"interrupted: {kept} answers are kept in {out / 'cache.sqlite'}; resume with: louder run " in line
