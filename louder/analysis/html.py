@@ -88,12 +88,6 @@ def no_figure(name: str, why: str) -> str:
     return f'<p class="note nofig" data-figure="{html.escape(name, quote=True)}">No figure: {html.escape(why)}.</p>'
 
 
-def png(fig: Figure | None) -> str:
-    """A figure no measure declared (kept for code written before ``registry.Plot``): rendered as SVG with
-    a generic alt text. Declare the figure on the measure (``figures=``) and place it with ``a.figure``."""
-    return figure(fig, "figure")
-
-
 # --- tables --------------------------------------------------------------------------------------------
 
 MAX_SHOWN = 8  # a table without declared key columns shows this many; the rest are behind its toggle
