@@ -17,7 +17,7 @@ import argparse
 
 import numpy as np
 
-from louder.analysis.voices import amplification
+from louder.analysis.stats.voices import amplification
 
 SETTINGS = [  # (r_h, r_l), agents per attribute n, observed people per attribute m; q = (0.55, 0.45)
     ((0.5, 0.5), 120, 2000), ((0.6, 0.4), 120, 2000), ((0.6, 0.4), 30, 2000), ((0.6, 0.4), 120, 300),

@@ -77,7 +77,7 @@ def report(run: Path) -> dict:
     import shutil
 
     from louder.analysis import for_report
-    from louder.analysis.report import write_report
+    from louder.analysis.report.page import write_report
 
     t0 = time.perf_counter()
     path = write_report(for_report(run))

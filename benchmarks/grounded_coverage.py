@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))  # the tests' simul
 
 import grounded_study as G  # noqa: E402
 
-from louder.analysis.anchoring import ppi_table  # noqa: E402
-from louder.analysis.fidelity import case_fidelity  # noqa: E402
+from louder.analysis.stats.anchoring import ppi_table  # noqa: E402
+from louder.analysis.stats.fidelity import case_fidelity  # noqa: E402
 
 
 def share(xs) -> str:

@@ -31,7 +31,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from louder.analysis import network, population, prob_dpd, stats
+from louder.analysis import stats
+from louder.analysis.stats import network, population, prob_dpd
 
 LEVEL = 0.95
 

@@ -24,14 +24,14 @@ from test_conditional import population  # noqa: E402
 from test_discrimination import BIAS, simulated  # noqa: E402
 from test_persona_audit import personas  # noqa: E402
 
-from louder.analysis.anchoring import ppi_rate, ppi_table  # noqa: E402
-from louder.analysis.calibration import calibration_offsets  # noqa: E402
-from louder.analysis.conditional import conditional_tables  # noqa: E402
-from louder.analysis.discrimination import discrimination_table  # noqa: E402
-from louder.analysis.persona_audit import persona_audit  # noqa: E402
-from louder.analysis.interventions import intervention_changes  # noqa: E402
-from louder.analysis.prob_dpd import prob_dpd  # noqa: E402
-from louder.analysis.sensitivity import sensitivity_table  # noqa: E402
+from louder.analysis.stats.anchoring import ppi_rate, ppi_table  # noqa: E402
+from louder.analysis.stats.calibration import calibration_offsets  # noqa: E402
+from louder.analysis.stats.conditional import conditional_tables  # noqa: E402
+from louder.analysis.stats.discrimination import discrimination_table  # noqa: E402
+from louder.analysis.stats.interventions import intervention_changes  # noqa: E402
+from louder.analysis.stats.persona_audit import persona_audit  # noqa: E402
+from louder.analysis.stats.prob_dpd import prob_dpd  # noqa: E402
+from louder.analysis.stats.sensitivity import sensitivity_table  # noqa: E402
 from louder.calibration import calibrated_probability  # noqa: E402
 
 

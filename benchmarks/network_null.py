@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from louder.analysis.network import gap_interval
+from louder.analysis.stats.network import gap_interval
 
 
 def null_rows(seed: int, cells: int = 20, replicates: int = 5, agents_per_cluster: int = 100,

@@ -30,7 +30,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from louder.analysis import robustness as R
+from louder.analysis.stats import robustness as R
 
 SETTINGS = [  # W, τ, agent SD, planted logit effect
     (1, 0, 0, 0), (3, 0, 0, 0), (3, 0, 1.0, 0), (3, 0.5, 0, 0), (3, 1.0, 0, 0), (5, 0.5, 0, 0), (8, 0.5, 0, 0),
@@ -137,10 +137,10 @@ def fake_runs(setting: str, seeds: range, agents: int) -> list[pd.DataFrame]:
 
 
 def verdicts(a) -> None:
-    from louder.analysis import cases as C
-    from louder.analysis import rates as A
-    from louder.analysis import select
-    from louder.analysis.registry import Input
+    from louder.analysis.engine import select
+    from louder.analysis.engine.registry import Input
+    from louder.analysis.stats import cases as C
+    from louder.analysis.stats import rates as A
 
     print(f"Simulated runs of {a.cases} cases, {a.n} agents per attribute, B = {a.B}: share of runs with a case "
           "given each verdict, and share of cases; now (before)\n")

@@ -6,7 +6,7 @@
 Answers are simulated directly, vectorised: per run and attribute a stream of Bernoulli(r_a)
 answers (every answer valid), r_a evenly spread around 0.5 with max − min = the true DPD
 (``power.spread_rates``: 3 attributes, base rate 0.5 — what the fake model's bias produces), and
-``louder.analysis.sequential.run_design`` runs the very test a sequential run runs (pair CSs on the
+``louder.analysis.stats.sequential.run_design`` runs the very test a sequential run runs (pair CSs on the
 0.001 grid, Bonferroni over the pairs, a look after every wave) on all runs at once with numpy.
 
 The stopping rule does not depend on the budget (only the cut-off does), so one simulation with a
@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 
-from louder.analysis import sequential as S
-from louder.analysis.power import plan, power, spread_rates
+from louder.analysis.stats import sequential as S
+from louder.analysis.stats.power import plan, power, spread_rates
 
 K, BASE, ALPHA, D, WAVE = 3, 0.5, 0.05, 0.1, 10
 EFFECTS = (0.0, 0.1, 0.3, 0.5)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:  # imported on use: `import louder` stays light
     import pandas as pd
 
-    from louder.analysis.power import Plan
-    from louder.analysis.inputs import Analysis
+    from louder.analysis.engine.inputs import Analysis
+    from louder.analysis.stats.power import Plan
     from louder.config import ExperimentConfig
     from louder.task import TaskResult
 
@@ -60,7 +60,7 @@ class Run:
     @property
     def tables(self) -> list[str]:
         """The file stems of the Parquet tables in the run folder (``decisions``, ``personas``, …); the
-        analysis adds its own (``louder.analysis.registry.tables()``), read with ``table`` too."""
+        analysis adds its own (``louder.analysis.engine.registry.tables()``), read with ``table`` too."""
         return sorted(p.stem for p in self.path.glob("*.parquet"))
 
     def table(self, name: str) -> pd.DataFrame:
@@ -69,7 +69,7 @@ class Run:
         …: from the analysis of the folder's data as it is now, with the settings ``louder analyze``
         last used there, else the defaults — computed once and read back from its CSVs after), or a
         CSV the run wrote (``sequential``). ``KeyError`` says which tables there are."""
-        from louder.analysis import registry
+        from louder.analysis.engine import registry
 
         if name in self._tables:
             return self._tables[name]
@@ -127,7 +127,8 @@ class Run:
         """The analysis of the folder's data as it is now, with ``settings`` (None: those ``louder
         analyze`` last used here, else the defaults). Computed once per data state and settings: in
         memory here, and on disk by ``louder.analysis.analyze``."""
-        from louder.analysis import analyze, run as analysis_run
+        from louder.analysis import analyze
+        from louder.analysis.engine import run as analysis_run
 
         wanted = settings or analysis_run.recorded_settings(self.path) or analysis_run.settings_of()
         a = self._analysis
@@ -148,7 +149,7 @@ class Run:
         calling it again reads the same tables back without recomputing the bootstrap or rewriting a
         CSV. What the run lacks for a measure is raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
         from louder.analysis import analyze
-        from louder.analysis.run import settings_of
+        from louder.analysis.engine.run import settings_of
 
         settings = settings_of(bootstrap, seed, options, **shorthands)
         if not write:
@@ -160,15 +161,15 @@ class Run:
     def summary(self, compute: bool = True) -> Summary:
         """What the run holds and what its analysis found: its design (the report's card), the answers of
         every table by status, the findings in sentences (the report's top and the end of `louder analyze`
-        say the same: ``louder.analysis.findings``), the next steps the measures suggest and what is missing — as text (``print(run.summary())``) and HTML (shown in notebooks). ``compute``:
+        say the same: ``louder.analysis.report.findings``), the next steps the measures suggest and what is missing — as text (``print(run.summary())``) and HTML (shown in notebooks). ``compute``:
         analyse the folder if it has no analysis of its data as it is now (else say so)."""
-        from louder.analysis.run import written
+        from louder.analysis.engine.run import written
 
         analysis = self._analysed() if compute else None
         if analysis is None:
             tables = written(self.path)
             if tables is not None:
-                from louder.analysis.run import load
+                from louder.analysis.engine.run import load
 
                 analysis = load(self.path)
                 analysis.tables = tables
@@ -180,7 +181,7 @@ class Run:
         analysis ``analyze`` wrote (its recorded settings; the arguments apply only to a run folder
         not yet analysed: default 10,000 draws, seed 0), and never overwrites its tables."""
         from louder.analysis import for_report
-        from louder.analysis.report import write_report
+        from louder.analysis.report.page import write_report
 
         a = for_report(self.path, bootstrap=bootstrap, seed=seed, options=options, **shorthands)
         _warn(a.missing)
@@ -225,9 +226,8 @@ class Summary:
             blocks.append(("Analysis", ["not analysed for its data as it is now: run.analyze() (or `louder analyze "
                                         f"{run.path}`)"]))
         else:
-            from louder.analysis.run import leads
-
-            from louder.analysis.findings import findings
+            from louder.analysis.engine.run import leads
+            from louder.analysis.report.findings import findings
 
             found = findings(a)
             blocks.insert(0, ("Design", found.card_lines()))
@@ -299,8 +299,8 @@ class Comparison:
 
     def gate(self, margin: float | None = None, base: str | None = None) -> pd.DataFrame:
         """The cases in which an entry is worse than ``base`` (default: the first): significantly more
-        biased after Holm, or with ``margin`` shown to exceed it (``louder.analysis.comparison.gate``)."""
-        from louder.analysis.comparison import gate
+        biased after Holm, or with ``margin`` shown to exceed it (``louder.analysis.stats.comparison.gate``)."""
+        from louder.analysis.stats.comparison import gate
 
         return gate(self.result, base or self.labels[0], margin)
 
@@ -347,7 +347,7 @@ def compare(*runs: Any, order: list[str] | str | None = None, margin: float | No
     tested. ``margin``: what a verdict of no
     difference must rule out (default 0.3). Folders combine only when their designs match; else one
     ``LouderError`` line names the first difference."""
-    from louder.analysis.comparison import MARGIN
+    from louder.analysis.stats.comparison import MARGIN
     from louder.compare_runs import compare as assemble_and_compare
 
     items = runs[0] if len(runs) == 1 and isinstance(runs[0], dict) else [
@@ -427,7 +427,7 @@ def plan(effect: float, attributes: int, base_rate: float, power: float = 0.8, a
 
     Returns a ``Plan``: ``agents_per_attribute`` (None when not reached below 20,000), the simulated
     ``power`` there, and the true ``rates`` simulated (``spread``: even, or one attribute apart)."""
-    from louder.analysis.power import plan as make_plan
+    from louder.analysis.stats.power import plan as make_plan
     from louder.errors import LouderError
 
     checks = (("effect", effect, 0 < effect <= 1), ("base_rate", base_rate, 0 <= base_rate <= 1),

@@ -8,7 +8,7 @@ the scenario's target choice probability p_t decides with
     p'_t = expit(logit p_t + δ),   δ = Σ_g δ_{g, a_g}
 
 and the other choices share 1 − p'_t in their old proportions (``apply_offsets``). The offsets are
-fitted by ``louder.analysis.calibration.calibration_offsets`` (the equations are in its docstring and
+fitted by ``louder.analysis.stats.calibration.calibration_offsets`` (the equations are in its docstring and
 docs/statistics.md). They need the choice probabilities, which only score mode has: a sample-mode
 run's JSON answer is a label, with nothing to shift (``check``)."""
 

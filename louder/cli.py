@@ -78,9 +78,8 @@ def _execute(kind, config, out: Path, retry_errors: bool, **options):
     """Run ``kind`` with ``config`` into ``out`` under a progress bar (louder.api.run), then print what
     the kind shows of its result. Returns the ``Run``."""
     from louder.api import Run
-    from louder.task import execute
-
     from louder.runfolder import out_folder
+    from louder.task import execute
 
     task = kind.build(config, **options)
     out_folder(out)  # a file named like the folder: one line before any progress bar
@@ -224,7 +223,7 @@ def demo(
     (about two minutes on 2 CPU cores)."""
     from louder import kinds
     from louder.analysis import analyze as run_analysis
-    from louder.analysis.report import write_report
+    from louder.analysis.report.page import write_report
     from louder.config import build_config
 
     console.print("[bold]louder demo[/]: SmolLM2-135M-Instruct (embedded), emergency_response and "
@@ -269,7 +268,7 @@ def plan(
     seed: int = typer.Option(0, "--seed", help="seed of the simulation"),
 ) -> None:
     """Agents per attribute needed to detect a DPD with the test `louder analyze` runs (seeded simulation)."""
-    from louder.analysis.power import plan as make_plan
+    from louder.analysis.stats.power import plan as make_plan
 
     try:
         for name, v, ok in (("--effect", effect, 0 < effect <= 1), ("--base-rate", base_rate, 0 <= base_rate <= 1),
@@ -441,7 +440,7 @@ def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, vari
         fail(f"--rescore {path}: cannot be read as CSV or Parquet ({e})")
     if text_column not in df.columns:
         fail(f"--text-column {text_column!r} is not a column of {path}; columns: {', '.join(map(str, df.columns))}")
-    from louder.analysis.keys import is_valid
+    from louder.analysis.stats.keys import is_valid
 
     r = score_table(df, st, text_column, (variation or ["replication"])[0])
     valid = is_valid(r)
@@ -463,7 +462,7 @@ def probe_weat(
     """WEAT effect sizes and permutation p-values on the 21 stereotypes' stimuli (weat.parquet)."""
     import time
 
-    from louder.analysis.weat import weat_table
+    from louder.analysis.stats.weat import weat_table
     from louder.io import write_json
     from louder.llm.embeddings import embedder
     from louder.probes.stimuli import get_stereotype, stereotypes
@@ -532,8 +531,8 @@ def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> 
     width = _width()
     for table in analysis_tables(a, width, wide, columns):
         console.print(table, width=width)
-    from louder.analysis.findings import findings
-    from louder.analysis.run import leads
+    from louder.analysis.engine.run import leads
+    from louder.analysis.report.findings import findings
 
     found = findings(a)
     if found.by_model:
@@ -577,7 +576,7 @@ def analyze(
     """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs (once per data
     state and settings: the same analysis again is read back, not recomputed)."""
     from louder.analysis import analyze as run_analysis
-    from louder.analysis.options import parse_set
+    from louder.analysis.engine.options import parse_set
 
     try:
         a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()),
@@ -605,7 +604,7 @@ def calibrate(
 ) -> None:
     """Fit logit offsets per model × condition × scenario × attribute that calibrate the run's agents to
     parity or to observed rates; write calibration.yaml for `louder run --calibration FILE` and print them."""
-    from louder.analysis import calibration
+    from louder.analysis.stats import calibration
 
     try:
         table = calibration.fit(run_dir, to, observed)
@@ -642,8 +641,8 @@ def report(
     """Write RUN_DIR/report/index.html (self-contained, figures embedded) from the analysis `louder analyze`
     wrote (its settings; the folder's CSVs are not rewritten); a folder not yet analysed is analysed first."""
     from louder.analysis import for_report
-    from louder.analysis.options import parse_set
-    from louder.analysis.report import write_report
+    from louder.analysis.engine.options import parse_set
+    from louder.analysis.report.page import write_report
 
     try:
         a = for_report(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()), observed=observed)
@@ -674,7 +673,7 @@ def compare(
 ) -> None:
     """Model against model: the paper's summary per model, ΔDPD per pair of models and case for actions and
     words with intervals and verdicts, per pair, a trend along --order, and a release gate (--fail-if)."""
-    from louder.analysis import registry
+    from louder.analysis.engine import registry
     from louder.api import compare as compare_models
     from louder.cli_tables import frame_table
 
@@ -847,10 +846,10 @@ def kinds_cmd() -> None:
 
 @app.command("measures")
 def measures_cmd() -> None:
-    """The measures `louder analyze` runs (the registry, louder/analysis/registry.py): what each reads and
+    """The measures `louder analyze` runs (the registry, louder/analysis/engine/registry.py): what each reads and
     writes, and its options with their defaults (`louder analyze RUN --set MEASURE.OPTION=VALUE`); an
     installed package adds its own (entry points `louder.measures`)."""
-    from louder.analysis import registry
+    from louder.analysis.engine import registry
 
     try:
         table = Table(title="Measures of the analysis (in the order they run)")

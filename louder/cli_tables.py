@@ -1,7 +1,7 @@
 """The rich tables the command line prints: one renderer (``frame_table``) for every table, fitted to
 the terminal, and what each kind of run prints after it runs.
 
-A table is a frame and its ``Show`` columns (``louder.analysis.registry``): the analysis tables are
+A table is a frame and its ``Show`` columns (``louder.analysis.engine.registry``): the analysis tables are
 declared by their measures (``View``), the run tables below. The renderer shows the key columns at
 the terminal's width — a column every row shares (one model, one condition) is said once under the
 table instead, a column that is empty in every row is left out, and columns of priority 2 are
@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, arm_keys, valid
-from louder.analysis.rates import rates
-from louder.analysis.registry import Show, View, key, number
+from louder.analysis.engine.registry import Show, View, key, number
+from louder.analysis.stats.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS, arm_keys, valid
+from louder.analysis.stats.rates import rates
 from louder.errors import LouderError
 from louder.status import status_table
 from louder.types import STATUSES
@@ -119,7 +119,7 @@ def view_table(view: View, ctx, width: int | None = None, wide: bool = False,
 def analysis_views(a) -> list[tuple[View, object]]:
     """Every measure's console views that apply to the analysis ``a``, in their order, each with its
     measure's context."""
-    from louder.analysis import registry
+    from louder.analysis.engine import registry
 
     return sorted(((v, a.context(m)) for m in registry.measures() if a.applies(m) for v in m.views),
                   key=lambda vc: vc[0].position)
@@ -200,7 +200,7 @@ def explicit_table(probes: pd.DataFrame, width: int | None = None) -> Table:
 def rounds_table(decisions: pd.DataFrame, control: pd.DataFrame | None = None, width: int | None = None) -> Table:
     """A network run: per case × round, the target rate per attribute and its DPD for the LLM and for
     the no-LLM control, and every status of the round's answers."""
-    from louder.analysis.rates import difference
+    from louder.analysis.stats.rates import difference
 
     case = [*CASE_KEYS, *arm_keys(decisions)]  # each arm of a network run plays its own rounds
     by = [*case, "round"]

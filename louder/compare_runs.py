@@ -5,7 +5,7 @@ module puts them together: each folder is read as the ``models`` measure reads o
 inputs: the per-case views of the decisions and the explicit probes), each of its models becomes an
 **entry** named by its label — the label given (``base=runs/a``), the model's name without one, or
 ``LABEL/MODEL`` for a labelled folder of several models — and the frames, their ``model`` column
-relabelled, go to the same statistics as one folder's (``louder.analysis.comparison.compare``): a
+relabelled, go to the same statistics as one folder's (``louder.analysis.stats.comparison.compare``): a
 folder of several models and the same models in separate folders give the same tables.
 
 Folders combine only when their designs match (``design``): the kind of run, the scenarios and their
@@ -27,9 +27,9 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from louder.analysis import comparison as C
-from louder.analysis import registry
-from louder.analysis.inputs import Analysis, Settings, load
+from louder.analysis.engine import registry
+from louder.analysis.engine.inputs import Analysis, Settings, load
+from louder.analysis.stats import comparison as C
 from louder.config import recorded
 from louder.errors import LouderError, did_you_mean
 
@@ -270,7 +270,7 @@ def assemble(items: Iterable[Any], order: Sequence[str] | str | None = None) -> 
 
 def compare(items: Iterable[Any], order: Sequence[str] | str | None = None, bootstrap: int = 10_000, seed: int = 0,
             margin: float = C.MARGIN) -> tuple[Assembled, C.Comparison]:
-    """The folders of ``items`` assembled and compared (``louder.analysis.comparison.compare``); with
+    """The folders of ``items`` assembled and compared (``louder.analysis.stats.comparison.compare``); with
     ``order`` the trend along it too."""
     settings = Settings.of(bootstrap, seed)
     if not 0 < margin < 1:
@@ -330,9 +330,9 @@ def render(x: Assembled, c: C.Comparison, settings: dict, gate: dict | None = No
     import html as H
     from datetime import datetime, timezone
 
-    from louder.analysis.comparison_report import gate_html, html_sections
-    from louder.analysis.html import note, section, table
-    from louder.analysis.report import CSS
+    from louder.analysis.report.comparison import gate_html, html_sections
+    from louder.analysis.report.html import note, section, table
+    from louder.analysis.report.page import CSS
 
     title = "louder comparison — " + " vs ".join(x.labels)
     failing = pd.DataFrame(gate["failing"]) if gate else None

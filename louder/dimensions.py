@@ -206,7 +206,7 @@ def _wordings(config, scenario: Scenario) -> list[str]:
 
 def _reference_wording(levels: Sequence[str]) -> str:
     """The file's own text when the run has it, else the first wording id in sort order
-    (the rows the per-case tables read: ``louder.analysis.select``)."""
+    (the rows the per-case tables read: ``louder.analysis.engine.select``)."""
     return AS_WRITTEN if AS_WRITTEN in levels else sorted(levels)[0]
 
 

@@ -2,7 +2,7 @@
 carries — a statement that discrimination is illegal, a request to ignore demographics — run as an
 experiment dimension (``louder.dimensions``): the same agents, with the same personas, decide once
 without it (``none``) and once under each intervention, so a change in the disparity is read on
-paired answers (``louder.analysis.interventions.intervention_changes``).
+paired answers (``louder.analysis.stats.interventions.intervention_changes``).
 
 ``simulation.interventions`` lists ``none``, ids of the built-ins (``louder/data/interventions.yaml``,
 each with its published source) and paths of YAML files of one intervention each::

@@ -1,4 +1,4 @@
-"""The reference code the betting confidence sequence of ``louder.analysis.sequential`` is checked
+"""The reference code the betting confidence sequence of ``louder.analysis.stats.sequential`` is checked
 against: ``hedged_cs`` of confseq 0.0.11 (Waudby-Smith, Ramdas et al., MIT License, Copyright (c) 2021
 confseq developers; https://github.com/gostevehoward/confseq, src/confseq/betting.py,
 betting_strategies.py, misc.py), reduced to the path ``hedged_cs`` takes (with replacement, max of

@@ -9,7 +9,7 @@ from matplotlib.collections import Collection
 from matplotlib.colors import to_hex, to_rgba
 from matplotlib.container import ErrorbarContainer
 
-from louder.analysis import palette
+from louder.analysis.report import palette
 
 TOL = 1e-9
 
@@ -30,7 +30,7 @@ def _colours(value) -> list[str]:
 
 
 def colour_problems(fig) -> list[str]:
-    """Data marks whose colour is not in ``louder.analysis.palette.ALLOWED`` (colour maps — heat maps,
+    """Data marks whose colour is not in ``louder.analysis.report.palette.ALLOWED`` (colour maps — heat maps,
     colour bars — are data scales, not marks, and are left out: viridis is itself colour-blind safe)."""
     allowed = {c.upper() for c in palette.ALLOWED}
     bad = set()
@@ -46,7 +46,7 @@ def colour_problems(fig) -> list[str]:
         for patch in ax.patches:
             for c in (patch.get_facecolor(), patch.get_edgecolor()):
                 bad.update(x for x in _colours(c) if x not in allowed)
-    return [f"colour {c} is not in louder.analysis.palette" for c in sorted(bad)]
+    return [f"colour {c} is not in louder.analysis.report.palette" for c in sorted(bad)]
 
 
 def interval_problems(fig) -> list[str]:

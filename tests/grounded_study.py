@@ -102,7 +102,7 @@ def agent_draws(model: str, attribute, p, rng) -> np.ndarray:
 
 def ppi_frames(seed: int, n: int, N: int, model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A study of ``n`` respondents and ``N`` unlabelled profiles per attribute with their agents'
-    predictions, as ``louder.analysis.anchoring.ppi_table`` takes them."""
+    predictions, as ``louder.analysis.stats.anchoring.ppi_table`` takes them."""
     rng = np.random.default_rng(seed + 2_000_000)
     h, u = people(seed, n), profiles(seed + 3_000_000, N, prefix="u")
     case = dict(model="fake", scenario=SCENARIO, group="gender_identity")
@@ -115,7 +115,7 @@ def ppi_frames(seed: int, n: int, N: int, model: str) -> tuple[pd.DataFrame, pd.
 
 def fidelity_pairs(seed: int, n: int, model: str, share: dict | None = None) -> pd.DataFrame:
     """The respondents of a study (``share``: P(evacuated) per attribute, default SHARE) with their
-    agents' decisions, as ``louder.analysis.fidelity.case_fidelity`` takes them."""
+    agents' decisions, as ``louder.analysis.stats.fidelity.case_fidelity`` takes them."""
     h = people(seed, n, share)
     rng = np.random.default_rng(seed + 4_000_000)
     agent = np.where(agent_draws(model, h["gender_identity"], h["p"], rng) == 1, "Evacuate", "Stay")

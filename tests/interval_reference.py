@@ -1,4 +1,4 @@
-"""A slow, loop-by-loop reference of ``louder.analysis.intervals.dpd_interval`` that tests compare
+"""A slow, loop-by-loop reference of ``louder.analysis.stats.intervals.dpd_interval`` that tests compare
 the vectorised code against (written from the formula in docs/statistics.md, not from the code)."""
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from scipy.special import expit, logit
 
-from louder.analysis.calibration import calibration_offsets, rake
-from louder.analysis.interventions import INTERVENTION_COLUMNS, intervention_changes
-from louder.analysis.sensitivity import sensitivity_table
-from louder.calibration import apply_offsets, calibrated_probability
-from louder.analysis.prob_dpd import prob_dpd
 from louder.analysis.stats import dpd
+from louder.analysis.stats.calibration import calibration_offsets, rake
+from louder.analysis.stats.interventions import INTERVENTION_COLUMNS, intervention_changes
+from louder.analysis.stats.prob_dpd import prob_dpd
+from louder.analysis.stats.sensitivity import sensitivity_table
+from louder.calibration import apply_offsets, calibrated_probability
 from louder.errors import LouderError
 
 ATTRS = ["Male", "Female", "Non-binary"]

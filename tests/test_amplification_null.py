@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import louder
-from louder.analysis.network import amplification
-from louder.analysis.network import case_network_tables
+from louder.analysis.stats.network import amplification, case_network_tables
 from louder.config import ControlConfig, NetworkConfig
 from louder.llm.base import stable_seed
 from louder.networks.graphs import build_graph

@@ -11,12 +11,12 @@ import pytest
 
 from louder.analysis import analyze
 from louder.analysis.measures.cases import CASE_COLUMNS
-from louder.analysis.report import environment_table, write_report
+from louder.analysis.report.page import environment_table, write_report
 from louder.config import build_config
 from louder.errors import LouderError
 from louder.probes.explicit import count_probe_calls, run_explicit
-from louder.types import PROBE_COLUMNS
 from louder.simulation import run_experiment
+from louder.types import PROBE_COLUMNS
 
 
 def cfg(url, **kw):

@@ -7,9 +7,9 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from louder.analysis import choices as CH
-from louder.analysis import prob_dpd as PD
-from louder.analysis import rationales as R
+from louder.analysis.stats import choices as CH
+from louder.analysis.stats import prob_dpd as PD
+from louder.analysis.stats import rationales as R
 
 
 def test_permutation_p_in_chunks_equals_one_array():
@@ -156,8 +156,8 @@ def test_rationale_tables_equal_the_per_group_code():
 def test_row_ranges_over_columns_first_equal_the_last_axis_reduction():
     """Issue 41: max − min of each row reduced over the transposed contiguous copy (faster for k of a few
     attributes) gives exactly the values of the reduction over the last axis."""
-    from louder.analysis import power as P
     from louder.analysis import stats as S
+    from louder.analysis.stats import power as P
 
     rng = np.random.default_rng(5)
     for B, k in ((1, 2), (1000, 3), (10_000, 14)):
@@ -173,7 +173,7 @@ def test_band_and_its_quantile_equal_the_previous_code():
     """Issue 41: the bootstrap-t values and the quantile of their row maxima, computed with fewer
     temporaries (and a plain max when no resample lacks a pair), equal the previous code exactly —
     with resamples of zero spread, moved or not, and resamples lacking an attribute."""
-    from louder.analysis import intervals as I
+    from louder.analysis.stats import intervals as I
 
     def old_t(dev, seb):
         with np.errstate(invalid="ignore", divide="ignore"):

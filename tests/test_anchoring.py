@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from louder.analysis.anchoring import DPD_COLUMNS, RATE_COLUMNS, ppi_dpd, ppi_rate, ppi_table
+from louder.analysis.stats.anchoring import DPD_COLUMNS, RATE_COLUMNS, ppi_dpd, ppi_rate, ppi_table
 
 TRUTH = {"Male": 0.55, "Female": 0.80, "Non-binary": 0.65}  # the synthetic humans: DPD 0.25
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from interval_reference import reference_dpd_interval
 
-from louder.analysis import prob_dpd as PD
+from louder.analysis.stats import prob_dpd as PD
 
 
 def clustered(seed=4):
@@ -140,7 +140,7 @@ def test_null_level_with_archetype_clusters_fast():
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     from network_null import null_rows
 
-    from louder.analysis.network import gap_interval, with_archetype_clusters
+    from louder.analysis.stats.network import gap_interval, with_archetype_clusters
 
     def rows(seed):
         r = null_rows(seed, cells=20, replicates=5, agents_per_cluster=50)

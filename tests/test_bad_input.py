@@ -7,8 +7,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from louder.analysis.directions import load_predictions
-from louder.analysis.rationales import load_patterns
+from louder.analysis.stats.directions import load_predictions
+from louder.analysis.stats.rationales import load_patterns
 from louder.config import ExperimentConfig, build_config
 from louder.errors import LouderError
 from louder.scenarios import load_group, load_scenario

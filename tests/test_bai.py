@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from louder.analysis import analyze
-from louder.analysis.report import write_report
+from louder.analysis.report.page import write_report
 from louder.config import build_config
 from louder.probes.association import bias_score, make_trial, parse_pairs, rescore, score_response
-from louder.probes.decision_test import make_decision_trial
 from louder.probes.bai_runner import run_test
+from louder.probes.decision_test import make_decision_trial
 from louder.probes.stimuli import get_stereotype, stereotypes
 
 DATA = Path(__file__).parent / "data" / "bai_gpt4o"
@@ -249,7 +249,7 @@ def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
 
 def test_one_sided_answers_counted_in_both_scores():
     """The authors' GPT-4o science replication file: 5 of 50 answers give every word to one group."""
-    from louder.analysis.bai_stats import association_stats
+    from louder.analysis.stats.bai import association_stats
 
     st = get_stereotype("science")
     r = rescore(pd.read_csv(DATA / "gpt4o_science_replication.csv"), st, "0")

@@ -152,8 +152,8 @@ def test_a_population_run_with_variants_gets_sensitivity_under_raw_and_parity_ag
     """The issue's "done when": sensitivity.csv with raw and parity rows and a verdict, from the stored
     probabilities (no new call); the report renders it again from analysis.json's settings."""
     from louder.analysis import for_report
-    from louder.analysis.sensitivity import SENSITIVITY_COLUMNS
-    from louder.analysis.report import write_report
+    from louder.analysis.report.page import write_report
+    from louder.analysis.stats.sensitivity import SENSITIVITY_COLUMNS
 
     policy_run(tmp_path / "pop")
     calls = pd.read_json(tmp_path / "pop" / "manifest.json", typ="series")["model_calls"]

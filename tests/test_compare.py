@@ -1,4 +1,4 @@
-"""Issue 42: model against model — the statistics (``louder.analysis.comparison``) against brute force
+"""Issue 42: model against model — the statistics (``louder.analysis.stats.comparison``) against brute force
 and independent code, on null and planted data; ``louder compare`` over run folders of the fake model
 (null: the same model, two run seeds; planted: a bias of 0.9 against one of 0.6 on the same
 attribute), the release gate, refused designs, one folder of several models against separate folders,
@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import comparison as C
-from louder.analysis import intervals as I
 from louder.analysis import stats
+from louder.analysis.stats import comparison as C
+from louder.analysis.stats import intervals as I
 from louder.cli import app
 from louder.errors import LouderError
 
@@ -387,7 +387,7 @@ def test_a_multi_model_folder_reports_its_pairs_and_a_single_model_writes_none(p
     # the figure's intervals contain their estimates, in the palette (the golden runs have one model each)
     from figure_checks import problems
 
-    from louder.analysis.comparison_report import models_figure
+    from louder.analysis.report.comparison import models_figure
 
     assert problems(models_figure(pd.read_csv(one / "models.csv"))) == []
     r = cli("analyze", one, "-B", 300, "--set", f"models.order={MILD}", "--set", f"models.order={BIASED}")

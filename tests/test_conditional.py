@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from fairlearn.metrics import MetricFrame, selection_rate
 
-from louder.analysis.conditional import COLUMNS, conditional_dpd, conditional_tables, strata_table
+from louder.analysis.stats.conditional import COLUMNS, conditional_dpd, conditional_tables, strata_table
 from louder.errors import LouderError
 
 

@@ -12,7 +12,7 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
-from louder.analysis.discrimination import COLUMNS, discrimination_table
+from louder.analysis.stats.discrimination import COLUMNS, discrimination_table
 from louder.errors import LouderError
 
 ATTRS = ["Male", "Female", "Non-binary"]  # the group's order: Male is the reference
@@ -238,7 +238,7 @@ def test_sample_mode_fit_on_counts_equals_the_row_level_logit(case):
 def test_logit_on_counts_takes_the_same_steps_as_on_every_row():
     """The engine's GLM with frequency weights (one row per pattern and outcome) against the same GLM
     on every row: IRLS starts and stops alike, so the two agree to rounding, far below 1e-9."""
-    from louder.analysis import regression as R
+    from louder.analysis.stats import regression as R
 
     for seed in range(3):
         d = simulated(30 + seed, bias=0.3 * seed, mode="sample", n=200, scenarios=("a", "b", "c"))

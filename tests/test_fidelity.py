@@ -1,16 +1,16 @@
-"""Fidelity to a human study (issue 44, ``louder.analysis.fidelity``): the issue's "Done when" for the
+"""Fidelity to a human study (issue 44, ``louder.analysis.stats.fidelity``): the issue's "Done when" for the
 verdicts over 20 seeds on simulated tables of the synthetic study (tests/grounded_study.py: agents as the
 fake model makes them), null data reading null, every interval containing its estimate, the per-subgroup
 statistics against a brute force, and the measure's option."""
 
 from __future__ import annotations
 
+import grounded_study as G
 import numpy as np
 import pandas as pd
 import pytest
 
-import grounded_study as G
-from louder.analysis.fidelity import ALL, CASE_COLUMNS, SUBGROUP_COLUMNS, case_fidelity, fidelity
+from louder.analysis.stats.fidelity import ALL, CASE_COLUMNS, SUBGROUP_COLUMNS, case_fidelity, fidelity
 
 ATTRS = list(G.SHARE)
 SEEDS = range(20)

@@ -16,9 +16,11 @@ import pytest
 from matplotlib.figure import Figure
 
 import louder
-from louder.analysis import analyze, html, palette, registry
-from louder.analysis.registry import Measure, Plot, Table
-from louder.analysis.report import write_report
+from louder.analysis import analyze
+from louder.analysis.engine import registry
+from louder.analysis.engine.registry import Measure, Plot, Table
+from louder.analysis.report import html, palette
+from louder.analysis.report.page import write_report
 from louder.errors import LouderError
 
 pytestmark = pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")
@@ -83,7 +85,7 @@ def test_the_same_figure_gives_the_same_svg():
     cases = pd.DataFrame([dict(kind=k, model="m", condition="contextualized", scenario="s", group="g", dpd=0.3,
                                threshold=0.2, significant=k == "implicit", ci_low=0.1, ci_high=0.5, p_value=0.01,
                                p_holm=0.02, dpd_p=np.nan) for k in ("implicit", "explicit")])
-    from louder.analysis.figures import dpd_figure
+    from louder.analysis.report.draw import dpd_figure
 
     assert html.svg(dpd_figure(cases)) == html.svg(dpd_figure(cases))
 

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 import louder
 from louder.analysis import analyze
-from louder.analysis.cases import PROBABILITY, headline
-from louder.analysis.findings import findings
+from louder.analysis.report.findings import findings
+from louder.analysis.stats.cases import PROBABILITY, headline
 from louder.cli import app
 from louder.errors import LouderWarning
 
@@ -92,7 +92,7 @@ def test_summary_report_and_console_say_the_same(planted, tmp_path):
 
 
 def test_underpowered_cases_say_what_louder_plan_says_it_takes(tmp_path):
-    from louder.analysis.power import UNDERPOWERED, plan
+    from louder.analysis.stats.power import UNDERPOWERED, plan
 
     a = analyze(_run(tmp_path / "small", "fake:seed=1", agents=5).path, bootstrap=500, write=False)
     (weak,) = [f for f in findings(a).by_model["fake:seed=1"] if "underpowered" in f.text]

@@ -10,9 +10,8 @@ from __future__ import annotations
 import difflib
 
 import figure_checks
-import pytest
-
 import golden
+import pytest
 
 pytestmark = pytest.mark.slow
 DRAWN: list[tuple[str, str, list[str]]] = []  # every figure the reports drew: (its name, alt text, problems)
@@ -22,7 +21,7 @@ DRAWN: list[tuple[str, str, list[str]]] = []  # every figure the reports drew: (
 def built(tmp_path_factory):
     """The reference runs, analysed and reported; every figure the reports draw is checked as it is drawn
     (``figure_checks``: intervals around their estimates, the palette's colours)."""
-    from louder.analysis import html
+    from louder.analysis.report import html
 
     real = html.figure
 
@@ -48,7 +47,7 @@ def test_every_measure_that_writes_a_table_has_a_figure_in_its_section(built):
     """Issue 43, over the registry: in every reference analysis, each measure that wrote a table with rows
     places one of its declared figures in its section (``data-figure="MEASURE/…"``: the figure, or the line
     saying why this run has nothing to draw) — and across the reference runs each such measure really draws."""
-    from louder.analysis import registry
+    from louder.analysis.engine import registry
 
     problems, drew = [], set()
     for name, got in built.items():

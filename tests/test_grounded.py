@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import grounded_study as G  # tests/grounded_study.py: the synthetic study and its agents
 import numpy as np
 import pandas as pd
 import pytest
+from cache_count import cached_replies
 from typer.testing import CliRunner
 
-import grounded_study as G  # tests/grounded_study.py: the synthetic study and its agents
 import louder
-from cache_count import cached_replies
-from louder.analysis.anchoring import COLUMNS, ppi_table
+from louder.analysis.stats.anchoring import COLUMNS, ppi_table
 from louder.config import load_config
 from louder.errors import LouderError
 from louder.llm.base import Request
@@ -128,8 +128,9 @@ def test_profile_columns_the_ground_flag_and_its_companions(tmp_path):
     assert load_config(_config(study, None)).simulation.ground is None
     cfg = load_config(_config(study, "last_flood, household"))
     assert cfg.simulation.ground == ["last_flood", "household"]
-    from louder.simulation.humans import description, study as read
     from louder.prompts import Prompts
+    from louder.simulation.humans import description
+    from louder.simulation.humans import study as read
 
     s = read(study, ["emergency_response"], ["gender_identity"], ["all"])
     assert s.ground == ("last_flood", "household")

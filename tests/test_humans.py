@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from cache_count import cached_replies  # tests/cache_count.py (never `from tests.…`: ppi-python owns `tests`)
 from typer.testing import CliRunner
 
 import louder
-from cache_count import cached_replies  # tests/cache_count.py (never `from tests.…`: ppi-python owns `tests`)
-from louder.analysis.anchoring import COLUMNS, anchoring
+from louder.analysis.stats.anchoring import COLUMNS, anchoring
 from louder.config import load_config
 from louder.errors import LouderError
 

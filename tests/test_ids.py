@@ -11,16 +11,16 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from test_docs import DOCS, blocks, commands
 from typer.testing import CliRunner
 
 from louder.analysis import stats
-from louder.analysis.contrast import CONTRAST_CASE_COLUMNS, contrast_cases
+from louder.analysis.stats.contrast import CONTRAST_CASE_COLUMNS, contrast_cases
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError
 from louder.scenarios import DATA, load_group, load_scenario
 from louder.simulation.runner import plan_cases
-from test_docs import DOCS, blocks, commands
 
 runner = CliRunner()
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from louder.analysis import network, population, prob_dpd, stats
+from louder.analysis import stats
+from louder.analysis.stats import network, population, prob_dpd
 
 EPS = 1e-9
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ import pytest
 import louder
 from louder import dimensions
 from louder.analysis import analyze
-from louder.analysis.interventions import COLUMNS, INTERVENTION_COLUMNS
+from louder.analysis.stats.interventions import COLUMNS, INTERVENTION_COLUMNS
 from louder.config import load_config
 from louder.errors import LouderError
 from louder.interventions import builtins, load_intervention
@@ -96,7 +96,7 @@ def test_an_intervention_as_a_system_message_and_one_that_misses_the_word(tmp_pa
     assert (a.tables["attributes"].query("kind == 'implicit'")["n_valid"] == 100).all()
     written = pd.read_csv(out / "interventions.csv")
     assert set(written["intervention"]) == {"fairness", "illegal"} and list(written.columns) == COLUMNS
-    from louder.analysis.report import write_report
+    from louder.analysis.report.page import write_report
 
     html = write_report(a).read_text("utf-8")
     assert "Prompt interventions" in html and "arXiv:2312.03689" in html

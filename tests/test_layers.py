@@ -89,8 +89,8 @@ def test_the_api_imports_no_cli_module():
 def test_the_analysis_core_knows_no_measure():
     """Analysis holds the run folder's files and the views of them, not a field per input of a measure;
     the core modules name no measure."""
-    from louder.analysis import registry, select
-    from louder.analysis.inputs import Analysis, Settings
+    from louder.analysis.engine import registry, select
+    from louder.analysis.engine.inputs import Analysis, Settings
 
     fields = {f.name for f in dataclasses.fields(Analysis)}
     assert fields == {"run_dir", "settings", "tables", "missing", "manifests", "seconds", "cached", "state", "_files",
@@ -99,11 +99,13 @@ def test_the_analysis_core_knows_no_measure():
     # ("cases" is also a plain word of the core's prose, "models" the manifest's key of a run's models, and a
     # dimension is not a measure)
     names = {m.name for m in registry.measures()} - {"cases", "models"} - set(select.dimension_ids())
-    for core in ("inputs", "run", "registry", "select", "options", "report", "findings"):
-        code = (PACKAGE / "analysis" / f"{core}.py").read_text("utf-8")
+    core = [*(PACKAGE / "analysis" / "engine").glob("*.py"), PACKAGE / "analysis" / "report" / "page.py",
+            PACKAGE / "analysis" / "report" / "findings.py"]
+    for path in core:
+        code = path.read_text("utf-8")
         tree = ast.parse(code)
         strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-        assert not names & strings, f"analysis/{core}.py names the measure(s) {names & strings}"
+        assert not names & strings, f"{path.relative_to(PACKAGE)} names the measure(s) {names & strings}"
 
 
 def test_every_name_a_benchmark_or_tool_imports_from_louder_exists():

@@ -19,8 +19,8 @@ from scipy.special import logit
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import registry
-from louder.analysis.run import load, settings_of
+from louder.analysis.engine import registry
+from louder.analysis.engine.run import load, settings_of
 from louder.cli import app
 from louder.llm.base import Request
 from louder.llm.fake import FakeModel
@@ -72,7 +72,7 @@ def test_fake_model_options_plant_noise_tone_and_sameness():
     def persona(model, prompt):
         return json.loads(model.generate(Request(prompt=prompt, schema=Persona)).text)["persona"]
 
-    from louder.analysis.persona_audit import sentiment
+    from louder.analysis.stats.persona_audit import sentiment
     texts = [persona(sad, f"Write a persona of a female person, number {i}.") for i in range(30)]
     assert len(set(texts)) > 20 and max(map(sentiment, texts)) < -0.5
     assert len({persona(sad, f"Write a persona of a male person, number {i}.") for i in range(10)}) == 1
@@ -248,7 +248,7 @@ def test_the_how_to_quotes_the_measure_it_uses_as_worked_example():
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "how-to" / "add-a-metric.md").read_text("utf-8")
     quoted = re.findall(r"<!-- excerpt: (\S+) -->\n```python\n(.*?)```", page, re.S)
-    assert {p for p, _ in quoted} == {"louder/analysis/conditional.py", "louder/analysis/measures/conditional.py"}
+    assert {p for p, _ in quoted} == {"louder/analysis/stats/conditional.py", "louder/analysis/measures/conditional.py"}
     for path, code in quoted:
         assert code in (root / path).read_text("utf-8"), f"the how-to's excerpt of {path} is not in the file"
 
@@ -256,7 +256,7 @@ def test_the_how_to_quotes_the_measure_it_uses_as_worked_example():
 def test_a_large_case_reads_its_diversity_on_a_proportional_subsample():
     """Past DIVERSITY_TEXTS texts a case's diversity is read on a seeded subsample (its n × n distances
     would not fit): the estimate stays that of every text, a flattened attribute still reads 0."""
-    from louder.analysis import persona_audit as PA
+    from louder.analysis.stats import persona_audit as PA
 
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(60)]

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from louder.analysis.measures import cases as C
-from louder.analysis import power as P
 from louder.analysis import stats
+from louder.analysis.measures import cases as C
+from louder.analysis.stats import power as P
 
 
 # --- the implementation before issue 24, kept as the reference ---

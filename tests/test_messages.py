@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from louder.analysis import analyze
-from louder.analysis.report import render
+from louder.analysis.report.page import render
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError, did_you_mean

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from louder import kinds
 from louder.analysis import analyze
-from louder.analysis.network import network_tables
-from louder.analysis.report import write_report
+from louder.analysis.report.page import write_report
+from louder.analysis.stats.network import network_tables
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError
@@ -311,7 +311,7 @@ def test_analysis_tables_follow_the_hand_computed_cascade(tmp_path):
     f1 = flips[(flips["source"] == "LLM") & (flips["round"] == 1)].set_index("attribute")["flip_rate"]
     assert f1.to_dict() == {"Female": 0.0, "Male": 0.5, "Non-binary": 0.5}
     # the seed tables read round 0 only: 6 agents, not 6 × 4 rows
-    from louder.analysis import registry
+    from louder.analysis.engine import registry
 
     assert a.tables["cases"]["n_valid"].tolist() == [6]
     assert len(a.context(registry.get("cases")).decisions) == 6 and len(a.context(registry.get("network")).rounds) == 24

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from louder.analysis.network import amplification, dpd_by_round, flip_rates, gap_interval, rates_by_round, verdict
 from louder.analysis.measures.network import amplification_figure, rounds_rates_figure
+from louder.analysis.stats.network import amplification, dpd_by_round, flip_rates, gap_interval, rates_by_round, verdict
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 from network_null import false_positive_rate  # noqa: E402

@@ -10,14 +10,20 @@ import pandas as pd
 import pytest
 from mesa.discrete_space import CellAgent, Network
 
+from louder.analysis.stats.network import dpd_by_round, with_archetype_clusters
 from louder.errors import LouderError
 from louder.networks import InfluenceModel, NetworkConfig, build_graph
 from louder.networks.archetype import (
-    ROUND0, ArchetypeTable, archetype_decide, assign_replicates, bucket_of, call_plan, initial_outcomes,
+    ROUND0,
+    ArchetypeTable,
+    archetype_decide,
+    assign_replicates,
+    bucket_of,
+    call_plan,
+    initial_outcomes,
     share_buckets,
 )
 from louder.networks.rounds import NeighbourCounts, Outcome, control_rule, neighbour_message, run_rounds, share_message
-from louder.analysis.network import dpd_by_round, with_archetype_clusters
 
 CHOICES, TARGET = ["Evacuate", "Stay"], "Evacuate"
 E, S = Outcome("Evacuate"), Outcome("Stay")

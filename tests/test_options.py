@@ -15,9 +15,9 @@ import yaml
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import options as O
-from louder.analysis import registry
-from louder.analysis.run import recorded_settings, settings_of
+from louder.analysis.engine import options as O
+from louder.analysis.engine import registry
+from louder.analysis.engine.run import recorded_settings, settings_of
 from louder.cli import app
 from louder.errors import LouderError
 

@@ -10,9 +10,17 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_distances
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from louder.analysis.persona_audit import (AUDIT_COLUMNS, GAP_COLUMNS, _diversity, distances, persona_audit, restates,
-                                           stereotype_hits, words)
-from louder.analysis.rationales import load_patterns
+from louder.analysis.stats.persona_audit import (
+    AUDIT_COLUMNS,
+    GAP_COLUMNS,
+    _diversity,
+    distances,
+    persona_audit,
+    restates,
+    stereotype_hits,
+    words,
+)
+from louder.analysis.stats.rationales import load_patterns
 
 ATTRS = ["Male", "Female", "Non-binary"]
 TRAITS = ["works as a teacher", "lives in a small town", "enjoys cooking", "has two children", "likes to read novels",

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from louder.analysis.population import logistic_regression, twin_flips
+from louder.analysis.stats.population import logistic_regression, twin_flips
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError

@@ -8,11 +8,20 @@ import pytest
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from louder.analysis.figures import intersection_heatmap, odds_ratio_figure
-from louder.analysis.population import (complete_twin_sets, group_dpd, intersection_table, logistic_regression,
-                                        paired_dpd, twin_flips, variant_dpd_difference, variant_effects,
-                                        variant_rates, weighted_rate)
+from louder.analysis.report.draw import intersection_heatmap, odds_ratio_figure
 from louder.analysis.stats import parity_bootstrap
+from louder.analysis.stats.population import (
+    complete_twin_sets,
+    group_dpd,
+    intersection_table,
+    logistic_regression,
+    paired_dpd,
+    twin_flips,
+    variant_dpd_difference,
+    variant_effects,
+    variant_rates,
+    weighted_rate,
+)
 from louder.populations import draw_agents, load_population
 
 GROUPS = ["age_group", "gender_identity", "race_ethnicity", "political_ideology"]

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import select
-from louder.analysis.reasoning import change_verdict, level_changes, reasoning_table
-from louder.analysis.registry import Input
+from louder.analysis.engine import select
+from louder.analysis.engine.registry import Input
+from louder.analysis.stats.reasoning import change_verdict, level_changes, reasoning_table
 from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError

@@ -17,7 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import analyze, registry
+from louder.analysis import analyze
+from louder.analysis.engine import registry
 from louder.cli import app
 from louder.errors import LouderError, LouderWarning
 
@@ -308,9 +309,10 @@ def test_wide_and_columns_choose_what_is_printed(small_run, tmp_path):
 
 
 def test_cell_text_is_never_read_as_markup():
-    from louder.analysis.registry import Show
-    from louder.cli_tables import frame_table
     from rich.console import Console
+
+    from louder.analysis.engine.registry import Show
+    from louder.cli_tables import frame_table
 
     df = pd.DataFrame({"condition": ["contextualized [names]", "contextualized"],
                        "scenario": ["flood [mandatory]", "flood"], "spec": ["openai:MODEL[@URL]"] * 2})

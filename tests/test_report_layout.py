@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from louder.analysis.figures import dpd_figure
-from louder.analysis.html import fit_titles
+from louder.analysis.report.draw import dpd_figure
+from louder.analysis.report.html import fit_titles
 from louder.cli import app
 
 LONG_MODEL = "fake:seed=1,think=field,bias=black:0.7"

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import kstest
 
 import louder
-from louder.analysis import robustness as R
+from louder.analysis.stats import robustness as R
 from louder.llm.base import Reply
 from louder.llm.registry import BackendInfo, register
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from confseq_reference import hedged_cs  # not tests.…: ppi-python installs a top-level "tests" package
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import sequential as S
-from louder.analysis.power import spread_rates
+from louder.analysis.stats import sequential as S
+from louder.analysis.stats.power import spread_rates
 from louder.cli import app
 from louder.errors import LouderError
 from louder.simulation.sequential import observations
-from confseq_reference import hedged_cs  # not tests.…: ppi-python installs a top-level "tests" package
 
 FAKE = "fake:seed=1"
 BIASED = "fake:seed=1,bias=female:0.9"

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 from interval_reference import reference_dpd_interval
 
-from louder.analysis import power as P
-from louder.analysis import prob_dpd as PD
 from louder.analysis import stats
+from louder.analysis.stats import power as P
+from louder.analysis.stats import prob_dpd as PD
 
 
 def test_prob_dpd_point_interval_and_p_against_brute_force():
@@ -119,7 +119,7 @@ def test_plan_cli_prints_agents_and_cost(tmp_path):
 def test_independence_matches_scipy_and_brute_force():
     from scipy.stats import chi2_contingency
 
-    from louder.analysis.choices import independence
+    from louder.analysis.stats.choices import independence
 
     rng = np.random.default_rng(4)
     a = np.repeat(["x", "y", "z"], 40)

@@ -7,9 +7,9 @@ import pytest
 from fairlearn.metrics import demographic_parity_difference
 
 from louder.analysis import stats
-from louder.analysis.cases import explicit_cases, implicit_cases
-from louder.analysis.directions import Prediction, directions, verdict
-from louder.analysis.rates import attribute_table, explicit_attribute_table
+from louder.analysis.stats.cases import explicit_cases, implicit_cases
+from louder.analysis.stats.directions import Prediction, directions, verdict
+from louder.analysis.stats.rates import attribute_table, explicit_attribute_table
 
 
 def decisions_frame(counts: dict[str, tuple[int, int]], **extra) -> pd.DataFrame:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from louder.analysis.population import variant_effects
+from louder.analysis.stats.population import variant_effects
 from louder.config import build_config
 from louder.errors import LouderError
 from louder.kinds import count_calls

@@ -19,20 +19,20 @@ import pandas as pd
 import pytest
 import yaml
 from statsmodels.stats.multitest import multipletests
+from test_robustness import agents
 from typer.testing import CliRunner
 
 import louder
-from louder.analysis import cases as C
-from louder.analysis import rates as A
-from louder.analysis import select
-from louder.analysis.registry import Input
-from louder.analysis import robustness as R
 from louder.analysis import stats
-from louder.analysis.contrast import contrast
-from louder.analysis.population import group_tables
+from louder.analysis.engine import select
+from louder.analysis.engine.registry import Input
+from louder.analysis.stats import cases as C
+from louder.analysis.stats import rates as A
+from louder.analysis.stats import robustness as R
+from louder.analysis.stats.contrast import contrast
+from louder.analysis.stats.population import group_tables
 from louder.cli import app
 from louder.populations import draw_agents, load_population
-from test_robustness import agents
 
 ALPHA = 0.05
 
@@ -104,7 +104,7 @@ def test_cases_significant_is_the_holm_decision_on_null_and_planted_runs():
 def test_a_sequential_score_case_enters_holm_with_the_p_value_it_tested():
     """A sequential score-mode run tested the probability DPD: its anytime-valid p-value is in
     p_value_p (p_value is empty) and is what Holm and `significant` read."""
-    from louder.analysis.sequential_cases import BOOTSTRAP, SEQUENTIAL
+    from louder.analysis.stats.sequential_cases import BOOTSTRAP, SEQUENTIAL
 
     t = C.with_holm(pd.DataFrame(dict(kind=["implicit", "implicit", "explicit"], p_value=[np.nan, np.nan, 0.3],
                                       p_value_p=[0.004, 0.2, np.nan],
@@ -335,7 +335,7 @@ def test_view_band_resamples_archetype_clusters(tmp_path):
     agent of an attribute in one archetype decides alike."""
     from view_fixture import write_network_run
 
-    from louder.analysis.network import dpd_by_round, with_archetype_clusters
+    from louder.analysis.stats.network import dpd_by_round, with_archetype_clusters
     from louder.view.data import dpd_band, load_view_data
 
     run = write_network_run(tmp_path / "net", n=120, rounds=2)

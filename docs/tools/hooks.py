@@ -9,7 +9,7 @@ Markdown generated from the code, so the reference cannot drift from it:
   the sections users write (``simulation:``, ``explicit:``, …);
 - ``louder:backends``: the model backend registry (``louder backends``);
 - ``louder:analysis-tables``: every table the analysis writes, with its columns, from the measure
-  registry (``louder.analysis.registry``: each measure documents its own tables).
+  registry (``louder.analysis.engine.registry``: each measure documents its own tables).
 
 The generators are plain functions, also used by ``tests/test_docs.py``.
 """
@@ -245,9 +245,9 @@ def _doc_cell(text: str) -> str:
 
 
 def analysis_tables_markdown() -> str:
-    """Every table of every measure (``louder.analysis.registry``): a heading, what it holds and which
+    """Every table of every measure (``louder.analysis.engine.registry``): a heading, what it holds and which
     measure writes it, and its columns with their meaning."""
-    from louder.analysis import registry
+    from louder.analysis.engine import registry
 
     out = []
     for m in registry.measures():

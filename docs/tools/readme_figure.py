@@ -1,8 +1,8 @@
 """Make docs/assets/dpd-per-case.svg, the figure on the README and the site's start page.
 
-It is the report's "DPD per case" figure (louder.analysis.figures.dpd_figure: a forest plot of each
+It is the report's "DPD per case" figure (louder.analysis.report.draw.dpd_figure: a forest plot of each
 case's DPD with its 95 % interval, implicit beside explicit, the parity threshold and Holm marks),
-drawn as the report draws it (SVG, louder.analysis.html.svg), from a run on the
+drawn as the report draws it (SVG, louder.analysis.report.html.svg), from a run on the
 fake model with a bias planted in the agents' decisions: an agent whose prompt names "female" picks
 the first choice with probability 0.9, so the gender cases show a disparity and the others none.
 The explicit question is answered by the unbiased fake model (every explicit prompt lists every
@@ -30,9 +30,9 @@ def main() -> None:
     import pandas as pd
 
     from louder.analysis import analyze
-    from louder.analysis.cases import with_holm
-    from louder.analysis.figures import dpd_figure
-    from louder.analysis.html import svg
+    from louder.analysis.report.draw import dpd_figure
+    from louder.analysis.report.html import svg
+    from louder.analysis.stats.cases import with_holm
     from louder.config import build_config
     from louder.probes.explicit import run_explicit
     from louder.simulation import run_experiment

@@ -9,7 +9,7 @@ schema-constrained; ``trials`` answers per attribute at the probe temperature. E
 status: valid (a whole number 0–100), invalid (out of range or unreadable, raw text kept), refused or
 error; ``beliefs.parquet`` keeps them all.
 
-The belief rate of an attribute is the mean valid answer / 100 (``louder.analysis.voices``): a rate
+The belief rate of an attribute is the mean valid answer / 100 (``louder.analysis.stats.voices``): a rate
 of choosing the target, the same units as the agents' target-decision rate.
 """
 

@@ -212,7 +212,7 @@ class SimulationConfig(Section):
 
 class SequentialConfig(Section):
     """``sequential:`` (``louder run --until decided``) — run each case in waves until an anytime-valid
-    test decides it (louder.simulation.sequential; statistics in louder.analysis.sequential)."""
+    test decides it (louder.simulation.sequential; statistics in louder.analysis.stats.sequential)."""
 
     budget: int | None = Field(None, ge=1, le=1_000_000, description="the most agents per attribute per case "
                                "(population runs: agents drawn); default: `agents`")

@@ -2,7 +2,7 @@
 
 ``louder run … --until decided`` (config ``sequential: {budget, wave, precision, alpha}``) runs each
 item of a simulation or population run in waves; after each wave the case's test
-(``louder.analysis.sequential``: betting confidence sequences for the attribute differences,
+(``louder.analysis.stats.sequential``: betting confidence sequences for the attribute differences,
 Bonferroni over every pair of the run) says `disparity`, `parity within D`, or go on, up to the
 budget (`undecided`). Cases run side by side; a decided case stops asking while the others go on.
 
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from louder import dimensions
-from louder.analysis import sequential as S
+from louder.analysis.stats import sequential as S
 from louder.config import ExperimentConfig
 from louder.dimensions import OWN
 from louder.errors import LouderError

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
 
-from louder.analysis.keys import CASE_KEYS, arm_keys
+from louder.analysis.stats.keys import CASE_KEYS, arm_keys
 from louder.errors import LouderError
 
 TEXT = ["persona", "decision", "rationale", "thinking"]

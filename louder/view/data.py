@@ -10,18 +10,17 @@ data as it is now; else the view computes it as ``louder analyze`` does.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import json
-
 import numpy as np
 import pandas as pd
 
-from louder.analysis.keys import CASE_KEYS, arm_keys
-from louder.analysis.rates import target_rates
-from louder.analysis.run import written
+from louder.analysis.engine.run import written
+from louder.analysis.stats.keys import CASE_KEYS, arm_keys
+from louder.analysis.stats.rates import target_rates
 from louder.errors import LouderError
 
 
@@ -122,7 +121,7 @@ def dpd_band(decisions: pd.DataFrame, archetype: bool | None = None, B: int = 10
     gives it in network_rounds.csv (``network.dpd_by_round``): agents resampled, or — in an archetype
     run (``archetype``; None: decided from the columns) — archetype × replicate clusters, whose agents
     share one call's randomness, with at least Student's t on the clusters' degrees of freedom."""
-    from louder.analysis.network import dpd_by_round, with_archetype_clusters
+    from louder.analysis.stats.network import dpd_by_round, with_archetype_clusters
 
     if archetype is None:
         archetype = is_archetype(decisions, None)
@@ -150,6 +149,6 @@ def case_band(data: ViewData, label: str, B: int = 1000) -> pd.DataFrame:
 
 def is_archetype(decisions: pd.DataFrame, manifest: dict | None) -> bool:
     """An archetype run, as ``louder analyze`` decides it (``measures.network.is_archetype``)."""
-    from louder.analysis.network import is_archetype as analysed_as_archetype
+    from louder.analysis.stats.network import is_archetype as analysed_as_archetype
 
     return analysed_as_archetype(decisions, manifest)

@@ -1,13 +1,13 @@
 """The persona-condition ablation (section 5.4): each condition's DPD against the contextualized one
-(``ablation.csv``; the statistic: ``louder.analysis.contrast.ablation``)."""
+(``ablation.csv``; the statistic: ``louder.analysis.stats.contrast.ablation``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.contrast import ablation
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.contrast import ablation
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -26,7 +26,7 @@ def ablation_section(a) -> str:
 
 
 def _figure(a):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.ablation_figure(a.tables["ablation"])
 

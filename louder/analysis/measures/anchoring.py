@@ -1,7 +1,7 @@
 """Anchoring to a human study (issue 34; docs/how-to/anchor-to-humans.md): ``anchoring.csv`` — the
 agents and a small human survey of the same scenarios combined by prediction-powered inference — when
 the run has a human study (``louder run --humans``). The table and its statistics are
-``louder.analysis.anchoring``'s; here its declaration, console table and report section with a figure
+``louder.analysis.stats.anchoring``'s; here its declaration, console table and report section with a figure
 of the humans', agents' and PPI rates per attribute."""
 
 from __future__ import annotations
@@ -11,12 +11,23 @@ import html
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis.figures import case_panels, panels_legend, rate_panel
-from louder.analysis.html import note, section, table
-from louder.analysis.anchoring import DPD_COLUMNS, anchoring
-from louder.analysis.registry import (Column, Input, Measure, Plot, Show, Table, View, key, number, register,
-                                      with_interval)
+from louder.analysis.engine.registry import (
+    Column,
+    Input,
+    Measure,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
+from louder.analysis.report import palette as P
+from louder.analysis.report.draw import case_panels, panels_legend, rate_panel
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.anchoring import DPD_COLUMNS, anchoring
 
 # the case view with the respondents' paired agents, which every other input leaves out
 INPUTS = (Input("humans", raw=True, doc="humans.parquet: the study's respondents"),
@@ -156,7 +167,7 @@ register(Measure(
     tables=(
         Table("anchoring", "Runs with a human study ([Anchor to a human study](../how-to/anchor-to-humans.md)): one row "
                           "per case × attribute, the humans and the agents combined by prediction-powered inference "
-                          "(`louder/analysis/anchoring.py` has the formulas).", (
+                          "(`louder/analysis/stats/anchoring.py` has the formulas).", (
             Column(("model", "condition", "scenario", "group", "attribute"), "the case and attribute"),
             Column("agents", "which agents: `attribute` (the respondents' paired agents, which know the "
                              "attribute only; the case's usual agents are the unlabelled set) or `grounded` (agents "

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import html
 
-from louder.analysis.html import note, section
-from louder.analysis.network import archetype_note
-from louder.analysis.registry import Input, Measure, register
+from louder.analysis.engine.registry import Input, Measure, register
+from louder.analysis.report.html import note, section
+from louder.analysis.stats.network import archetype_note
 
 
 def report_section(a) -> str:

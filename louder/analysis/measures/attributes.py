@@ -2,7 +2,7 @@
 probes), and the rate of every choice: ``attributes.csv`` and ``choices.csv``.
 
 Only ``valid`` answers enter rates; every other status is counted beside them (the grouped-rate
-engine, ``louder.analysis.rates``). A case is model × condition × scenario × group (explicit probes
+engine, ``louder.analysis.stats.rates``). A case is model × condition × scenario × group (explicit probes
 have condition ``explicit``).
 """
 
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.choices import choice_rates
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS
-from louder.analysis.rates import ATTRIBUTE_COLUMNS, attribute_table, explicit_attribute_table, with_choice_rates
-from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.choices import choice_rates
+from louder.analysis.stats.keys import ATTRIBUTE_KEYS, CASE_KEYS, COUNT_COLUMNS
+from louder.analysis.stats.rates import ATTRIBUTE_COLUMNS, attribute_table, explicit_attribute_table, with_choice_rates
+
 
 def build(a) -> dict[str, pd.DataFrame]:
     frames = []
@@ -31,7 +32,7 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 
 def _rates_table(attributes: pd.DataFrame) -> pd.DataFrame:
-    from louder.analysis.figures import wilson
+    from louder.analysis.report.draw import wilson
 
     out = attributes[["kind", *CASE_KEYS, "attribute", "rate", "n_target", *COUNT_COLUMNS]].copy()
     lo, hi = wilson(out["n_target"].fillna(0), out["n_valid"].fillna(0))
@@ -63,13 +64,13 @@ def report_section(a) -> str:
 
 
 def _rates_figure(a):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.rates_figure(a.tables["attributes"])
 
 
 def _choices_figure(a):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.choices_figure(a.tables["choices"])
 

@@ -1,14 +1,14 @@
 """The LLM Word Association and Relative Decision Tests of Bai et al. (``louder probe association``,
 ``louder probe decision``): ``association_stats.csv``, ``decision_stats.csv`` and, for chained
-prompts, ``association_decision_link.csv``. The statistics are ``louder.analysis.bai_stats``'."""
+prompts, ``association_decision_link.csv``. The statistics are ``louder.analysis.stats.bai``'."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.bai_stats import association_decision_link, association_stats, decision_stats
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.bai import association_decision_link, association_stats, decision_stats
 
 STAT_COLUMNS_DOC = (
     Column(("test", "model"), "the test and model"),
@@ -70,7 +70,7 @@ def _sibling(test: str):
                                                                                         "decision_test")
 
     def draw(a):
-        from louder.analysis import figures
+        from louder.analysis.report import draw as figures
 
         return figures.sibling_figure(a.tables[table], getattr(a, answers), test)
     return draw

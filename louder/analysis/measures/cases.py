@@ -1,5 +1,5 @@
 """The DPD of every case with its parity null, interval, power and Holm adjustment: ``cases.csv``
-(the statistics: ``louder.analysis.cases``). Score-mode runs add the probability DPD (``prob_dpd``),
+(the statistics: ``louder.analysis.stats.cases``). Score-mode runs add the probability DPD (``prob_dpd``),
 every run the test of independence over every choice (``choices``); a sequential run's tested cases
 take its confidence sequence's interval and p-value (``sequential_cases``). Built from
 ``attributes.csv``.
@@ -12,16 +12,35 @@ from functools import lru_cache
 
 import pandas as pd
 
-from louder.analysis.cases import (CASE_COLUMNS, PROBABILITY, explicit_cases, headline, implicit_cases, with_holm,
-                                   with_independence, with_prob_dpd)
-from louder.analysis.choices import independence_table
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import CASE_KEYS, COUNT_COLUMNS, truthy
-from louder.analysis.prob_dpd import prob_dpd_table
-from louder.analysis.registry import (Column, Finding, Input, Measure, Plot, Show, Table, View, key, number,
-                                      register)
-from louder.analysis.sequential_cases import of_run, with_sequential
-from louder.analysis.words import report_html
+from louder.analysis.engine.registry import (
+    Column,
+    Finding,
+    Input,
+    Measure,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+)
+from louder.analysis.report.html import note, section, table
+from louder.analysis.report.words import report_html
+from louder.analysis.stats.cases import (
+    CASE_COLUMNS,
+    PROBABILITY,
+    explicit_cases,
+    headline,
+    implicit_cases,
+    with_holm,
+    with_independence,
+    with_prob_dpd,
+)
+from louder.analysis.stats.choices import independence_table
+from louder.analysis.stats.keys import CASE_KEYS, COUNT_COLUMNS, truthy
+from louder.analysis.stats.prob_dpd import prob_dpd_table
+from louder.analysis.stats.sequential_cases import of_run, with_sequential
 from louder.config import recorded
 
 INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view"),
@@ -55,7 +74,7 @@ def population_run(tables: dict) -> bool:
 
 def probability_test(a) -> bool:
     """Score mode with argmax picks: the probability DPD is the test that can see the run's effect
-    (``louder.analysis.cases.headline``)."""
+    (``louder.analysis.stats.cases.headline``)."""
     config = (a.manifests.get("simulation") or {}).get("config")
     return a.score and recorded(config, "simulation.score_pick", "argmax") == "argmax"
 
@@ -167,7 +186,7 @@ def _dpd_alt(a, t: pd.DataFrame) -> str:
 
 
 def _dpd_figure(a, t: pd.DataFrame):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.dpd_figure(t)
 
@@ -230,14 +249,14 @@ def _kind_finding(kind: str, g: pd.DataFrame, model: str, title: str) -> Finding
 
 @lru_cache(maxsize=32)
 def _plan(k: int, base: float):
-    from louder.analysis.power import UNDERPOWERED, plan
+    from louder.analysis.stats.power import UNDERPOWERED, plan
 
     return plan(UNDERPOWERED, k, base)
 
 
 def _power_finding(g: pd.DataFrame, model: str, title: str) -> Finding | None:
     """The underpowered cases in words, and what `louder plan` says a DPD of 0.3 takes."""
-    from louder.analysis.power import UNDERPOWERED
+    from louder.analysis.stats.power import UNDERPOWERED
 
     imp = g[(g["kind"] == "implicit") & (g["test"] != PROBABILITY) & (g["interval_method"] == "bootstrap")]
     weak = imp[imp["underpowered"].map(truthy)]

@@ -1,17 +1,29 @@
 """Parity given a legitimate factor (issue 37, item 2): ``conditional.csv`` and its strata — for a
 population run analysed with ``louder analyze RUN --control GROUP``, each other group's DPD within
 every stratum of GROUP, pooled, with its interval and a verdict — its console table and report
-section. The statistic is ``louder.analysis.conditional`` (the formulas there)."""
+section. The statistic is ``louder.analysis.stats.conditional`` (the formulas there)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis import conditional as C
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import truthy
-from louder.analysis.registry import (Column, Input, Measure, Option, Plot, Show, Table, View, key, number,
-                                      register, with_interval)
+from louder.analysis.engine.registry import (
+    Column,
+    Input,
+    Measure,
+    Option,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats import conditional as C
+from louder.analysis.stats.keys import truthy
 
 CONTROL = Option("control", str, (), "a population run's group to read every other group's DPD within (in order)",
                  multiple=True, flag="--control")
@@ -58,7 +70,8 @@ def report_section(a) -> str:
 
 
 def _figure(a, t: pd.DataFrame):
-    from louder.analysis import figures, palette as P
+    from louder.analysis.report import draw as figures
+    from louder.analysis.report import palette as P
 
     color = {"persists": P.VERMILLION, "underpowered": P.GREY, "no disparity": P.BLACK}
     keys = ["model", "condition", "scenario", "variant"]
@@ -106,7 +119,7 @@ register(Measure(
                    "group (--control), with a verdict",
     tables=(
         Table("conditional", "Population runs analysed with `--control GROUP` (repeatable): per case × control × "
-                             "every other group. Formulas: `louder/analysis/conditional.py`; how to read it: "
+                             "every other group. Formulas: `louder/analysis/stats/conditional.py`; how to read it: "
                              "[the population tutorial](../tutorials/population-what-if.md).", (
             CASE_DOC,
             Column(("group", "control"), "the group whose gap is read, and the control group it is read within"),

@@ -1,5 +1,5 @@
 """Implicit vs explicit (sections 5.1/5.3): ``contrast.csv`` per model, ``contrast_cases.csv`` per case —
-each implicit case beside the explicit probe of its scenario × group (``louder.analysis.contrast``)."""
+each implicit case beside the explicit probe of its scenario × group (``louder.analysis.stats.contrast``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis.contrast import contrast, contrast_cases
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Finding, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import Column, Finding, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.contrast import contrast, contrast_cases
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -49,8 +49,8 @@ def contrast_figure(a):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    from louder.analysis import palette as P
-    from louder.analysis.figures import interval
+    from louder.analysis.report import palette as P
+    from louder.analysis.report.draw import interval
 
     t = a.tables.get("contrast_cases")
     if t is None or t.empty:

@@ -1,5 +1,5 @@
 """The literature's predicted directions against the run's rates (section 5.5, Table 3):
-``directions.csv`` (the statistic and the predictions file: ``louder.analysis.directions``)."""
+``directions.csv`` (the statistic and the predictions file: ``louder.analysis.stats.directions``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from louder.analysis.directions import directions, load_predictions
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Measure, Option, Plot, Table, register
+from louder.analysis.engine.registry import Column, Measure, Option, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.directions import directions, load_predictions
 
 PREDICTIONS = Option("predictions", Path, None, "a predictions file of your own (the format of "
                      "louder/data/analysis/directions.yaml; default: the paper's Table 3)", flag="--predictions")
@@ -30,7 +30,7 @@ def directions_section(a) -> str:
 
 
 def _figure(a):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.directions_figure(a.tables["directions"])
 

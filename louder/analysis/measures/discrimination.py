@@ -1,7 +1,7 @@
 """discrim-eval's discrimination score on louder's agents (issue 37, item 1): ``discrimination.csv``,
 its console table, its report section with a coefficient plot, and the next step it suggests.
 
-The statistic is ``louder.analysis.discrimination`` (the formulas there): per model and persona
+The statistic is ``louder.analysis.stats.discrimination`` (the formulas there): per model and persona
 condition (and policy variant), one fit of every scenario at once — score mode: the logit of the
 probability of the target answer, a linear mixed model with a random intercept per scenario (×
 wording where the wordings vary; ``--random-slopes``: and random attribute slopes); sample mode: a
@@ -17,11 +17,23 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis import discrimination as D
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import truthy
-from louder.analysis.registry import (Column, Input, Measure, Option, Plot, Show, Table, View, key, number,
-                                      register, with_interval)
+from louder.analysis.engine.registry import (
+    Column,
+    Input,
+    Measure,
+    Option,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats import discrimination as D
+from louder.analysis.stats.keys import truthy
 
 KEYS = ["model", "condition", "variant"]  # one fit per key (``variant``: runs with policy variants)
 MAX_PLOTS = 12  # coefficient plots drawn (the table has every coefficient)
@@ -68,8 +80,8 @@ def coefficient_figure(t: pd.DataFrame, title: str = ""):
     group's reference) with its 95 % interval, a dashed line at 0, significant ones (Holm) in red."""
     from matplotlib.figure import Figure
 
-    from louder.analysis import palette as P
-    from louder.analysis.figures import interval
+    from louder.analysis.report import palette as P
+    from louder.analysis.report.draw import interval
 
     t = t[t["status"] == "ok"].reset_index(drop=True)
     if t.empty:
@@ -172,7 +184,7 @@ register(Measure(
     tables=(Table("discrimination", "discrim-eval's discrimination score (Tamkin et al. 2023): one row per model × "
                                     "persona condition × group × non-reference attribute (a population run: every "
                                     "group in one fit, each attribute adjusted for the other groups). Formulas: "
-                                    "`louder/analysis/discrimination.py`; reading it beside the DPD: "
+                                    "`louder/analysis/stats/discrimination.py`; reading it beside the DPD: "
                                     "[statistics](../statistics.md#discrimination-score).", (
         Column(("model", "condition"), "the model and persona condition of the fit (every scenario at once)"),
         Column("variant", "the policy variant (runs with variants, population runs)"),

@@ -2,7 +2,7 @@
 how close each respondent's agent (attribute-only, and grounded in the profile when the run has
 ``--ground``) decides to the respondent, how far the agents' decisions are from the people's, and
 whether the people's gap between groups is kept (a verdict per case) — when the run has a human study
-(``louder run --humans``). The statistics are ``louder.analysis.fidelity``'s; here the declaration, the
+(``louder run --humans``). The statistics are ``louder.analysis.stats.fidelity``'s; here the declaration, the
 console table and the report section with a figure of the people's and the agents' rates."""
 
 from __future__ import annotations
@@ -11,12 +11,25 @@ import html
 
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis.fidelity import ALL, fidelity
-from louder.analysis.figures import forest
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import (Column, Finding, Input, Measure, Option, Plot, Show, Table, View, key, number,
-                                      register, with_interval)
+from louder.analysis.engine.registry import (
+    Column,
+    Finding,
+    Input,
+    Measure,
+    Option,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
+from louder.analysis.report import palette as P
+from louder.analysis.report.draw import forest
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.fidelity import ALL, fidelity
 
 INPUTS = (Input("humans", raw=True, doc="humans.parquet: the study's respondents (decisions, weights, retests)"),
           Input("paired", "decisions.parquet", whole=("respondent",), doc="the decisions with the paired agents'"))
@@ -92,7 +105,7 @@ def report_section(a) -> str:
              f"and the verdict: <b>faithful</b> (every gap kept within ±{a.options.margin:g}), <b>flattened</b>, "
              "<b>exaggerated</b>, <b>reversed</b> or <b>underpowered</b> (the intervals cannot tell). A paired "
              "bootstrap over respondents within attribute; the formulas are in "
-             "<code>louder/analysis/fidelity.py</code> (docs/how-to/check-agents-against-humans.md)."),
+             "<code>louder/analysis/stats/fidelity.py</code> (docs/how-to/check-agents-against-humans.md)."),
         f"<ul>{''.join(summary)}</ul>" if summary else "",
         a.figure("gaps", t),
         table(t, scroll=True))
@@ -167,7 +180,7 @@ register(Measure(
         Table("fidelity", "Runs with a human study ([Check your agents against a human study]"
                           "(../how-to/check-agents-against-humans.md)): one row per case × kind of agent × subgroup "
                           "(each attribute, and `all`); the gap columns and the verdict are the case's, repeated on "
-                          "its rows (`louder/analysis/fidelity.py` has the formulas).", (
+                          "its rows (`louder/analysis/stats/fidelity.py` has the formulas).", (
             Column(("model", "condition", "scenario", "group"), "the case"),
             Column("agents", "`attribute` (each respondent's agent that knows the attribute only) or `grounded` (the "
                              "agent whose persona was written from the respondent's profile, `--ground`)"),

@@ -3,7 +3,7 @@
 interval and test, the side effects (overall rate shift, agents whose decision changed, the explicit
 DPD where the probe ran under the interventions) and a verdict. The report's section: the
 interventions' texts and sources, one sentence per row and a figure per case. The statistics are
-``louder.analysis.interventions``'."""
+``louder.analysis.stats.interventions``'."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis import interventions as IV
-from louder.analysis.html import case_heading, note, section, table
-from louder.analysis.keys import CASE_KEYS, by_population_group
-from louder.analysis.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import case_heading, note, section, table
+from louder.analysis.stats import interventions as IV
+from louder.analysis.stats.keys import CASE_KEYS, by_population_group
 
 KEYS = CASE_KEYS
 VERDICT_COLORS = {"reduces": P.BLUE, "increases": P.VERMILLION, "no change": P.BLACK, "underpowered": P.GREY}

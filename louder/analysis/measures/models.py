@@ -2,7 +2,7 @@
 paper's summary per model (``models.csv``), ΔDPD per pair of models and case for actions and words
 with a verdict (``model_pairs.csv``), a summary per pair (``model_pair_summary.csv``) and, with an
 order (``--set models.order=A --set models.order=B …``), the trend along it (``model_trend.csv``).
-The statistics: ``louder.analysis.comparison``; the same functions compare run folders
+The statistics: ``louder.analysis.stats.comparison``; the same functions compare run folders
 (``louder compare``). A folder of one model — or of models that share no case (the agents of one,
 the explicit probe of another) — writes none of these."""
 
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis import comparison as C
-from louder.analysis.comparison_report import ALT, TITLE, models_figure, run_section
-from louder.analysis.registry import (
+from louder.analysis.engine.registry import (
     Column,
     Finding,
     Input,
@@ -27,6 +25,8 @@ from louder.analysis.registry import (
     register,
     with_interval,
 )
+from louder.analysis.report.comparison import ALT, TITLE, models_figure, run_section
+from louder.analysis.stats import comparison as C
 from louder.errors import LouderError, did_you_mean
 
 
@@ -163,7 +163,7 @@ register(Measure(
               "words) with verdicts, per pair, and a trend along an order",
     tables=(
         Table("models", "A run folder with several models (or `louder compare`): one row per model, the paper's "
-                        "summary. Formulas: `louder/analysis/comparison.py`; how to read it: [the tutorial]"
+                        "summary. Formulas: `louder/analysis/stats/comparison.py`; how to read it: [the tutorial]"
                         "(../tutorials/compare-models.md).", (
             Column("model", "the model (in `louder compare`: its label)"),
             Column("position", "its place in the order (0 first)"),

@@ -10,7 +10,7 @@
   no change); the control rule's DPD beside it as a reference only; ``final`` marks the last round,
   whose verdict is the case's.
 
-The statistics are ``louder.analysis.network``'s. Agents mode bootstraps agents (``cluster=None``);
+The statistics are ``louder.analysis.stats.network``'s. Agents mode bootstraps agents (``cluster=None``);
 archetype runs (``bucket`` column or ``mode: archetype`` in the manifest) resample archetype ×
 replicate clusters (``with_archetype_clusters``), since the agents of one call share its randomness.
 """
@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis.html import note, section, table
-from louder.analysis.network import ARM, case_keys, case_verdicts, is_archetype, network_tables
-from louder.analysis.registry import ALL, Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import ALL, Column, Input, Measure, Plot, Table, register
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.network import ARM, case_keys, case_verdicts, is_archetype, network_tables
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure

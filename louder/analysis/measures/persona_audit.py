@@ -3,21 +3,33 @@ and ``personas_words.csv`` — what the written personas of each attribute carry
 (length, sentiment, stereotype phrases, whether they restate the attribute, how varied they are), the
 largest gap between attributes per case and measure, and each attribute's most distinctive words —
 with the report section that stands beside the ablation. The statistics are
-``louder.analysis.persona_audit`` (the formulas there)."""
+``louder.analysis.stats.persona_audit`` (the formulas there)."""
 
 from __future__ import annotations
 
-import pandas as pd
-
-from louder.analysis import persona_audit as PA
-from louder.analysis import select
-from louder.analysis.html import note, section, table
 from pathlib import Path
 
-from louder.analysis.keys import CASE_KEYS, by_population_group, truthy
-from louder.analysis.rationales import load_patterns
-from louder.analysis.registry import (Column, Input, Measure, Option, Plot, Show, Table, View, key, number,
-                                      register, with_interval)
+import pandas as pd
+
+from louder.analysis.engine import select
+from louder.analysis.engine.registry import (
+    Column,
+    Input,
+    Measure,
+    Option,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+    with_interval,
+)
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats import persona_audit as PA
+from louder.analysis.stats.keys import CASE_KEYS, by_population_group, truthy
+from louder.analysis.stats.rationales import load_patterns
 from louder.simulation.config import WRITTEN
 
 # every signal (keyed below, once the condition is read); a human study's paired agents left out
@@ -77,7 +89,8 @@ UNITS = {"length": "words", "sentiment": "VADER compound, −1 to 1", "stereotyp
 
 
 def _gaps_figure(a):
-    from louder.analysis import figures, palette as P
+    from louder.analysis.report import draw as figures
+    from louder.analysis.report import palette as P
 
     gaps = a.tables["personas_audit_gaps"]
     panels = [(f"{m} ({UNITS.get(m, '')})", g) for m, g in gaps.groupby("measure", sort=False)]
@@ -108,7 +121,7 @@ register(Measure(
                      "diversity of each attribute's personas, and the gaps between attributes",
     tables=(
         Table("personas_audit", "One row per case × attribute × measure: what the attribute's valid personas carry. "
-                                "Formulas: `louder/analysis/persona_audit.py`.", (
+                                "Formulas: `louder/analysis/stats/persona_audit.py`.", (
             CASE_DOC,
             Column("attribute", "the attribute the personas were written for"),
             Column("measure", "`length` (words), `sentiment` (VADER compound, −1 to 1), `stereotype` (phrase patterns "

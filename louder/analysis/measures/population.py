@@ -1,6 +1,6 @@
 """A population run's answer (issue 11): the per-group DPD weighted to the population, the logistic
 regression on every group, the intersections of two groups and the overall rate — its tables, report
-sections and console tables. The statistics are ``louder.analysis.population``'s (formulas there); a
+sections and console tables. The statistics are ``louder.analysis.stats.population``'s (formulas there); a
 case is model × condition × scenario × variant."""
 
 from __future__ import annotations
@@ -9,12 +9,30 @@ import html
 
 import pandas as pd
 
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import truthy
-from louder.analysis.population import (POP_CASE, attr_groups, group_tables, intersection_tables, overall_table,
-                                        regression_tables)
-from louder.analysis.registry import Column, Finding, Input, Measure, Plot, Show, Table, View, key, number, register
-from louder.analysis.sequential_cases import of_run, with_sequential_groups
+from louder.analysis.engine.registry import (
+    Column,
+    Finding,
+    Input,
+    Measure,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+)
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.keys import truthy
+from louder.analysis.stats.population import (
+    POP_CASE,
+    attr_groups,
+    group_tables,
+    intersection_tables,
+    overall_table,
+    regression_tables,
+)
+from louder.analysis.stats.sequential_cases import of_run, with_sequential_groups
 
 # the population and variant tables key on the variant itself, not on the case tables' "scenario [variant]"
 INPUTS = (Input("decisions", whole=("variant",), doc="the drawn agents' decisions, every policy variant"),
@@ -99,13 +117,13 @@ def _intersections(a) -> str:
 
 
 def _odds(a, g, key):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")
 
 
 def _heatmap(a, g, key):
-    from louder.analysis import figures
+    from louder.analysis.report import draw as figures
 
     return figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}), key[4],
                                         key[5], title=f"{' · '.join(key[:4])}\ntarget rate per {key[4]} × {key[5]}\n"

@@ -1,7 +1,7 @@
 """What the agents' rationales say (sections 5.2 and 5.5): the paper's phrase patterns, the words
 most distinctive of each attribute, and for reasoning models how often the thinking names the
 persona's attribute or its stereotype words — ``rationales.csv``. The text statistics are
-``louder.analysis.rationales``'."""
+``louder.analysis.stats.rationales``'."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import ATTRIBUTE_KEYS, CASE_KEYS
-from louder.analysis.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
-from louder.analysis import palette as P
-from louder.analysis.registry import Column, Input, Measure, Option, Plot, Table, register
+from louder.analysis.engine.registry import Column, Input, Measure, Option, Plot, Table, register
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.keys import ATTRIBUTE_KEYS, CASE_KEYS
+from louder.analysis.stats.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 
 INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view"),
           Input("thinking", "decisions.parquet", whole=("reasoning",), doc="… at every reasoning level"))

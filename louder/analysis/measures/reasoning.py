@@ -2,7 +2,7 @@
 reasoning level of a run and its change from the reference level (``reasoning.csv``), when a run
 decided at more than one level. The report's section: per case, the DPD at each level with its
 interval and the change with its interval, one sentence per level saying what its verdict means,
-and the table. The statistics are ``louder.analysis.reasoning``'."""
+and the table. The statistics are ``louder.analysis.stats.reasoning``'."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis import reasoning as RS
-from louder.analysis.html import case_heading, note, section, table
-from louder.analysis.keys import CASE_KEYS, by_population_group
-from louder.analysis.reasoning import SMALLEST, sentence
-from louder.analysis.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import case_heading, note, section, table
+from louder.analysis.stats import reasoning as RS
+from louder.analysis.stats.keys import CASE_KEYS, by_population_group
+from louder.analysis.stats.reasoning import SMALLEST, sentence
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure

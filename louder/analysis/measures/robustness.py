@@ -3,7 +3,7 @@ over wordings with its verdict (``robustness.csv``) and the position bias (``pos
 when a run varies its wordings, choice orders or signals. The report's section: a forest plot per
 case — the DPD in each wording (or choice order) with its interval, the pooled estimate below — the
 position-bias table, and one sentence per case saying what its verdict means. The statistics are
-``louder.analysis.robustness``'."""
+``louder.analysis.stats.robustness``'."""
 
 from __future__ import annotations
 
@@ -15,12 +15,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis import robustness as R
-from louder.analysis.html import case_heading, note, section, table
-from louder.analysis.keys import by_population_group
-from louder.analysis.registry import Column, Finding, Input, Measure, Plot, Show, Table, View, key, number, register
-from louder.analysis.robustness import sentence
+from louder.analysis.engine.registry import (
+    Column,
+    Finding,
+    Input,
+    Measure,
+    Plot,
+    Show,
+    Table,
+    View,
+    key,
+    number,
+    register,
+)
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import case_heading, note, section, table
+from louder.analysis.stats import robustness as R
+from louder.analysis.stats.keys import by_population_group
+from louder.analysis.stats.robustness import sentence
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure

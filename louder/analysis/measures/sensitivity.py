@@ -2,23 +2,22 @@
 parity | observed``; docs/tutorials/population-what-if.md): ``sensitivity.csv`` — each policy
 variant's effect under the raw agents and agents calibrated to parity (and to observed rates), with
 intervals, and whether the conclusion holds under all of them. Computed from the stored answers of a
-single-round run (``louder.analysis.sensitivity``); a network run gets a note instead."""
+single-round run (``louder.analysis.stats.sensitivity``); a network run gets a note instead."""
 
 from __future__ import annotations
 
 import html
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from pathlib import Path
-
-from louder.analysis import palette as P
-from louder.analysis.calibration import observed_rates
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Input, Measure, Plot, Option, Show, Table, View, key, register
-from louder.analysis.sensitivity import CALIBRATIONS, sensitivity
+from louder.analysis.engine.registry import Column, Input, Measure, Option, Plot, Show, Table, View, key, register
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.calibration import observed_rates
+from louder.analysis.stats.sensitivity import CALIBRATIONS, sensitivity
 
 COLORS = {"raw": P.GREY, "parity": P.BLUE, "observed": P.GREEN}
 

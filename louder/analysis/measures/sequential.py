@@ -2,7 +2,7 @@
 anytime-valid confidence sequence of every tested case. This measure writes no table of its own: the
 run wrote ``sequential.csv`` and ``sequential_waves.csv``; it prints and reports them. The cases and
 population measures take the confidence sequence's intervals and p-values for the cases it tested
-(``louder.analysis.sequential_cases``); the statistics are ``louder.analysis.sequential``'s.
+(``louder.analysis.stats.sequential_cases``); the statistics are ``louder.analysis.stats.sequential``'s.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import POPULATION_KEYS
-from louder.analysis.registry import Input, Measure, Plot, Show, View, key, register
-from louder.analysis.sequential_cases import NOTE, case_keys, of_run
+from louder.analysis.engine.registry import Input, Measure, Plot, Show, View, key, register
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.keys import POPULATION_KEYS
+from louder.analysis.stats.sequential_cases import NOTE, case_keys, of_run
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure

@@ -1,14 +1,14 @@
 """Counterfactual twins (issue 11): each persona re-expressed for every other attribute — flips
 between a persona's versions and the paired DPD (the same personas) beside the unpaired one (the drawn
-agents), with every twin's answer and check (``louder.analysis.population.twin_tables``)."""
+agents), with every twin's answer and check (``louder.analysis.stats.population.twin_tables``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.html import note, section, table
-from louder.analysis.population import twin_tables
-from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.population import twin_tables
 
 # twins decide in every arm as their agents do: both read one wording, level and intervention, every variant
 INPUTS = (Input("decisions", whole=("variant",), doc="the drawn agents' decisions, every policy variant"),
@@ -50,7 +50,8 @@ def _twins(a) -> str:
 
 
 def _figure(a):
-    from louder.analysis import figures, palette as P
+    from louder.analysis.report import draw as figures
+    from louder.analysis.report import palette as P
 
     t = a.tables["twin_dpd"]
     keys = ["model", "condition", "scenario", "variant"]

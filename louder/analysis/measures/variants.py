@@ -1,14 +1,14 @@
 """Policy variants (issue 11): each variant against ``base`` — its effect on every attribute's rate and
-on the DPD (``louder.analysis.population.variant_tables``). A case is the case without its variant
+on the DPD (``louder.analysis.stats.population.variant_tables``). A case is the case without its variant
 (a population run: the group analysed)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.html import note, section, table
-from louder.analysis.population import variant_tables
-from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.population import variant_tables
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -40,7 +40,8 @@ def _panels(t):
 
 
 def _effects(a):
-    from louder.analysis import figures, palette as P
+    from louder.analysis.report import draw as figures
+    from louder.analysis.report import palette as P
 
     return figures.forest(_panels(a.tables["variant_effects"]), [
         dict(est="difference", lo="lo", hi="hi", label="rate(variant) − rate(base)",
@@ -50,7 +51,8 @@ def _effects(a):
 
 
 def _dpd(a):
-    from louder.analysis import figures, palette as P
+    from louder.analysis.report import draw as figures
+    from louder.analysis.report import palette as P
 
     t = a.tables["variant_dpd"]
     return figures.forest([("", t)], [

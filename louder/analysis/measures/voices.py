@@ -1,7 +1,7 @@
 """Actions, words, beliefs and the world (issue 21; docs/voices.md): the four readings of each case
 side by side — ``voices.csv`` and ``voice_rates.csv`` — when the run has beliefs or observed rates
 are given (``--observed``, else the predictions file's ``observed:``). The statistics are
-``louder.analysis.voices``'."""
+``louder.analysis.stats.voices``'."""
 
 from __future__ import annotations
 
@@ -13,12 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis import palette as P
-from louder.analysis import voices as V
-from louder.analysis.directions import predictions_observed
-from louder.analysis.html import note, section, table
-from louder.analysis.keys import truthy
-from louder.analysis.registry import (
+from louder.analysis.engine.registry import (
     Column,
     Input,
     Measure,
@@ -32,6 +27,11 @@ from louder.analysis.registry import (
     register,
     with_interval,
 )
+from louder.analysis.report import palette as P
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats import voices as V
+from louder.analysis.stats.directions import predictions_observed
+from louder.analysis.stats.keys import truthy
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure

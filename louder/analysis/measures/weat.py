@@ -1,14 +1,14 @@
 """WEAT on embeddings (``louder probe weat``, issue 14) beside the word association scores:
-``weat.csv`` and ``weat_association_correlation.csv``. The statistics are ``louder.analysis.weat``'."""
+``weat.csv`` and ``weat_association_correlation.csv``. The statistics are ``louder.analysis.stats.weat``'."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from louder.analysis.html import note, section, table
-from louder.analysis.registry import Column, Input, Measure, Plot, Table, register
-from louder.analysis.weat import correlation
+from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.report.html import note, section, table
+from louder.analysis.stats.weat import correlation
 
 
 def build(a) -> dict[str, pd.DataFrame]:
@@ -39,8 +39,8 @@ def weat_figure(a, w: pd.DataFrame):
     model's mean association score when the folder has the word association test."""
     from matplotlib.figure import Figure
 
-    from louder.analysis import palette as P
-    from louder.analysis.figures import CATEGORY_COLORS
+    from louder.analysis.report import palette as P
+    from louder.analysis.report.draw import CATEGORY_COLORS
 
     w = w[w["effect_size"].notna()].reset_index(drop=True)
     if w.empty:

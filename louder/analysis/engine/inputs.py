@@ -1,0 +1,254 @@
+"""The run folder as the measures read it. ``load`` opens a folder; ``Analysis`` holds what the folder
+has — its files, read once each when a measure first asks (``file``), its manifests and groups — and
+every view a measure declared (``view``: ``louder.analysis.engine.select``), computed once per selection.
+Each measure sees the analysis through its ``Context``: its declared inputs by name, its options,
+the tables built so far. Nothing here knows a measure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import pandas as pd
+
+from louder.analysis.engine import options as O
+from louder.analysis.engine import registry, select
+from louder.analysis.engine.registry import Input, Measure
+from louder.config import recorded
+from louder.errors import LouderError
+from louder.scenarios import load_group
+from louder.status import no_valid_notes
+
+DEFAULT_BOOTSTRAP = 10_000
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What an analysis depends on beside the data: bootstrap draws, seed, and the measures' options
+    (measure → option → value: those that differ from their defaults, checked)."""
+
+    bootstrap: int = DEFAULT_BOOTSTRAP
+    seed: int = 0
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, options=None) -> Settings:
+        if int(bootstrap) < 100:
+            raise LouderError(f"--bootstrap {bootstrap}: use at least 100 resamples (default 10000)")
+        return cls(int(bootstrap), int(seed), O.resolve(options))
+
+    def recorded(self) -> dict:
+        """The settings as analysis.json records them."""
+        return {"bootstrap": self.bootstrap, "seed": self.seed, "options": O.recorded(self.options)}
+
+    def of_measure(self, m: Measure) -> dict[str, Any]:
+        """Every option of ``m``, the chosen values over the defaults."""
+        return O.effective(m, self.options.get(m.name))
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as e:
+        raise LouderError(f"{path}: cannot be read as JSON ({e}); re-run the command that wrote it") from None
+
+
+def read_table(path: Path) -> pd.DataFrame | None:
+    """A Parquet or CSV file of the run folder (None when there is none); a damaged one is one line."""
+    if not path.exists():
+        return None
+    try:
+        return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+    except Exception as e:  # pyarrow and pandas raise several types for damaged files
+        kind = "CSV" if path.suffix == ".csv" else "Parquet"
+        raise LouderError(f"{path}: not a readable {kind} file ({e}); re-run the command that wrote it") from None
+
+
+def group_refs(manifest: dict | None) -> list[str]:
+    """The group files a manifest's config names (``simulation.groups``; manifests of any version)."""
+    return list(recorded((manifest or {}).get("config"), "simulation.groups", None) or [])
+
+
+MANIFESTS = (("simulation", "manifest.json"), ("explicit_probes", "probes_manifest.json"),
+             ("beliefs", "beliefs_manifest.json"), ("association_test", "association_manifest.json"),
+             ("decision_test", "decision_manifest.json"))
+SIBLINGS = ("association.parquet", "decision_test.parquet", "weat.parquet", "beliefs.parquet")
+
+
+@dataclass
+class Analysis:
+    """A run folder's files as the measures read them, and the tables they built (by CSV stem)."""
+
+    run_dir: Path
+    settings: Settings = field(default_factory=Settings)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    manifests: dict[str, dict] = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False  # the tables were read from the CSVs an earlier analysis of this data state wrote
+    state: dict[str, str] = field(default_factory=dict)  # the data state it is of (``run.data_state``)
+    _files: dict[str, pd.DataFrame | None] = field(default_factory=dict, repr=False)
+    _views: dict[tuple, pd.DataFrame | None] = field(default_factory=dict, repr=False)
+    _groups: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    def file(self, name: str) -> pd.DataFrame | None:
+        """A file of the run folder as written (read once; None when the folder has none)."""
+        if name not in self._files:
+            self._files[name] = read_table(self.run_dir / name)
+        return self._files[name]
+
+    def view(self, selection: Input) -> pd.DataFrame | None:
+        """The rows of ``selection.file`` that ``selection`` reads (``select.view``), computed once."""
+        k = selection.selection
+        if k not in self._views:
+            self._views[k] = select.view(self.file(selection.file), selection)
+        return self._views[k]
+
+    @property
+    def score(self) -> bool:
+        """decision_mode: score (each decision read from the choices' probabilities)."""
+        return recorded((self.manifests.get("simulation") or {}).get("config"), "simulation.decision_mode") == "score"
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        """group id → its attributes: from the group files the run used, else from the data itself."""
+        if self._groups is None:
+            self._groups = _group_attributes(self.manifests, [f for n in ("decisions.parquet", "probes.parquet",
+                                                                          "beliefs.parquet")
+                                                              if (f := self.file(n)) is not None])
+        return self._groups
+
+    def context(self, measure: Measure, building: bool = False) -> Context:
+        return Context(self, measure, building)
+
+    def applies(self, measure: Measure) -> bool:
+        """Every input the measure needs is in the run folder."""
+        ctx = self.context(measure)
+        return all(getattr(ctx, n) is not None for n in measure.needs)
+
+
+def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for m in manifests.values():
+        for ref in group_refs(m):
+            try:
+                g = load_group(ref)
+            except LouderError:
+                continue  # a user group file that has moved: fall back to the attributes seen
+            out[g.id] = list(g.attributes)
+    for f in frames:
+        for gid, g in f[["group", "attribute"]].drop_duplicates().groupby("group"):  # not the whole frame per group
+            if gid not in out:
+                out[gid] = sorted(g["attribute"].dropna().unique())
+    return out
+
+
+class _Options(dict):
+    """A measure's options: ``a.options.control`` or ``a.options["control"]``."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"no option {name!r}; the measure's options: {', '.join(self) or 'none'}") from None
+
+
+class Context:
+    """What one measure sees of the analysis: its declared inputs by name (``a.decisions``: the view
+    it declared, or None when the folder lacks the file), its ``options``, ``bootstrap`` and ``seed``,
+    the tables built so far (while it builds: those of the measures it runs ``after``, and of theirs),
+    ``missing`` (what the run lacks: add a line), ``groups``, ``score``, ``manifests``, ``run_dir``."""
+
+    def __init__(self, analysis: Analysis, measure: Measure, building: bool = False):
+        self.analysis, self.measure = analysis, measure
+        self.options = _Options(analysis.settings.of_measure(measure))
+        if building:  # the tables of the measures it runs after (and theirs), no other: a dependency is declared
+            mine = {t.name for name in registry.before(measure) for t in registry.get(name).tables}
+            self.tables = MappingProxyType({k: v for k, v in analysis.tables.items() if k in mine})
+        else:
+            self.tables = analysis.tables
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        selection = self.measure.input(name)
+        if selection is None:
+            raise AttributeError(f"measure {self.measure.name} reads {name!r}, which it does not declare: add "
+                                 f"Input({name!r}) to its inputs (louder.analysis.engine.registry.Input)")
+        return self.analysis.view(selection)
+
+    @property
+    def missing(self) -> list[str]:
+        return self.analysis.missing
+
+    def figure(self, name: str, *args) -> str:
+        """The measure's figure ``name`` (declared on it: ``registry.Plot``) drawn for ``args`` and rendered
+        for its section: SVG with its alt text and a download link; a line saying why when there is nothing
+        to draw."""
+        from louder.analysis.report.html import figure, no_figure, slug
+
+        plot = self.measure.plot(name)
+        fig = plot.draw(self, *args)
+        if fig is None:
+            return no_figure(f"{self.measure.name}/{name}", plot.empty)
+        self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
+        download = f"{self.measure.name}-{name}" + (f"-{self._drawn}" if self._drawn > 1 else "")
+        return figure(fig, plot.alt_text(self, *args), f"{self.measure.name}/{name}", slug(download))
+
+    @property
+    def bootstrap(self) -> int:
+        return self.analysis.settings.bootstrap
+
+    @property
+    def seed(self) -> int:
+        return self.analysis.settings.seed
+
+    @property
+    def settings(self) -> Settings:
+        return self.analysis.settings
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        return self.analysis.groups
+
+    @property
+    def score(self) -> bool:
+        return self.analysis.score
+
+    @property
+    def manifests(self) -> dict[str, dict]:
+        return self.analysis.manifests
+
+    @property
+    def run_dir(self) -> Path:
+        return self.analysis.run_dir
+
+
+def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
+    """The run folder (no file read yet but its manifests) and what is missing from it; no table yet."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
+    a = Analysis(run, settings=settings or Settings())
+    a.manifests = {k: m for k, f in MANIFESTS if (m := read_json(run / f))}
+    decisions, probes = (run / "decisions.parquet").exists(), (run / "probes.parquet").exists()
+    if not decisions:
+        # a cache and no probe's manifest: only an agent run can have started it (a probe's cache is not one)
+        started = (run / "cache.sqlite").exists() and not any(
+            (run / f).exists() for k, f in MANIFESTS if k != "simulation")
+        a.missing.append("simulation: no decisions.parquet" + (
+            " — a run was started here but has not finished; run the same `louder run` command again to complete it"
+            if started else " — run `louder run --out RUN_DIR` to add implicit-bias results"))
+    if not probes:
+        a.missing.append("explicit probes: no probes.parquet — run `louder probe explicit --out RUN_DIR` "
+                         "to add the explicit (question-answer) contrast")
+    if not decisions and not probes and not any((run / f).exists() for f in SIBLINGS):
+        raise LouderError(f"run folder {run} has neither decisions.parquet nor probes.parquet; "
+                          "run `louder run --out DIR` and/or `louder probe explicit --out DIR` first")
+    a.missing.extend(no_valid_notes(a.manifests))  # issue 32: a kind of run with no valid answer says why
+    return a
