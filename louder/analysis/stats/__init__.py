@@ -8,12 +8,15 @@ interval, Wilson's interval, Holm's adjustment, the seeded substreams) and this 
 the shared machinery; each other module is the statistics of one measure of
 ``louder.analysis.measures`` (``voices``, ``robustness``, ``anchoring``, …: the same name there)."""
 
-from louder.analysis.stats.core import (  # noqa: F401  (the package's face)
+from louder.analysis.stats.core import (  # noqa: F401  (the package's face: every public name of core)
     ALPHA,
+    NAN,
+    DictLike,
     Difference,
     Interval,
     ParityTest,
     TTest,
+    TupleLike,
     dpd,
     dpd_confidence_interval,
     dpd_difference_interval,
