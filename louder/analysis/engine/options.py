@@ -1,6 +1,8 @@
 """The options of the measures, as the user gives them: ``louder analyze RUN --set MEASURE.OPTION=VALUE``
 (repeatable), ``Run.analyze(options={"MEASURE": {"OPTION": value}})``, or a shorthand flag an option
-declares (``--control GROUP`` is ``--set conditional.control=GROUP``). Every option is a measure's own
+declares (``--control GROUP`` is ``--set conditional.control=GROUP``; from Python its keyword form,
+``control=["GROUP"]``). An option's ``flag`` is the only place a shorthand is declared: ``louder
+analyze`` grows its options from ``flags()``. Every option is a measure's own
 (``louder.analysis.engine.registry.Option``); this module only reads what was given against the declarations:
 an unknown measure or option is one line with "did you mean", a value is checked by its option.
 
@@ -62,6 +64,24 @@ def flags() -> dict[str, list[tuple[registry.Measure, registry.Option]]]:
             if o.flag:
                 out.setdefault(o.flag, []).append((m, o))
     return out
+
+
+def keyword(flag: str) -> str:
+    """A flag's keyword form, as ``analyze`` and ``Run.analyze`` take it: ``--random-slopes`` → ``random_slopes``."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def from_keywords(given: Mapping[str, Any], where: str = "analyze") -> Options:
+    """Options from the keyword forms of the flags (``random_slopes=True`` is ``--random-slopes``): every
+    flag any option declares — louder's and an installed package's — has one; an unknown keyword is one
+    line with "did you mean"."""
+    known = {keyword(f): f for f in flags()}
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        raise LouderError(f"{where}: no setting {unknown[0]!r}{did_you_mean(unknown[0], known)}; a measure's option is "
+                          "options={MEASURE: {OPTION: value}}, its shorthand the keyword form of its flag (`louder "
+                          f"measures` lists them: {', '.join(sorted(known)) or 'none'})")
+    return from_flags({known[k]: v for k, v in given.items()})
 
 
 def from_flags(given: Mapping[str, Any]) -> Options:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -50,6 +51,7 @@ from louder.analysis.engine import select
 from louder.analysis.engine.select import ALL, KEYED, REFERENCE, WHOLE
 from louder.errors import LouderError, did_you_mean
 
+FLAG = re.compile(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*")  # an option's shorthand flag: --lower-case-words
 GROUP = "louder.measures"  # the entry-point group of measures from other packages
 BUILTIN_PACKAGE = "louder.analysis.measures"
 
@@ -342,11 +344,23 @@ def register(measure: Measure) -> Measure:
     opts = [o.name for o in m.options]
     if len(set(opts)) < len(opts):
         raise LouderError(f"measure {m.name}: two options are named {next(n for n in opts if opts.count(n) > 1)!r}")
+    for o in m.options:
+        if o.flag is not None and not FLAG.fullmatch(o.flag):
+            raise LouderError(f"measure {m.name}: option {o.name}'s flag {o.flag!r} is not a flag; write it as "
+                              "--lower-case-words (its keyword form in Python: lower_case_words)")
     for other in _MEASURES.values():
+        if other.name == m.name:
+            continue
         taken = {t.name for t in other.tables} & {t.name for t in m.tables}
-        if taken and other.name != m.name:
+        if taken:
             raise LouderError(f"measure {m.name}: table {', '.join(sorted(taken))} is already written by measure "
                               f"{other.name}; give it another name")
+        for o in m.options:  # a flag several measures declare sets each of their options: one value for all
+            same = next((p for p in other.options if o.flag and p.flag == o.flag), None)
+            if same is not None and (same.type, same.multiple) != (o.type, o.multiple):
+                raise LouderError(f"measure {m.name}: option {o.name}'s flag {o.flag} is also {other.name}."
+                                  f"{same.name}'s, which takes another kind of value ({same.type_name}); give it "
+                                  "another flag")
     module = getattr(m.build, "__module__", "") or ""
     _MEASURES[m.name] = Measure(**{**m.__dict__, "module": m.module or module})
     return _MEASURES[m.name]
