@@ -170,7 +170,7 @@ class Run:
         if analysis is None:
             tables = written(self.path)
             if tables is not None:
-                from louder.analysis.engine.run import load
+                from louder.analysis.engine.inputs import load
 
                 analysis = load(self.path)
                 analysis.tables = tables

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from louder.cli_tables import analysis_tables, dry_run_table
+from louder.cli_tables import dry_run_table
 from louder.errors import LouderError
 from louder.progress import progress_bar
 
@@ -529,6 +529,8 @@ def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> 
     """The analysis' console tables at the terminal's width, then its findings (what the report's top
     says), what it leads to, and what is missing."""
     width = _width()
+    from louder.analysis.report.console import analysis_tables
+
     for table in analysis_tables(a, width, wide, columns):
         console.print(table, width=width)
     from louder.analysis.engine.run import leads
@@ -731,8 +733,8 @@ def compare(
     """Model against model: the paper's summary per model, ΔDPD per pair of models and case for actions and
     words with intervals and verdicts, per pair, a trend along --order, and a release gate (--fail-if)."""
     from louder.analysis.engine import registry
+    from louder.analysis.report.console import frame_table
     from louder.api import compare as compare_models
-    from louder.cli_tables import frame_table
 
     try:
         c = compare_models(*runs, order=order, margin=margin, bootstrap=bootstrap, seed=seed)
@@ -740,10 +742,10 @@ def compare(
         paths = c.write(out, gate=gate)
     except LouderError as e:
         fail(str(e))
-    for view in registry.get("models").views:  # the tables a run folder of several models prints
-        df = c.tables.get(view.table)
+    for shown in registry.get("models").console:  # the tables a run folder of several models prints
+        df = c.tables.get(shown.table)
         if df is not None and len(df):
-            console.print(frame_table(df, view.title, view.columns, _width(), wide, hint="louder compare --wide"),
+            console.print(frame_table(df, shown.title, shown.columns, _width(), wide, hint="louder compare --wide"),
                           width=_width())
     for note in c.assembled.notes:
         console.print(Text.assemble(("note:", "yellow"), " ", note), width=_width())

@@ -2,7 +2,7 @@
 
 Runs of different models made on different days, servers or keys live in separate folders. This
 module puts them together: each folder is read as the ``models`` measure reads one (its declared
-inputs: the per-case views of the decisions and the explicit probes), each of its models becomes an
+inputs: the per-case selections of the decisions and the explicit probes), each of its models becomes an
 **entry** named by its label — the label given (``base=runs/a``), the model's name without one, or
 ``LABEL/MODEL`` for a labelled folder of several models — and the frames, their ``model`` column
 relabelled, go to the same statistics as one folder's (``louder.analysis.stats.comparison.compare``): a
@@ -185,7 +185,7 @@ class Assembled:
 
 
 def _frames(a: Analysis) -> dict[str, pd.DataFrame | None]:
-    return {i.name: a.view(i) for i in registry.get(MEASURE).inputs}
+    return {i.name: a.rows(i) for i in registry.get(MEASURE).inputs}
 
 
 def _relabel(frame: pd.DataFrame | None, model: str, label: str) -> pd.DataFrame | None:

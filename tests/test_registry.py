@@ -218,7 +218,7 @@ def _watch(monkeypatch, calls: list) -> None:
     from dataclasses import replace
 
     cases = registry.get("cases")
-    monkeypatch.setitem(registry._MEASURES, "cases", replace(cases, build=lambda a: calls.append(1) or cases.build(a)))
+    monkeypatch.setitem(registry.MEASURES.items, "cases", replace(cases, build=lambda a: calls.append(1) or cases.build(a)))
 
 
 def test_the_analysis_is_computed_once_per_data_state_and_settings(small_run, tmp_path, monkeypatch):
@@ -321,13 +321,13 @@ def test_wide_and_columns_choose_what_is_printed(small_run, tmp_path):
 def test_cell_text_is_never_read_as_markup():
     from rich.console import Console
 
-    from louder.analysis.engine.registry import Show
-    from louder.cli_tables import frame_table
+    from louder.analysis.engine.declarations import Cell
+    from louder.analysis.report.console import frame_table
 
     df = pd.DataFrame({"condition": ["contextualized [names]", "contextualized"],
                        "scenario": ["flood [mandatory]", "flood"], "spec": ["openai:MODEL[@URL]"] * 2})
     out = Console(width=120, record=True, file=__import__("io").StringIO())
-    out.print(frame_table(df, "t", [Show(c, c, priority=1) for c in df.columns]))
+    out.print(frame_table(df, "t", [Cell(c, c, priority=1) for c in df.columns]))
     text = out.export_text()
     assert "contextualized [names]" in text and "flood [mandatory]" in text and "[@URL]" in text
 

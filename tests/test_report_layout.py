@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from louder.analysis.report.draw import dpd_figure
+from louder.analysis.measures.cases import dpd_figure
 from louder.analysis.report.html import fit_titles
 from louder.cli import app
 

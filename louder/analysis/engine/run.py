@@ -23,8 +23,7 @@ from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged, fingerprint
 
-__all__ = ["Analysis", "Settings", "analyze", "for_report", "leads", "load", "recorded_settings", "settings_of",
-           "state_of", "written"]
+__all__ = ["analyze", "for_report", "leads", "recorded_settings", "settings_of", "state_of", "written"]
 
 def settings_of(bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, options=None, **shorthands) -> Settings:
     """The settings of an analysis: ``options`` (measure → option → value) and ``shorthands``, the

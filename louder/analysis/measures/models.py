@@ -10,22 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Finding,
-    Input,
-    Measure,
-    Option,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report.comparison import ALT, TITLE, models_figure, run_section
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.stats import comparison as C
 from louder.errors import LouderError, did_you_mean
 
@@ -39,7 +27,7 @@ ORDER = Option("order", str, (), "the models in order (e.g. generations, oldest 
                multiple=True)
 MARGIN = Option("margin", float, C.MARGIN, "a verdict reads `no difference` only when the ΔDPD interval lies within "
                                            "± this margin (else `underpowered`)", check=_margin)
-INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view (as cases.csv)"),
+INPUTS = (Input("decisions", doc="the agents' decisions, the per-case selection (as cases.csv)"),
           Input("probes", doc="the explicit probe's answers (as cases.csv)"))
 
 
@@ -100,45 +88,45 @@ def _sig(kind: str):
     return lambda r: "–" if not r[f"n_{kind}"] else f"{int(r[f'significant_{kind}'])} of {int(r[f'n_{kind}'])}"
 
 
-MODELS_VIEW = View("models", "Per model: cases significant of N (Holm within the model), mean DPD of the implicit and "
+MODELS_CONSOLE = Console("models", "Per model: cases significant of N (Holm within the model), mean DPD of the implicit and "
                              "explicit cases (95 % intervals: agents resampled within cases) and the gap", (
-    Show("model", "model", priority=1),
-    Show("implicit sig.", _sig("implicit"), number=True, priority=1, name="significant_implicit"),
-    Show("mean implicit [95 % CI]", _mean("implicit"), number=True, priority=1, name="mean_implicit"),
-    Show("explicit sig.", _sig("explicit"), number=True, name="significant_explicit"),
-    Show("mean explicit [95 % CI]", _mean("explicit"), number=True, priority=1, name="mean_explicit"),
-    Show("gap [95 % CI]", with_interval("gap", "gap_ci_low", "gap_ci_high"), number=True, name="gap"),
-    Show("gap p", lambda r: number(r["gap_p_value"], 4), number=True, name="gap_p_value")), position=24)
+    Cell("model", "model", priority=1),
+    Cell("implicit sig.", _sig("implicit"), number=True, priority=1, name="significant_implicit"),
+    Cell("mean implicit [95 % CI]", _mean("implicit"), number=True, priority=1, name="mean_implicit"),
+    Cell("explicit sig.", _sig("explicit"), number=True, name="significant_explicit"),
+    Cell("mean explicit [95 % CI]", _mean("explicit"), number=True, priority=1, name="mean_explicit"),
+    Cell("gap [95 % CI]", with_interval("gap", "gap_ci_low", "gap_ci_high"), number=True, name="gap"),
+    Cell("gap p", lambda r: number(r["gap_p_value"], 4), number=True, name="gap_p_value")), position=24)
 
-PAIRS_VIEW = View("model_pairs", "Per pair and case: ΔDPD = model − reference for actions (the agents) and words "
+PAIRS_CONSOLE = Console("model_pairs", "Per pair and case: ΔDPD = model − reference for actions (the agents) and words "
                                  "(the explicit probe), Holm across pairs × cases", (
-    Show("reference", "reference", priority=1), Show("model", "model", priority=1),
+    Cell("reference", "reference", priority=1), Cell("model", "model", priority=1),
     key("condition"), key("scenario"), key("group"),
-    Show("actions Δ [95 % CI]", with_interval("actions_delta", "actions_ci_low", "actions_ci_high"), number=True,
+    Cell("actions Δ [95 % CI]", with_interval("actions_delta", "actions_ci_low", "actions_ci_high"), number=True,
          priority=1, name="actions_delta"),
-    Show("p_holm", lambda r: number(r["actions_p_holm"], 4), number=True, priority=3, name="actions_p_holm"),
-    Show("actions", lambda r: r["actions_verdict"] if isinstance(r["actions_verdict"], str) else "–", priority=1,
+    Cell("p_holm", lambda r: number(r["actions_p_holm"], 4), number=True, priority=3, name="actions_p_holm"),
+    Cell("actions", lambda r: r["actions_verdict"] if isinstance(r["actions_verdict"], str) else "–", priority=1,
          style=_verdict_style("actions"), name="actions_verdict"),
-    Show("words Δ [95 % CI]", with_interval("words_delta", "words_ci_low", "words_ci_high"), number=True,
+    Cell("words Δ [95 % CI]", with_interval("words_delta", "words_ci_low", "words_ci_high"), number=True,
          name="words_delta"),
-    Show("p_holm ", lambda r: number(r["words_p_holm"], 4), number=True, priority=3, name="words_p_holm"),
-    Show("words", lambda r: r["words_verdict"] if isinstance(r["words_verdict"], str) else "–", priority=1,
+    Cell("p_holm ", lambda r: number(r["words_p_holm"], 4), number=True, priority=3, name="words_p_holm"),
+    Cell("words", lambda r: r["words_verdict"] if isinstance(r["words_verdict"], str) else "–", priority=1,
          style=_verdict_style("words"), name="words_verdict")), position=25)
 
-SUMMARY_VIEW = View("model_pair_summary", "Per pair: mean ΔDPD over the cases and the verdicts' counts", (
-    Show("reference", "reference", priority=1), Show("model", "model", priority=1), Show("side", "side", priority=1),
-    Show("mean Δ [95 % CI]", with_interval("mean_delta", "ci_low", "ci_high"), number=True, priority=1,
+SUMMARY_CONSOLE = Console("model_pair_summary", "Per pair: mean ΔDPD over the cases and the verdicts' counts", (
+    Cell("reference", "reference", priority=1), Cell("model", "model", priority=1), Cell("side", "side", priority=1),
+    Cell("mean Δ [95 % CI]", with_interval("mean_delta", "ci_low", "ci_high"), number=True, priority=1,
          name="mean_delta"),
-    Show("more", lambda r: str(int(r["n_more_biased"])), number=True, priority=1, name="n_more_biased"),
-    Show("less", lambda r: str(int(r["n_less_biased"])), number=True, priority=1, name="n_less_biased"),
-    Show("no diff.", lambda r: str(int(r["n_no_difference"])), number=True, name="n_no_difference"),
-    Show("underpowered", lambda r: str(int(r["n_underpowered"])), number=True, name="n_underpowered")), position=26)
+    Cell("more", lambda r: str(int(r["n_more_biased"])), number=True, priority=1, name="n_more_biased"),
+    Cell("less", lambda r: str(int(r["n_less_biased"])), number=True, priority=1, name="n_less_biased"),
+    Cell("no diff.", lambda r: str(int(r["n_no_difference"])), number=True, name="n_no_difference"),
+    Cell("underpowered", lambda r: str(int(r["n_underpowered"])), number=True, name="n_underpowered")), position=26)
 
-TREND_VIEW = View("model_trend", "Trend of the mean DPD along the models' order (WLS on position; z-test of slope 0)", (
-    Show("side", "side", priority=1), Show("order", "order", priority=2),
-    Show("slope [95 % CI]", with_interval("slope", "slope_ci_low", "slope_ci_high"), number=True, priority=1,
+TREND_CONSOLE = Console("model_trend", "Trend of the mean DPD along the models' order (WLS on position; z-test of slope 0)", (
+    Cell("side", "side", priority=1), Cell("order", "order", priority=2),
+    Cell("slope [95 % CI]", with_interval("slope", "slope_ci_low", "slope_ci_high"), number=True, priority=1,
          name="slope"),
-    Show("p", lambda r: number(r["p_value"], 4), number=True, priority=1, name="p_value")), position=27)
+    Cell("p", lambda r: number(r["p_value"], 4), number=True, priority=1, name="p_value")), position=27)
 
 SIDE_DOC = ("`actions`: the agents' decisions (the implicit cases; score mode: the probability DPD); `words`: the "
             "explicit probe")
@@ -205,6 +193,7 @@ register(Measure(
             Column(("z", "p_value"), "z-test of slope 0"),
             Column("test", "the test: weighted least squares on position, weights 1 / the means' bootstrap "
                            "variances")))),
-    inputs=INPUTS, options=(ORDER, MARGIN), build=build, views=(MODELS_VIEW, PAIRS_VIEW, SUMMARY_VIEW, TREND_VIEW),
+    inputs=INPUTS, options=(ORDER, MARGIN), build=build,
+    console=(MODELS_CONSOLE, PAIRS_CONSOLE, SUMMARY_CONSOLE, TREND_CONSOLE),
     section=report_section, position=55, findings=findings,
-    figures=(Plot("means", lambda a, models, ordered: models_figure(models, ordered), ALT),)))
+    figures=(Figure("means", lambda a, models, ordered: models_figure(models, ordered), ALT),)))

@@ -15,8 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis.engine import registry, select
+from louder.analysis.engine.declarations import Input
 from louder.analysis.engine.inputs import Analysis
-from louder.analysis.engine.registry import ALL, Input
+from louder.analysis.engine.select import ALL
 from louder.analysis.report.findings import ANCHOR, TITLE, findings
 from louder.analysis.report.html import note as _p
 from louder.analysis.report.html import section as _section
@@ -101,30 +102,30 @@ def _accounting(a: Analysis) -> str:
     parts = [_p("Every model answer has one status: <b>valid</b> (one of the offered choices), <b>invalid</b> "
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
-    d = a.view(ACCOUNTED["decisions"])
+    d = a.rows(ACCOUNTED["decisions"])
     if d is not None:
         # every wording (issue 25), every reasoning level (issue 30) and every prompt intervention (issue 33)
         t = pd.DataFrame(status_by(d, [*ATTRIBUTE_KEYS, *select.varying(d)]))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
-    personas = a.view(ACCOUNTED["personas"])
+    personas = a.rows(ACCOUNTED["personas"])
     if personas is not None and len(personas):
         t = pd.DataFrame(status_by(personas, ATTRIBUTE_KEYS))
         bad = t[(t["invalid"] + t["refused"] + t["error"]) > 0]
         parts += ["<h3>Personas</h3>", _p("A decision row whose persona failed carries the persona's status. "
                                            f"{len(bad)} of {len(t)} case × attribute cells had a persona that was "
                                            "not valid" + (":" if len(bad) else ".")), _table(bad, scroll=True)]
-    p = a.view(ACCOUNTED["probes"])
+    p = a.rows(ACCOUNTED["probes"])
     if p is not None:
         by = ["model", "scenario", "group"] + (["intervention"] if "intervention" in select.varying(p) else [])
         t = pd.DataFrame(status_by(p, by))
         parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
-    beliefs = a.view(ACCOUNTED["beliefs"])
+    beliefs = a.rows(ACCOUNTED["beliefs"])
     if beliefs is not None:
         t = pd.DataFrame(status_by(beliefs, ["model", "scenario", "group", "attribute"]))
         parts += ["<h3>Beliefs probe (per attribute)</h3>", _table(t, scroll=True)]
-    for title, df, keys in (("Word association test", a.view(ACCOUNTED["association"]),
+    for title, df, keys in (("Word association test", a.rows(ACCOUNTED["association"]),
                              ["model", "stereotype", "variation"]),
-                            ("Relative decision test", a.view(ACCOUNTED["decision_test"]),
+                            ("Relative decision test", a.rows(ACCOUNTED["decision_test"]),
                              ["model", "stereotype", "variant"])):
         if df is not None:
             parts += [f"<h3>{title}</h3>", _table(pd.DataFrame(status_by(df, keys)), scroll=True)]
@@ -136,8 +137,8 @@ def _thinking_accounting(a: Analysis) -> str:
     """Issue 30: per table, the answers that came with thinking, those whose thinking never closed
     (invalid, reason thinking_truncated) and the reasoning tokens reported; "" without any thinking."""
     rows = []
-    for name, df in (("decisions", a.view(ACCOUNTED["thinking"])), ("personas", a.view(ACCOUNTED["personas"])),
-                     ("probes", a.view(Input("probes"))), ("beliefs", a.view(ACCOUNTED["beliefs"]))):
+    for name, df in (("decisions", a.rows(ACCOUNTED["thinking"])), ("personas", a.rows(ACCOUNTED["personas"])),
+                     ("probes", a.rows(Input("probes"))), ("beliefs", a.rows(ACCOUNTED["beliefs"]))):
         if df is None or "thinking" not in df:
             continue
         thinking = df["thinking"].fillna("").astype(str).str.strip() != ""

@@ -315,7 +315,7 @@ def anchoring(decisions: pd.DataFrame, humans: pd.DataFrame, B: int = 2000, seed
     case's DPDs (humans with its interval, agents, PPI with its interval, the ratio of widths and the
     worth) and magnitude ratio (``COLUMNS``; the module docstring has the formulas).
 
-    ``decisions``: the case view of decisions.parquet with its ``respondent`` (and ``grounding``)
+    ``decisions``: the case selection of decisions.parquet with its ``respondent`` (and ``grounding``)
     column; ``humans``: the study in long form (``louder.simulation.humans.COLUMNS``); ``unlabelled``:
     the unlabelled profiles (``UNLABELLED_COLUMNS``: their weights). Cases without paired agents
     (another scenario, a policy variant) are left out."""

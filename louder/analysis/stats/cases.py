@@ -132,7 +132,7 @@ def headline(cases: pd.DataFrame, probability: bool) -> pd.DataFrame:
     0.4) an implicit case with a probability DPD rests on it — h_ = ``dpd_p``, ``ci_low_p``,
     ``ci_high_p``, ``p_value_p`` — and the run's Holm adjustment is taken again over these p-values and
     the other cases' own (as ``with_holm`` does: a sequential case enters with its sequential p-value);
-    ``h_significant`` = h_p_holm < 0.05 (``stats.significant``). Only a view: cases.csv keeps both tests'
+    ``h_significant`` = h_p_holm < 0.05 (``stats.significant``). Only a reading: cases.csv keeps both tests'
     columns as written."""
     out = cases.copy()
     out["test"] = SAMPLED

@@ -346,7 +346,7 @@ def _stream(seed: int, *parts) -> int:
 
 def model_cases(decisions: pd.DataFrame | None, probes: pd.DataFrame | None, groups: dict[str, list[str]],
                 score: bool = False, B: int = 10_000, seed: int = 0) -> dict[tuple, Case]:
-    """Every model's case of ``decisions`` (one per case: the per-case view) and ``probes``:
+    """Every model's case of ``decisions`` (one per case: the per-case selection) and ``probes``:
     (model, kind, condition, scenario, group) → its band and its parity test's p-value. Counts as
     cases.csv counts them (``rates.attribute_table``, ``rates.explicit_attribute_table``); score mode:
     the valid agents' p_target."""
@@ -513,7 +513,7 @@ def compare(decisions: pd.DataFrame | None, probes: pd.DataFrame | None, groups:
             order: Sequence[str], score: bool = False, B: int = 10_000, seed: int = 0, margin: float = MARGIN,
             ordered: bool = False, level: float = 0.95, alpha: float = stats.ALPHA) -> Comparison:
     """Every table of the comparison of the models ``order`` names (the ``model`` column of the frames:
-    a model, or its label) from their decisions (the per-case view) and explicit probes — whether
+    a model, or its label) from their decisions (the per-case selection) and explicit probes — whether
     the frames come from one run folder or from several (``louder.compare_runs``). ``ordered``: the
     order means something (model generations): add the trend."""
     cases = model_cases(decisions, probes, groups, score, B, seed)
