@@ -429,7 +429,7 @@ def probe_association(
 
 def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, variation: Optional[list[str]]) -> None:
     from louder.probes.association import rescore as score_table
-    from louder.probes.stimuli import get_stereotype
+    from louder.stimuli import get_stereotype
 
     if not stereotype or len(stereotype) != 1:
         fail("--rescore needs exactly one --stereotype NAME (the stereotype the answers are about)")
@@ -465,8 +465,8 @@ def probe_weat(
     from louder.analysis.stats.weat import weat_table
     from louder.io import write_json
     from louder.llm.embeddings import embedder
-    from louder.probes.stimuli import get_stereotype, stereotypes
     from louder.runfolder import hold
+    from louder.stimuli import get_stereotype, stereotypes
 
     try:
         sts = [get_stereotype(n) for n in stereotype] if stereotype else list(stereotypes().values())

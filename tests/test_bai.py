@@ -13,7 +13,7 @@ from louder.config import build_config
 from louder.probes.association import bias_score, make_trial, parse_pairs, rescore, score_response
 from louder.probes.bai_runner import run_test
 from louder.probes.decision_test import make_decision_trial
-from louder.probes.stimuli import get_stereotype, stereotypes
+from louder.stimuli import get_stereotype, stereotypes
 
 DATA = Path(__file__).parent / "data" / "bai_gpt4o"
 

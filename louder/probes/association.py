@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from louder.probes.stimuli import Stereotype, templates
 from louder.prompts import render
+from louder.stimuli import Stereotype, templates
 
 VARIATIONS = ("replication", "instruction1", "instruction2", "synonym")
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")

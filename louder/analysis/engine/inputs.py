@@ -19,9 +19,9 @@ import pandas as pd
 from louder.analysis.engine import options as O
 from louder.analysis.engine import registry, select
 from louder.analysis.engine.declarations import Input, Measure
-from louder.config import recorded
 from louder.errors import LouderError
 from louder.scenarios import load_group
+from louder.sections import recorded
 from louder.status import no_valid_notes
 
 DEFAULT_BOOTSTRAP = 10_000

@@ -33,7 +33,7 @@ from louder.analysis.stats.choices import independence_table
 from louder.analysis.stats.keys import CASE_KEYS, COUNT_COLUMNS, truthy
 from louder.analysis.stats.prob_dpd import prob_dpd_table
 from louder.analysis.stats.sequential_cases import of_run, with_sequential
-from louder.config import recorded
+from louder.sections import recorded
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure as MplFigure

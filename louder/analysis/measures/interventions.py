@@ -92,9 +92,9 @@ def figure(case: pd.DataFrame):
 
 def described(config: dict | None) -> pd.DataFrame:
     """The run's interventions as its manifest recorded them: id, where, text, source."""
-    from louder.config import recorded
     from louder.errors import LouderError
     from louder.interventions import load_intervention
+    from louder.sections import recorded
 
     rows = []
     for ref in recorded(config, "simulation.interventions", []) or []:

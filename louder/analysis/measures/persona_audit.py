@@ -19,7 +19,7 @@ from louder.analysis.report.html import note, section, table
 from louder.analysis.stats import persona_audit as PA
 from louder.analysis.stats.keys import CASE_KEYS, by_population_group, truthy
 from louder.analysis.stats.rationales import load_patterns
-from louder.simulation.config import WRITTEN
+from louder.sections.simulation import WRITTEN
 
 # every signal (keyed below, once the condition is read); a human study's paired agents left out
 INPUTS = (Input("personas", whole=("signal",), doc="personas.parquet: every persona with its status"),)

@@ -18,7 +18,7 @@ from louder.analysis.engine import registry
 from louder.analysis.engine.declarations import Finding, Input
 from louder.analysis.engine.inputs import Analysis
 from louder.analysis.report.html import slug
-from louder.config import recorded
+from louder.sections import recorded
 from louder.version import __version__
 
 ANCHOR = "findings"
@@ -148,8 +148,8 @@ def card(a: Analysis) -> list[tuple[str, str]]:
 
 def _cost(a: Analysis) -> str:
     """What the recorded tokens cost, per the prices of louder/data/prices.yaml."""
-    from louder.cost import spent
     from louder.errors import LouderError
+    from louder.prices import spent
 
     tokens: dict[str, list[int]] = {}
     for name in ANSWERS:

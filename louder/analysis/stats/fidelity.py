@@ -305,7 +305,7 @@ def fidelity(decisions: pd.DataFrame, humans: pd.DataFrame, attributes: dict[str
     (``COLUMNS``; the module docstring has the formulas).
 
     ``decisions``: the case selection of decisions.parquet with its ``respondent`` column (and ``grounding``
-    in a grounded study); ``humans``: the study in long form (``louder.simulation.humans.COLUMNS``);
+    in a grounded study); ``humans``: the study in long form (``louder.humans.COLUMNS``);
     ``attributes``: group id → its attributes in order (default: sorted). Only the agents paired with a
     respondent are read (not the usual agents nor the unlabelled ones)."""
     if "respondent" not in decisions.columns:

@@ -175,7 +175,7 @@ def attribute_words() -> dict[str, dict[str, tuple[str, ...]]]:
 def stereotype_words() -> dict[str, dict[str, tuple[str, ...]]]:
     """group → attribute → its stereotype words (louder/data/analysis/stereotype_words.yaml: sides of
     Bai et al.'s stereotypes)."""
-    from louder.probes.stimuli import get_stereotype
+    from louder.stimuli import get_stereotype
 
     doc = yaml.safe_load(_data_text("stereotype_words.yaml"))
     out: dict[str, dict[str, tuple[str, ...]]] = {}
