@@ -24,7 +24,6 @@ import pandas as pd
 from louder.prompts import render
 from louder.stimuli import Stereotype, templates
 
-VARIATIONS = ("replication", "instruction1", "instruction2", "synonym")
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")
 _QUOTES = {ord("‘"): "'", ord("’"): "'", ord("“"): '"', ord("”"): '"', ord("`"): "'"}
 

@@ -230,9 +230,6 @@ class Measure:
     findings: Callable[[Any], list[Finding]] | None = None  # what its tables say, in sentences (the report's top)
     module: str = field(default="", compare=False)  # where it was declared (set by ``register``)
 
-    def input(self, name: str) -> Input | None:
-        return next((i for i in self.inputs if i.name == name), None)
-
     def figure(self, name: str) -> Figure:
         for f in self.figures:
             if f.name == name:

@@ -115,10 +115,6 @@ def axes() -> list[Axis]:
     return [ROUND, *(_from_dimension(d) for d in reversed(registered())), VARIANT, RESPONDENT]
 
 
-def dimension_ids() -> list[str]:
-    return [a.id for a in axes()]
-
-
 def check(name: str, whole: Sequence[str], reference: Sequence[str], keyed: Sequence[str]) -> str | None:
     """What is wrong with a selection (``name``: the input), or None."""
     by = {a.id: a for a in axes()}

@@ -34,10 +34,6 @@ def interval(ax, est: float, y: float, lo: float = np.nan, hi: float = np.nan, c
     return ax.errorbar(est, y, xerr=err, **style) if horizontal else ax.errorbar(y, est, yerr=err, **style)
 
 
-def _case_label(scenario: str, group: str) -> str:
-    return textwrap.fill(scenario.replace("_", " "), 14) + "\n× " + group.replace("_", " ")
-
-
 def plain(text: str) -> str:
     """An id as words: ``emergency_response`` → "emergency response"."""
     return str(text).replace("_", " ")

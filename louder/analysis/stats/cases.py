@@ -118,7 +118,6 @@ def _holm(cases: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 SAMPLED, PROBABILITY = "sampled", "probability"
-HEADLINE = ["test", "h_dpd", "h_ci_low", "h_ci_high", "h_p", "h_p_holm", "h_significant"]
 
 
 def headline(cases: pd.DataFrame, probability: bool) -> pd.DataFrame:

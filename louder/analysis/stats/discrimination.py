@@ -56,7 +56,6 @@ from louder.errors import LouderError
 COLUMNS = ["group", "attribute", "reference", "coef", "ci_low", "ci_high", "p_value", "p_holm", "significant", "n",
            "method", "status"]
 CLIP = 1e-4
-METHODS = ("mixedlm", "mixedlm_slopes", "ols", "logit")
 
 
 def _mode(d: pd.DataFrame, mode: str) -> str:

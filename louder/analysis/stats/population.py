@@ -49,11 +49,6 @@ def _rate_rows(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return target_rates(d, by, weight="weight")
 
 
-def group_rates(decisions: pd.DataFrame, group: str) -> pd.DataFrame:
-    """One row per attribute of ``group``: n_valid, n_target, weighted rate r_a, n_eff."""
-    return _rate_rows(valid(decisions), [group]).rename(columns={group: "attribute"})
-
-
 @dataclass(frozen=True)
 class GroupDPD:
     """DPD across one group's attributes, population-weighted over the other groups.
