@@ -20,7 +20,7 @@ from louder.analysis import analyze
 from louder.analysis.engine import registry
 from louder.analysis.engine.declarations import Figure, Measure, Table
 from louder.analysis.report import html, palette
-from louder.analysis.report.page import write_report
+from louder.analysis.report.page import SectionContext, write_report
 from louder.errors import LouderError
 
 pytestmark = pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")
@@ -107,7 +107,7 @@ def test_a_bad_interval_and_a_colour_off_the_palette_are_seen():
 def test_a_figure_with_nothing_to_draw_says_why(small):
     a = analyze(small, bootstrap=300, write=False)
     m = registry.get("discrimination")
-    ctx = a.context(m)
+    ctx = SectionContext(a, m)  # a measure's context while its section is written places its figures
     empty = ctx.figure("coefficients", pd.DataFrame(columns=["status"]), "a title")
     assert empty.startswith('<p class="note nofig" data-figure="discrimination/coefficients">No figure: ')
     with pytest.raises(LouderError, match="does not declare"):

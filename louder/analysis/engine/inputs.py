@@ -194,9 +194,10 @@ class Context:
     """What one measure sees of the analysis: its declared inputs by name (``a.decisions``: the rows
     its ``Input`` selects, or None when the folder lacks the file; a name it did not declare is an error
     naming those it did), its ``options``, the tables built so far (while it builds: those of the
-    measures it runs ``after``, and of theirs) and ``figure``; and the analysis' own, read from it:
+    measures it runs ``after``, and of theirs); and the analysis' own, read from it:
     ``settings`` (``bootstrap``, ``seed``), ``missing`` (what the run lacks: add a line), ``groups``,
-    ``score``, ``manifests``, ``run_dir``."""
+    ``score``, ``manifests``, ``run_dir``. While its report section is written it also places its
+    figures (``a.figure``: ``louder.analysis.report.page.SectionContext``)."""
 
     settings = _Shared("settings")
     bootstrap = _Shared("settings", "bootstrap")
@@ -208,8 +209,8 @@ class Context:
     run_dir = _Shared("run_dir")
 
     def __new__(cls, analysis: Analysis, measure: Measure, building: bool = False):
-        # each measure's context is of its own class, whose attributes are its declared inputs
-        return super().__new__(_of(measure) if cls is Context else cls)
+        # each measure's context is of a class of its own, whose attributes are its declared inputs
+        return super().__new__(cls if "_declared" in cls.__dict__ else _of(cls, measure))
 
     def __init__(self, analysis: Analysis, measure: Measure, building: bool = False):
         self.analysis, self.measure = analysis, measure
@@ -228,29 +229,16 @@ class Context:
                              f"{declared}); add Input({name!r}) to its inputs "
                              "(louder.analysis.engine.declarations.Input)")
 
-    def figure(self, name: str, *args) -> str:
-        """The measure's figure ``name`` (declared on it: ``declarations.Figure``) drawn for ``args`` and
-        rendered for its section: SVG with its alt text and a download link; a line saying why when there
-        is nothing to draw."""
-        from louder.analysis.report.html import figure, no_figure, slug
-
-        declared = self.measure.figure(name)
-        fig = declared.draw(self, *args)
-        if fig is None:
-            return no_figure(f"{self.measure.name}/{name}", declared.empty)
-        self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
-        download = f"{self.measure.name}-{name}" + (f"-{self._drawn}" if self._drawn > 1 else "")
-        return figure(fig, declared.alt_text(self, *args), f"{self.measure.name}/{name}", slug(download))
-
 
 @cache
-def _of(measure: Measure) -> type[Context]:
-    """The context class of ``measure``: ``Context`` with one attribute per input it declares."""
-    taken = [i.name for i in measure.inputs if hasattr(Context, i.name)]
+def _of(kind: type[Context], measure: Measure) -> type[Context]:
+    """The context class of ``measure``: ``kind`` with one attribute per input it declares."""
+    taken = [i.name for i in measure.inputs if hasattr(kind, i.name)]
     if taken:
         raise LouderError(f"measure {measure.name}: input {taken[0]!r} has the name of its context's own "
                           f"{taken[0]}; give the input another name")
-    return type(f"Context[{measure.name}]", (Context,), {i.name: _Declared(i) for i in measure.inputs})
+    return type(f"{kind.__name__}[{measure.name}]", (kind,),
+                {"_declared": True, **{i.name: _Declared(i) for i in measure.inputs}})
 
 
 def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:

@@ -16,8 +16,9 @@ import pandas as pd
 
 from louder.analysis.engine import registry, select
 from louder.analysis.engine.declarations import Input
-from louder.analysis.engine.inputs import Analysis
+from louder.analysis.engine.inputs import Analysis, Context
 from louder.analysis.engine.select import ALL
+from louder.analysis.report import html as html_
 from louder.analysis.report.findings import ANCHOR, TITLE, findings
 from louder.analysis.report.html import note as _p
 from louder.analysis.report.html import section as _section
@@ -158,13 +159,31 @@ def _thinking_accounting(a: Analysis) -> str:
             + _table(pd.DataFrame(rows)))
 
 
+class SectionContext(Context):
+    """A measure's context while its report section is written: ``figure`` places the figures it
+    declares."""
+
+    def figure(self, name: str, *args) -> str:
+        """The measure's figure ``name`` (declared on it: ``declarations.Figure``) drawn for ``args`` and
+        rendered for its section: SVG with its alt text and a download link; a line saying why when there
+        is nothing to draw."""
+        declared = self.measure.figure(name)
+        fig = declared.draw(self, *args)
+        if fig is None:
+            return html_.no_figure(f"{self.measure.name}/{name}", declared.empty)
+        self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
+        download = f"{self.measure.name}-{name}" + (f"-{self._drawn}" if self._drawn > 1 else "")
+        return html_.figure(fig, declared.alt_text(self, *args), f"{self.measure.name}/{name}",
+                            html_.slug(download))
+
+
 def sections(a: Analysis) -> list[str]:
     """Every measure's section that applies to the run, in report order."""
     out = []
     for m in sorted(registry.measures(), key=lambda m: m.position):
         if m.section is None or not a.applies(m) or (m.tables and not any(t.name in a.tables for t in m.tables)):
             continue  # a measure that built nothing here has nothing to show
-        out.append(m.section(a.context(m)))
+        out.append(m.section(SectionContext(a, m)))
     return [s for s in out if s]
 def environment_table(manifests: dict[str, dict]) -> pd.DataFrame:
     """One row per package (Python first), one column per manifest that recorded versions: what each
