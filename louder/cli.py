@@ -683,9 +683,11 @@ def compare(
         paths = c.write(out, gate=gate)
     except LouderError as e:
         fail(str(e))
-    for view in registry.get("models").views:  # the tables a run folder of several models prints
-        df = c.tables.get(view.table)
-        if df is not None and len(df):
+    for name, df in c.tables.items():  # each table as the measure that declares it prints it in `louder analyze`
+        owner = registry.owner(name)
+        if owner is None or df is None or not len(df):
+            continue
+        for view in (v for v in owner.views if v.table == name):
             console.print(frame_table(df, view.title, view.columns, _width(), wide, hint="louder compare --wide"),
                           width=_width())
     for note in c.assembled.notes:
