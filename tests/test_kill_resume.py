@@ -1,13 +1,15 @@
 """A run SIGKILLed at random points and resumed equals an uninterrupted run, and no answer is asked twice:
 a plain run, a network run (killed inside round 2) and a population run with variants and twins.
 
-The runs are real ``louder run`` processes talking to a model served over HTTP on 127.0.0.1 (the fake
-OpenAI-compatible server, tests/fake_openai.py, through the openai client users run): what resuming
-proves is a property of louder's cache, task order and atomic writes, not of the model, so the model is
-the fake one, its answers deterministic. Each answer is held back ``DELAY`` seconds and the runs make one
-call at a time (as the embedded model does), so a kill lands between answers, mid-call and mid-write at
-a point the test chooses; at least two calls are left when the kill comes, so a run is never over before
-it. (The embedded model has its own end-to-end run: tests/test_e2e_embedded.py.)"""
+The killed runs are real ``louder run`` processes (the reference runs, the resumes and the analyses run
+in this process: the same command, without a second start-up) talking to a model served over HTTP on
+127.0.0.1 (the fake OpenAI-compatible server, tests/fake_openai.py, through the openai client users
+run): what resuming proves is a property of louder's cache, task order and atomic writes, not of the
+model, so the model is the fake one, its answers deterministic. Each answer is held back ``DELAY``
+seconds and the runs make one call at a time (as the embedded model does), so a kill lands between
+answers, mid-call and mid-write at a point the test chooses; at least two calls are left when the kill
+comes, so a run is never over before it. (The embedded model has its own end-to-end run:
+tests/test_e2e_embedded.py.)"""
 
 from __future__ import annotations
 
@@ -25,11 +27,27 @@ import pytest
 import solara
 import yaml
 
+from typer.testing import CliRunner
+
 from cache_count import cached_replies
+from louder.cli import app
 from louder.view.app import make_page
 
 DELAY = 0.15  # seconds the server holds each answer: long enough to kill mid-call, short enough to be cheap
 LOUDER = [sys.executable, "-m", "louder.cli"]
+
+
+def _louder(*args) -> str:
+    """A louder command in this process; its output."""
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, (args, r.output[-3000:], r.exception)
+    return r.output
+
+
+def _resume(*args) -> str:
+    """The resuming run: it takes over the folder the killed run left locked, and says so."""
+    with pytest.warns(RuntimeWarning, match="left locked by pid .* which is gone; taking the folder over"):
+        return _louder(*args)
 
 
 @pytest.fixture
@@ -53,11 +71,10 @@ def _kill_after(out, kill_after: int, cmd: list, rng: random.Random) -> None:
 
 
 def test_sigkill_at_random_points_then_resume_equals_uninterrupted(server, tmp_path):
-    cmd = LOUDER + ["run", "--agents", "2", "--scenario", "emergency_response", "--group", "gender_identity",
-                    "--model", f"openai:fake@{server.url}", "--concurrency", "1", "--out"]
+    run = ["run", "--agents", "2", "--scenario", "emergency_response", "--group", "gender_identity",
+           "--model", f"openai:fake@{server.url}", "--concurrency", "1", "--out"]
     reference = tmp_path / "ref"
-    r = subprocess.run(cmd + [str(reference)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    _louder(*run, reference)
     ref_calls = json.loads((reference / "manifest.json").read_text())["model_calls"]
     assert ref_calls == 12  # 6 personas, 6 decisions
     out = tmp_path / "killed"
@@ -67,12 +84,11 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(server, tmp_p
     # Three kills at random points: after a random number of cached answers (12 in all), plus a
     # random extra delay so the kill also lands mid-call and mid-write.
     for kill_after in sorted(rng.sample(range(1, 11), 3)):
-        _kill_after(out, kill_after, cmd + [str(out)], rng)
+        _kill_after(out, kill_after, LOUDER + run + [str(out)], rng)
         assert cached_replies(out / "cache.sqlite") < ref_calls  # killed before the end …
         assert not (out / "decisions.parquet").exists()  # … and never a half-written output
         assert not list(out.glob(".*.tmp"))
-    done = subprocess.run(cmd + [str(out)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    _resume(*run, out)
     m = json.loads((out / "manifest.json").read_text())
     assert m["cache_hits"] >= kill_after and m["model_calls"] + m["cache_hits"] == ref_calls  # nothing repeated
     cols = ["attribute", "replicate", "name", "persona", "decision", "status", "raw_response"]
@@ -90,7 +106,7 @@ models: ['openai:fake@{url}']
 simulation: {{scenarios: [emergency_response], groups: [gender_identity], conditions: [no_persona], agents: 1,
              decision_mode: score, score_pick: draw}}
 network: {{generator: watts_strogatz, params: {{k: 2, p: 0.0}}, seed: 0}}
-rounds: 2
+influence: {{rounds: 2}}
 concurrency: 1
 """
 CALLS = 18
@@ -102,20 +118,18 @@ def test_network_run_killed_in_round_two_then_resumed_equals_uninterrupted(serve
     and the view read it."""
     cfg = tmp_path / "net.yaml"
     cfg.write_text(NETWORK.format(url=server.url))
-    run = LOUDER + ["run", str(cfg), "--out"]
+    run = ["run", cfg, "--out"]
     reference = tmp_path / "ref"
-    r = subprocess.run(run + [str(reference)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    _louder(*run, reference)
     assert json.loads((reference / "manifest.json").read_text())["model_calls"] == CALLS
 
     out = tmp_path / "killed"
-    _kill_after(out, ROUND_2_STARTS + 1, run + [str(out)], random.Random(0))
+    _kill_after(out, ROUND_2_STARTS + 1, LOUDER + ["run", str(cfg), "--out", str(out)], random.Random(0))
     done_before = cached_replies(out / "cache.sqlite")
     assert ROUND_2_STARTS < done_before < CALLS  # killed inside round 2
     assert not (out / "decisions.parquet").exists()
 
-    r = subprocess.run(run + [str(out)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    _resume(*run, out)
     m = json.loads((out / "manifest.json").read_text())
     assert m["cache_hits"] == done_before and m["model_calls"] == CALLS - done_before  # nothing repeated or lost
     skip = ["run_id", "latency_s"]  # the folder's name; wall time of each call
@@ -127,12 +141,10 @@ def test_network_run_killed_in_round_two_then_resumed_equals_uninterrupted(serve
     assert len(d) == 3 * 3 and sorted(d["round"].unique()) == [0, 1, 2]
     assert (d["status"] == "valid").all() and d["p_target"].between(0, 1).all()
 
-    again = subprocess.run(run + [str(out)], capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and "model_calls: 0" in again.stdout
+    assert "model_calls: 0" in _louder(*run, out)
 
-    for cmd in (["analyze", str(out), "-B", "500"], ["report", str(out), "-B", "500"]):
-        r = subprocess.run(LOUDER + cmd, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr
+    _louder("analyze", out, "-B", 500)
+    _louder("report", out, "-B", 500)
     assert "Networks and influence" in (out / "report" / "index.html").read_text()
     box, rc = solara.render(make_page(str(out)), handle_error=False)
     assert len(rc.find(ipywidgets.Image).widgets) == 2
@@ -144,14 +156,14 @@ def test_population_run_with_variants_and_twins_killed_then_resumed_equals_unint
         "distribution": {"marginals": {"gender_identity": {"Male": 49, "Female": 50, "Non-binary": 1},
                                        "age_group": {"18-44": 46, "45+": 54}}}}
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(pop), encoding="utf-8")
-    config = {"models": [f"openai:fake@{server.url}"], "population": str(tmp_path / "tiny.yaml"),
-              "variants": ["base", "mandatory"], "twins": True, "twin_groups": ["gender_identity"], "concurrency": 1,
-              "simulation": {"agents": 2, "scenarios": ["emergency_response_policy"], "decision_mode": "score"}}
+    config = {"models": [f"openai:fake@{server.url}"], "concurrency": 1,
+              "population": {"file": str(tmp_path / "tiny.yaml"), "twins": True, "twin_groups": ["gender_identity"]},
+              "simulation": {"agents": 2, "scenarios": ["emergency_response_policy"], "decision_mode": "score",
+                             "variants": ["base", "mandatory"]}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    cmd = LOUDER + ["run", str(tmp_path / "c.yaml"), "--out"]
+    run = ["run", tmp_path / "c.yaml", "--out"]
     reference = tmp_path / "ref"
-    r = subprocess.run(cmd + [str(reference)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    _louder(*run, reference)
     ref = json.loads((reference / "manifest.json").read_text())
     ref_calls = ref["model_calls"]
     out = tmp_path / "killed"
@@ -159,11 +171,10 @@ def test_population_run_with_variants_and_twins_killed_then_resumed_equals_unint
     rng = random.Random(seed)
     print(f"kill points seed {seed}")
     for kill_after in sorted(rng.sample(range(1, ref_calls - 1), 2)):
-        _kill_after(out, kill_after, cmd + [str(out)], rng)
+        _kill_after(out, kill_after, LOUDER + [str(a) for a in run] + [str(out)], rng)
         assert cached_replies(out / "cache.sqlite") < ref_calls
         assert not (out / "decisions.parquet").exists() and not (out / "twins.parquet").exists()
-    done = subprocess.run(cmd + [str(out)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    _resume(*run, out)
     m = json.loads((out / "manifest.json").read_text())
     assert m["cache_hits"] >= kill_after and m["model_calls"] + m["cache_hits"] == ref_calls + ref["cache_hits"]
     # nothing asked twice: every distinct request is in the cache once, as many as the reference made
