@@ -22,6 +22,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 from fake_openai import FakeOpenAIServer  # noqa: E402
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups into the tests' ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``):
 
