@@ -8,10 +8,14 @@ y_i = logit(clip(p_i, 1e-4, 1 − 1e-4)) and the linear mixed model
 
     y_ij = β₀ + Σ_{a ≠ ref} β_a · 1[attribute_i = a] + u_j + ε_ij,   u_j ~ N(0, τ²),  ε_ij ~ N(0, σ²)
 
-with j the scenario (scenario × wording where the wordings vary), fitted by REML (statsmodels
-``MixedLM``; method "mixedlm"). ``random_slopes`` adds discrim-eval's random attribute slopes per
-scenario: + Σ_a v_ja · 1[attribute_i = a], (u_j, v_j) ~ N(0, Σ) (method "mixedlm_slopes"). With one
-scenario there is no random effect to estimate: ordinary least squares (method "ols").
+with j the scenario (scenario × wording where the wordings vary), fitted by REML (method "mixedlm").
+``random_slopes`` adds discrim-eval's random attribute slopes per scenario: + Σ_a v_ja · 1[attribute_i = a],
+(u_j, v_j) ~ N(0, Σ) (method "mixedlm_slopes"). With one scenario there is no random effect to estimate:
+ordinary least squares (method "ols"). The REML fit checks its own convergence (``regression.reml``:
+two optimisers from three starts must agree, else status "not converged"); ``boundary`` says when the
+random effects' covariance is estimated singular — a variance at 0, as a random slope's usually is with
+two or three scenarios: the scenarios show less variation than the model allows, and the coefficient
+and interval are those of the model without it.
 
 **Sample mode** (decisions only): the logistic GLM
 
@@ -36,7 +40,7 @@ attributes at once (each coefficient adjusted for the other groups), as the popu
 Both fits are the shared engine's (``louder.analysis.regression``), the one the population
 regression uses. Degenerate data give a row with a ``status`` and no coefficient: "no data",
 "one attribute", "no variation", "too few data" (fewer than 10 decisions per parameter),
-"separation", "singular", "failed".
+"separation", "singular", "no residual variance", "not converged", "failed".
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from louder.analysis.stats import holm, significant
 from louder.errors import LouderError
 
 COLUMNS = ["group", "attribute", "reference", "coef", "ci_low", "ci_high", "p_value", "p_holm", "significant", "n",
-           "method", "status"]
+           "method", "status", "boundary"]  # boundary: score mode only (a mixed model's)
 CLIP = 1e-4
 METHODS = ("mixedlm", "mixedlm_slopes", "ols", "logit")
 
@@ -178,8 +182,9 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
             for r in t.itertuples(index=False):
                 rows.append(dict(base, group=names[r.factor], attribute=r.level, reference=r.reference, coef=r.coef,
                                  ci_low=r.ci_low, ci_high=r.ci_high, p_value=r.p_value, n=fit.n, method=fit.method,
-                                 status="ok"))
+                                 status="ok", boundary=fit.boundary))
     out = pd.DataFrame(rows, columns=[*by, *[c for c in COLUMNS if c not in ("p_holm", "significant")]])
     out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float)) if len(out) else []
     out["significant"] = significant(out["p_holm"], alpha)
-    return out[[*by, *COLUMNS]]
+    # a logit has no random effect: the column is the score mode's (True/False for a mixed model, empty for ols)
+    return out[[*by, *(c for c in COLUMNS if m == "score" or c != "boundary")]]
