@@ -91,9 +91,9 @@ def dummies(values: pd.Series, name: str) -> pd.DataFrame:
 
 
 def _with_constant(X: pd.DataFrame) -> pd.DataFrame:
-    from statsmodels.tools.tools import add_constant  # not statsmodels.api: importing it costs ~0.5 s
-
-    return add_constant(X, has_constant="add")
+    """[const, X]: what statsmodels' ``add_constant(X, has_constant="add")`` makes of a DataFrame (a column
+    "const" of 1.0 first), without its check of every column for constancy (a pandas ``apply``)."""
+    return pd.concat([pd.DataFrame({"const": np.ones(len(X))}, index=X.index), X], axis=1)
 
 
 def outcome_counts(d: pd.DataFrame, columns: list[str], y) -> pd.DataFrame:

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from louder.analysis import palette as P
-from louder.analysis.figures import case_panels, panels_legend, rate_panel
 from louder.analysis.html import note, section, table
 from louder.analysis.anchoring import DPD_COLUMNS, anchoring
 from louder.analysis.registry import (Column, Input, Measure, Plot, Show, Table, View, key, number, register,
@@ -48,6 +47,8 @@ SERIES = {"humans": ("humans only", P.BLACK), "agents": ("agents only", P.VERMIL
 def anchoring_figure(t: pd.DataFrame):
     """One panel per case and kind of agent: per attribute, the humans-only, agents-only and PPI target
     rates as points with their 95 % intervals."""
+    from louder.analysis.figures import case_panels, panels_legend, rate_panel  # matplotlib: only to draw
+
     rows = t[t["rate_humans"].notna()]
     if rows.empty:
         return None

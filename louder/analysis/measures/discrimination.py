@@ -46,7 +46,7 @@ def _references(a, d: pd.DataFrame) -> dict[str, str]:
     """``reference`` (GROUP=ATTRIBUTE) as {group: attribute}, each group one of the run's."""
     from louder.errors import LouderError
 
-    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"])
+    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"].unique())
     out = dict(r.split("=", 1) for r in a.options.reference)
     unknown = sorted(set(out) - groups)
     if unknown:

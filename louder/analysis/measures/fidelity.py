@@ -13,7 +13,6 @@ import pandas as pd
 
 from louder.analysis import palette as P
 from louder.analysis.fidelity import ALL, fidelity
-from louder.analysis.figures import forest
 from louder.analysis.html import note, section, table
 from louder.analysis.registry import (Column, Finding, Input, Measure, Option, Plot, Show, Table, View, key, number,
                                       register, with_interval)
@@ -46,6 +45,8 @@ TITLE = "Fidelity to a human study"
 def fidelity_figure(a, t: pd.DataFrame):
     """One panel per model: per case and kind of agent, the people's gap (DPD) and the agents' gap, each with
     its 95 % interval, the verdict in the row's label; a gap kept lies on the people's (within ±margin)."""
+    from louder.analysis.figures import forest  # matplotlib: only to draw
+
     rows = t[(t["subgroup"] == ALL) & t["gap_humans"].notna()]
     if rows.empty:
         return None
