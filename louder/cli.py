@@ -742,9 +742,11 @@ def compare(
         paths = c.write(out, gate=gate)
     except LouderError as e:
         fail(str(e))
-    for shown in registry.get("models").console:  # the tables a run folder of several models prints
-        df = c.tables.get(shown.table)
-        if df is not None and len(df):
+    for name, df in c.tables.items():  # each table as the measure that declares it prints it in `louder analyze`
+        owner = registry.owner(name)
+        if owner is None or df is None or not len(df):
+            continue
+        for shown in (v for v in owner.console if v.table == name):
             console.print(frame_table(df, shown.title, shown.columns, _width(), wide, hint="louder compare --wide"),
                           width=_width())
     for note in c.assembled.notes:

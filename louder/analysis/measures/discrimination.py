@@ -47,7 +47,7 @@ def _references(a, d: pd.DataFrame) -> dict[str, str]:
     """``reference`` (GROUP=ATTRIBUTE) as {group: attribute}, each group one of the run's."""
     from louder.errors import LouderError
 
-    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"])
+    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"].unique())
     out = dict(r.split("=", 1) for r in a.options.reference)
     unknown = sorted(set(out) - groups)
     if unknown:
@@ -115,6 +115,13 @@ def report_section(a) -> str:
     if len(failed):
         parts.append(note("Fits that could not be made say why in <b>status</b>: " + html.escape(
             "; ".join(sorted({f"{r.group}: {r.status}" for r in failed.itertuples()}))) + "."))
+    at_boundary = t[(t["status"] == "ok") & t["boundary"].map(truthy)] if "boundary" in t.columns else t.iloc[:0]
+    if len(at_boundary):  # a singular fit is not a failure, but the reader should know what the interval assumes
+        parts.append(note("<b>boundary</b>: the mixed model put a random-effect variance at 0 for " + html.escape(
+            ", ".join(sorted({" · ".join(map(str, (*(getattr(r, k) for k in keys), r.group)))
+                              for r in at_boundary.itertuples()}))) + " — the scenarios vary less than the model "
+            "allows (with two or three scenarios a random slope's variance usually sits there); those coefficients "
+            "and intervals are the model's without that variance."))
     parts.append(table(t, scroll=True))
     return section("Discrimination score (discrim-eval)", *parts)
 
@@ -190,9 +197,13 @@ register(Measure(
                          "mode: logistic GLM with scenario fixed effects)"),
         Column("status", "`ok`, or why no coefficient: `no data`, `one attribute`, `no variation`, `too few data` "
                          "(fewer than 10 decisions per parameter), `no residual variance` (a deterministic model's "
-                         "scores), `separation`, `singular`, `failed`"))),),
-    build=build, inputs=INPUTS, options=OPTIONS, needs=("decisions",), after=("cases",), console=(CONSOLE,),
-    section=report_section, position=45,
+                         "scores), `separation`, `singular`, `not converged` (score mode: the mixed model's "
+                         "optimisers, from several starts, did not agree on one optimum), `failed`"),
+        Column("boundary", "score mode, a mixed model's fit: `True` when the random effects' covariance is estimated "
+                           "at its boundary — a variance at 0 (or a correlation at ±1), as a random slope's usually "
+                           "is with two or three scenarios: they show less variation than the model allows, and the "
+                           "coefficient and interval are those of the model without it; empty for `ols`"))),),
+    build=build, inputs=INPUTS, options=OPTIONS, needs=("decisions",), after=("cases",), console=(CONSOLE,), section=report_section, position=45,
     leads_to=leads_to, figures=(Figure("coefficients", lambda a, g, title: coefficient_figure(g, title), lambda a, g, title: (
         f"Coefficient plot for {title}: each attribute's shift of the logit of the target answer against its group's "
         "reference, with its 95 % interval; significant ones (Holm) in vermillion, a dashed line at 0."),

@@ -207,11 +207,24 @@ def _environment(a: Analysis) -> str:
                     _table(env))
 
 
-def _toc(body: list[str]) -> str:
+def _toc(body: list[str], brand: str = "louder report") -> str:
     """The table of contents: every section's title, linked to its anchor, in order."""
     items = re.findall(r'<section class="sec" id="([^"]+)"><h2>(.*?)</h2>', "\n".join(body))
-    return ('<nav id="toc" aria-label="Contents"><div class="brand">louder report</div><ol>' +
+    return (f'<nav id="toc" aria-label="Contents"><div class="brand">{html.escape(brand)}</div><ol>' +
             "".join(f'<li><a href="#{i}">{t}</a></li>' for i, t in items) + "</ol></nav>")
+
+
+def page(title: str, head: list[str], body: list[str], brand: str = "louder report") -> str:
+    """One self-contained page of louder's reports — a run's (``render``) and a comparison's
+    (``louder.analysis.report.comparison``) alike: the stylesheet, the table of contents of ``body``'s
+    sections (``brand`` above it) that follows the reader, then ``head`` (the title and the design card)
+    and ``body`` (the findings first, then the sections; empty parts left out), and the page's behaviours.
+    ``title`` is HTML (escaped by the caller)."""
+    body = [b for b in body if b]
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            "content='width=device-width, initial-scale=1'><title>" + title + "</title><style>" + CSS +
+            "</style></head><body>" + _toc(body, brand) + "<main>" + "\n".join(head + body) + "</main><script>" +
+            JS + "</script></body></html>")
 
 
 def render(a: Analysis) -> str:
@@ -233,11 +246,7 @@ def render(a: Analysis) -> str:
         _section("Manifests", *[f"<h3>{html.escape(k)}</h3><pre>{html.escape(json.dumps(m, indent=2, default=str))}"
                                 f"</pre>" for k, m in a.manifests.items()] or [_p("No manifest found.")]),
     ]
-    body = [b for b in body if b]
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
-            "content='width=device-width, initial-scale=1'><title>" + title + "</title><style>" + CSS +
-            "</style></head><body>" + _toc(body) + "<main>" + "\n".join(head + body) + "</main><script>" + JS +
-            "</script></body></html>")
+    return page(title, head, body)
 
 
 def write_report(a: Analysis) -> Path:

@@ -85,6 +85,9 @@ NAN = float("nan")
 MARGIN = UNDERPOWERED  # the default margin: louder's smallest DPD of interest (0.3)
 KINDS = {"implicit": "actions", "explicit": "words"}  # the kind of case → the side of the pair tables
 VERDICTS = ("more biased", "less biased", "no difference", "underpowered")
+# the tables ``compare`` returns, by CSV stem: the measure that declares them shows them, in a run folder's
+# report and in `louder compare`'s (which finds it through the registry by these names)
+TABLES = MODELS, PAIRS, PAIR_SUMMARY, TREND = ("models", "model_pairs", "model_pair_summary", "model_trend")
 GAP_TEST = "interval inversion (agents resampled within cases; projected bootstrap-t band)"
 TREND_TEST = "weighted least squares of mean DPD on position, weights 1/bootstrap variance; z-test of slope 0"
 
@@ -520,10 +523,9 @@ def compare(decisions: pd.DataFrame | None, probes: pd.DataFrame | None, groups:
     order = list(order)
     models, variances = models_table(cases, order, score, level)
     rows = pair_rows(cases, order, level, margin, alpha)
-    tables = {"models": models, "model_pairs": pairs_table(rows, score),
-              "model_pair_summary": pair_summary(rows, cases, level)}
+    tables = {MODELS: models, PAIRS: pairs_table(rows, score), PAIR_SUMMARY: pair_summary(rows, cases, level)}
     if ordered:
-        tables["model_trend"] = trend_table(models, variances, level)
+        tables[TREND] = trend_table(models, variances, level)
     return Comparison(tables, cases, rows, level)
 
 

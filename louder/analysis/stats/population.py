@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest, fisher_exact, norm
-from statsmodels.stats.multitest import multipletests
 
 from louder.analysis.stats import (
     dpd,
@@ -124,6 +123,8 @@ def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_
     t["p_bh"] = np.nan
     ok = t["p_value"].notna().to_numpy()
     if ok.any():
+        from statsmodels.stats.multitest import multipletests  # here: every analysis imports this module
+
         t.loc[ok, "p_bh"] = multipletests(t.loc[ok, "p_value"], method="fdr_bh")[1]
     t["significant"] = significant(t["p_bh"].to_numpy(dtype=float), alpha)
     return t
