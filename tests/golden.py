@@ -143,7 +143,7 @@ def build(base: Path, only: list[str] | None = None) -> dict[str, dict]:
     their titles are not fitted to their width (``html.fit_titles``: it lays each figure out again, up
     to 8 times: a third of the build's time): that changes only the pictures' bytes, which the snapshot
     leaves out (tests/test_report_layout.py checks the fitting)."""
-    from louder.analysis import html
+    from louder.analysis.report import html
 
     fitted = html.fit_titles
     html.fit_titles = lambda fig: fig
