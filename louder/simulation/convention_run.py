@@ -414,7 +414,9 @@ class Population:
             matched = pairs(self.config, self.arm, self.population, step, self.graph)
             playing = [int(a) for a in matched.ravel()]
             asked = self._by_model([a for a in playing if not self.seats[a].committed], lambda a: self.ask(a, step))
-            answers = {a: asked.get(a) or dict(order=None, pick=committed, status=None) for a in playing}
+            # a committed agent asks no model: its pick is the committed option, its status none, no attempt
+            answers = {a: asked.get(a) or dict(order=None, pick=committed, status=None, attempts=0, latency_s=0.0)
+                       for a in playing}
             for u, v in matched.tolist():
                 pu, pv = answers[u]["pick"], answers[v]["pick"]
                 success = pu is not None and pu == pv

@@ -97,6 +97,16 @@ def shares_figure(shares: pd.DataFrame, pops: pd.DataFrame, label: str) -> Figur
     return fig
 
 
+def _who(rows: pd.DataFrame, r) -> str:
+    """The row's model before its label, when the figure has several (one model: the title says it)."""
+    return f"{r['model']} " if rows["model"].nunique() > 1 else ""
+
+
+def _short(label: str, most: int = 60) -> str:
+    """A tick label cut to ``most`` characters (the tables carry the whole)."""
+    return label if len(label) <= most else label[: most - 1] + "…"
+
+
 def bias_figure(bias: pd.DataFrame) -> Figure | None:
     """Per arm and source: the option's share among the agents' picks alone (the prior, open) and among the
     conventions (filled), each with its 95 % interval."""
@@ -114,11 +124,13 @@ def bias_figure(bias: pd.DataFrame) -> Figure | None:
         color = P.IMPLICIT if r["source"] == "LLM" else P.GREY
         interval(ax, r["prior_share"], y + 0.15, r["prior_low"], r["prior_high"], color=P.EXPLICIT)
         interval(ax, r["winner_share"], y - 0.15, r["winner_low"], r["winner_high"], color=color)
-    ax.set_yticks(range(len(rows)), [f"{r['model']} N={r['size']} — {r['source']}: {r['verdict']} "
-                                     f"({r['option'] or '–'})" for _, r in rows.iloc[::-1].iterrows()], fontsize=7)
+    ax.set_yticks(range(len(rows)), [_short(f"{_who(rows, r)}N={r['size']} — {r['source']}: {r['verdict']} "
+                                            f"({r['option'] or '–'})") for _, r in rows.iloc[::-1].iterrows()],
+                  fontsize=7)
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("share of the option read: agents alone (blue, upper) and conventions (lower)")
-    ax.set_title("Collective bias: the individual prior against the conventions (95 % intervals)", fontsize=9)
+    one = f"{rows['model'].iloc[0]}: " if rows["model"].nunique() == 1 else ""
+    ax.set_title(f"{one}collective bias — the individual prior against the conventions (95 % intervals)", fontsize=9)
     return fig
 
 
@@ -194,10 +206,11 @@ def force_figure(force: pd.DataFrame) -> Figure | None:
         interval(ax, r["beta"], len(rows) - 1 - i, r["low"], r["high"], color=P.IMPLICIT)
     ax.axvline(0, color=P.BLACK, ls="--", lw=0.8)
     ax.axvline(1, color=P.LIGHT, ls="--", lw=0.8)
-    ax.set_yticks(range(len(rows)), [f"{r['model']} N={r['size']} p={r['fraction']:g} — {r['member']}"
+    ax.set_yticks(range(len(rows)), [_short(f"{_who(rows, r)}N={r['size']} p={r['fraction']:g} — {r['member']}")
                                      for _, r in rows.iloc[::-1].iterrows()], fontsize=7)
     ax.set_xlabel("β: logit P(pick x) = a_x + 4β · (share of x in memory)")
-    ax.set_title("Majority force (95 % interval, clustered by agent)", fontsize=9)
+    one = f"{rows['model'].iloc[0]}: " if rows["model"].nunique() == 1 else ""
+    ax.set_title(f"{one}majority force (95 % interval, clustered by agent)", fontsize=9)
     return fig
 
 

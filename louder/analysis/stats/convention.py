@@ -206,8 +206,6 @@ def majority_force(shares: np.ndarray, picks: np.ndarray, clusters: np.ndarray, 
     """``shares`` (rows, W): each pick's memory shares (``memory_shares``; NaN rows are left out);
     ``picks`` (rows,): the option picked (index, −1: no valid pick, left out); ``clusters``: each row's
     agent. The one-vs-rest fit of the module docstring."""
-    import statsmodels.api as sm
-
     shares, picks, clusters = np.asarray(shares, float), np.asarray(picks), np.asarray(clusters)
     ok = ~np.isnan(shares).any(axis=1) & (picks >= 0)
     shares, picks, clusters = shares[ok], picks[ok], clusters[ok]
@@ -221,15 +219,32 @@ def majority_force(shares: np.ndarray, picks: np.ndarray, clusters: np.ndarray, 
     groups = np.repeat(pd.factorize(clusters)[0], W)
     if np.ptp(s) == 0:
         return Force(NAN, NAN, NAN, NAN, n, agents)
-    try:
-        fit = sm.GLM(y, X, family=sm.families.Binomial()).fit(cov_type="cluster", cov_kwds={"groups": groups})
-    except Exception:  # noqa: BLE001 - perfect separation or a singular fit: no estimate
+    fit = _fit(y, X, groups)
+    if fit is None:
         return Force(NAN, NAN, NAN, NAN, n, agents)
     b, se = float(fit.params[-1]), float(fit.bse[-1])
     z = float(S.norm.ppf(0.5 + level / 2))
     if not np.isfinite(b) or not np.isfinite(se):
         return Force(NAN, NAN, NAN, NAN, n, agents)
     return Force(b, b - z * se, b + z * se, float(2 * S.norm.sf(abs(b / se))) if se > 0 else NAN, n, agents)
+
+
+def _fit(y: np.ndarray, X: np.ndarray, groups: np.ndarray):
+    """The logistic GLM with cluster-robust standard errors; None when the data separate perfectly (an agent
+    group that always follows its memory: the slope is not identified, so no estimate rather than a huge one)
+    or the fit fails."""
+    import warnings
+
+    import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerfectSeparationWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            return sm.GLM(y, X, family=sm.families.Binomial()).fit(cov_type="cluster", cov_kwds={"groups": groups})
+        except Exception:  # noqa: BLE001 - separation, or a singular fit
+            return None
 
 
 # --- critical mass ---------------------------------------------------------------------------------------
@@ -560,7 +575,8 @@ def force_table(plays: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
                              p_value=f.p_value, picks=f.picks, agents=f.agents, differ_p=NAN))
         for kind in ("model", "attribute"):
             column = "agent_model" if kind == "model" else "attribute"
-            if g[column].dropna().nunique() > 1:
+            estimated = [r for r in rows if r["kind"] == kind and all(r[k] == v for k, v in zip(ARM, key))]
+            if g[column].dropna().nunique() > 1 and all(np.isfinite(r["beta"]) for r in estimated):
                 p = force_difference(shares, picks, clusters.to_numpy(), g[column].astype(str).to_numpy())
                 for r in rows:
                     if r["kind"] == kind and all(r[k] == v for k, v in zip(ARM, key)):
@@ -574,8 +590,6 @@ FORCE_COLUMNS = [*ARM, "kind", "member", "beta", "low", "high", "p_value", "pick
 def force_difference(shares: np.ndarray, picks: np.ndarray, clusters: np.ndarray, groups: np.ndarray) -> float:
     """The Wald test (cluster-robust) that every group has the same β: the one-vs-rest model with a slope
     per group, H0 all slopes equal."""
-    import statsmodels.api as sm
-
     ok = ~np.isnan(shares).any(axis=1) & (picks >= 0)
     shares, picks, clusters, groups = shares[ok], picks[ok], clusters[ok], groups[ok]
     n, W = shares.shape
@@ -586,9 +600,10 @@ def force_difference(shares: np.ndarray, picks: np.ndarray, clusters: np.ndarray
     s = shares.ravel()
     g = np.repeat(groups, W)
     X = np.column_stack([np.tile(np.eye(W), (n, 1)), *[4 * s * (g == v) for v in names]])
+    fit = _fit(y, X, np.repeat(pd.factorize(clusters)[0], W))
+    if fit is None:
+        return NAN
     try:
-        fit = sm.GLM(y, X, family=sm.families.Binomial()).fit(
-            cov_type="cluster", cov_kwds={"groups": np.repeat(pd.factorize(clusters)[0], W)})
         R = np.zeros((len(names) - 1, X.shape[1]))
         for j in range(1, len(names)):
             R[j - 1, W] = 1
