@@ -417,3 +417,34 @@ def test_louder_view_serves_the_shares_over_the_steps(analysed):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+# --- mixed-model populations in network runs ----------------------------------------------------------------
+
+def test_a_mixed_model_network_run_gives_each_agent_its_model_and_counts_its_answers(tmp_path):
+    """`models: {A: 0.25, B: 0.75}` on a network run: one mixed population per case, a quarter of each
+    attribute's agents asking A, the rest B, with the plan exact, every answer accounted per model, and the
+    same agents on the same models in every round (and in the no-influence arm)."""
+    import louder
+
+    biased, plain = "fake:seed=2,bias=Female:0.95,pick=Evacuate", "fake:seed=3"
+    config = {"models": {biased: 0.25, plain: 0.75},
+              "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": 8},
+              "network": {"generator": "watts_strogatz", "params": {"k": 4, "p": 0.1}, "seed": 1},
+              "influence": {"rounds": 2}}
+    r = louder.run(config, tmp_path / "net", progress=False)
+    m = json.loads((tmp_path / "net" / "manifest.json").read_text())
+    assert m["model_calls"] == m["planned_calls"] == kinds.count_calls(build_config(config), "network")
+    d = pd.read_parquet(tmp_path / "net" / "decisions.parquet")
+    assert set(d["model"]) == {f"{biased} 25% + {plain} 75%"}
+    first = d[d["round"] == 0]
+    assert (first.groupby("attribute")["agent_model"].value_counts().unstack()[biased] == 2).all()
+    assert (d.groupby("agent_id")["agent_model"].nunique() == 1).all()
+    arm = pd.read_parquet(tmp_path / "net" / "no_influence.parquet")
+    assert arm.merge(first[["agent_id", "agent_model"]], on="agent_id", suffixes=("", "_0")).eval(
+        "agent_model == agent_model_0").all()
+    counted = {(x["agent_model"], x["round"]): sum(x[s] for s in C.STATUS) for x in m["status_by_model"]}
+    assert sum(counted.values()) == len(d) and counted[(biased, 0)] == 6
+    # the biased model's Female agents evacuate at round 0; the plain model's agents at the fake's coin flip
+    female = first[(first["attribute"] == "Female") & (first["agent_model"] == biased)]
+    assert (female["decision"] == "Evacuate").all() and r.path == (tmp_path / "net").resolve()

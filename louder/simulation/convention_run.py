@@ -32,6 +32,7 @@ was never stopped.
 from __future__ import annotations
 
 import copy
+import random
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -98,44 +99,59 @@ def _points(x: float) -> str:
 
 
 class GamePrompts:
-    """The game's prompt (louder/data/convention.yaml), rendered for one agent and step."""
+    """The game's prompt (louder/data/convention.yaml), rendered for one agent and step. Its pieces (the
+    rules for an order of the options, a memory line) are rendered once each and reused: a run asks
+    thousands of prompts made of a few dozen distinct pieces."""
 
     def __init__(self, doc: dict | None = None):
         self.doc = doc or copy.deepcopy(_templates())
+        self._pieces: dict[tuple, str] = {}
 
     def hashes(self) -> dict:
         return {f"convention.{k}": stable_hash(v)[:16] for k, v in self.doc.items() if isinstance(v, str)}
 
+    def _piece(self, key: tuple, make: Callable[[], str]) -> str:
+        if key not in self._pieces:
+            self._pieces[key] = make()
+        return self._pieces[key]
+
     def option(self, label: str | None) -> str:
-        return render(self.doc["picked"], option=label) if label is not None else self.doc["no_pick"]
+        return self._piece(("option", label), lambda: render(self.doc["picked"], option=label) if label is not None
+                           else self.doc["no_pick"])
 
     def options(self, labels: list[str]) -> str:
         return ", ".join(self.option(x) for x in labels)
 
+    def _rules(self, game: ConventionConfig, shown: tuple[str, ...], scenario: Scenario | None) -> str:
+        values = dict(options=self.options(list(shown)), reward=_points(game.reward),
+                      penalty=_points(game.penalty), memory=str(game.memory))
+        if scenario is not None:
+            return render(self.doc["rules_scenario"], situation=scenario.situation.strip(), **values)
+        return render(self.doc["rules"], **values)
+
+    def _line(self, i: int, r: Round) -> str:
+        outcome = render(self.doc["won"] if r.payoff > 0 else self.doc["lost"], points=_points(abs(r.payoff)))
+        return render(self.doc["memory_line"], round=str(i), own=self.option(r.own), partner=self.option(r.partner),
+                      outcome=outcome)
+
     def prompt(self, game: ConventionConfig, shown: list[str], rounds: list[Round], persona: tuple[str, str] | None,
                scenario: Scenario | None) -> str:
         """The whole prompt: persona, rules (options in the order ``shown``), memory, score, question."""
-        d = self.doc
-        values = dict(options=self.options(shown), reward=_points(game.reward), penalty=_points(game.penalty),
-                      memory=str(game.memory))
+        d, order = self.doc, tuple(shown)
         parts = []
         if persona is not None:
             parts.append(render(d["persona"], name=persona[0], persona=persona[1]))
-        if scenario is not None:
-            parts.append(render(d["rules_scenario"], situation=scenario.situation.strip(), **values))
-        else:
-            parts.append(render(d["rules"], **values))
+        parts.append(self._piece(("rules", order, scenario.id if scenario else None, game.reward, game.penalty,
+                                  game.memory), lambda: self._rules(game, order, scenario)))
         if rounds:
             lines = [d["memory_header"]]
-            for i, r in enumerate(rounds, 1):
-                outcome = render(d["won"] if r.payoff > 0 else d["lost"], points=_points(abs(r.payoff)))
-                lines.append(render(d["memory_line"], round=str(i), own=self.option(r.own),
-                                    partner=self.option(r.partner), outcome=outcome))
-            lines.append(render(d["score"], score=_points(sum(r.payoff for r in rounds))))
+            lines += [self._piece(("line", i, r), lambda i=i, r=r: self._line(i, r)) for i, r in enumerate(rounds, 1)]
+            score = sum(r.payoff for r in rounds)
+            lines.append(self._piece(("score", score), lambda: render(d["score"], score=_points(score))))
             parts.append("\n".join(lines))
         else:
             parts.append(d["empty"])
-        parts.append(render(d["question"], options=self.options(shown)))
+        parts.append(self._piece(("question", order), lambda: render(d["question"], options=self.options(shown))))
         return "\n\n".join(parts)
 
 
@@ -251,11 +267,12 @@ def pairs(config: ExperimentConfig, arm: Arm, population: int, step: int, graph:
 
 
 def shown_order(config: ExperimentConfig, arm: Arm, population: int, step: int, agent: int) -> list[str]:
+    """The options in the order this agent sees them at this step: a seeded shuffle (``shuffle``), else as given."""
     labels = config.convention.labels
     if not config.convention.shuffle:
         return labels
-    rng = np.random.default_rng(stable_seed(config.seed, "convention", "order", arm.key, population, step, agent))
-    return [labels[i] for i in rng.permutation(len(labels))]
+    return random.Random(stable_seed(config.seed, "convention", "order", arm.key, population, step, agent)).sample(
+        labels, len(labels))
 
 
 def game_scenario(config: ExperimentConfig) -> Scenario | None:
