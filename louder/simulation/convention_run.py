@@ -223,13 +223,9 @@ def roster(config: ExperimentConfig, arm: Arm, population: int) -> list[Seat]:
     return [Seat(i, str(models[i]), attributes[i], i in committed) for i in range(n)]
 
 
-def agents_table(config: ExperimentConfig, size: int) -> pd.DataFrame:
-    """What a population graph is built from (``network:`` generators): agent_id 1..N (node i = agent i − 1)."""
-    return pd.DataFrame({"agent_id": range(1, size + 1), "attribute": ["agent"] * size})
-
-
 @cache
-def _graph(network_json: str, size: int, config_seed: int) -> nx.Graph:
+def _graph(network_json: str, size: int) -> nx.Graph:
+    """The graph of a population of ``size`` agents (node i = agent i; the generator's seed is its own)."""
     from louder.networks.graphs import NetworkConfig
 
     net = NetworkConfig.model_validate_json(network_json)
@@ -242,7 +238,7 @@ def graph_of(config: ExperimentConfig, size: int) -> nx.Graph | None:
     if game.pairing != "network":
         return None
     try:
-        return _graph(game.network.model_dump_json(), size, config.seed)
+        return _graph(game.network.model_dump_json(), size)
     except LouderError as e:
         raise LouderError(f"convention.{str(e)}") from None
 
@@ -471,6 +467,15 @@ def convention_task(config: ExperimentConfig) -> Task:
         arm, r = key
         return Population(ctx, config, arm, r, tick, prompts).play()
 
+    def run_items(ctx, keys, tick):
+        """Every population side by side: a population has at most one step's picks (N) in flight, so as many
+        run at once as fill the run's concurrency (the global in-flight cap still holds)."""
+        from louder.llm.client import run_all
+
+        most = max(arm.size for arm, _ in keys)
+        return run_all([lambda k=k: run_item(ctx, k, tick) for k in keys], config.concurrency, most * len(keys),
+                       ctx.stop)
+
     def tables(ctx, results):
         plays = typed(pd.DataFrame([row for p, _ in results for row in p], columns=PLAY_COLUMNS), **TYPES)
         agents = typed(pd.DataFrame([row for _, a in results for row in a], columns=AGENT_COLUMNS), **TYPES)
@@ -486,7 +491,7 @@ def convention_task(config: ExperimentConfig) -> Task:
         fields["prompt_template_sha256"] = {**ctx.prompts.hashes(), **prompts.hashes()}
         return {"convention.parquet": plays, "convention_agents.parquet": agents}, fields
 
-    return Task("convention", items, run_item, tables, "manifest.json")
+    return Task("convention", items, run_item, tables, "manifest.json", run_items=run_items)
 
 
 def manifest_fields(config: ExperimentConfig) -> dict:

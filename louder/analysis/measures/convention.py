@@ -117,7 +117,7 @@ def bias_figure(bias: pd.DataFrame) -> Figure | None:
     if bias is None or bias.empty:
         return None
     rows = bias.reset_index(drop=True)
-    fig = Figure(figsize=(6.5, 0.5 + 0.45 * len(rows)), layout="constrained")
+    fig = Figure(figsize=(6.5, max(2.4, 1.2 + 0.45 * len(rows))), layout="constrained")
     ax = fig.subplots()
     for i, r in rows.iterrows():
         y = len(rows) - 1 - i
@@ -200,7 +200,7 @@ def force_figure(force: pd.DataFrame) -> Figure | None:
     if force is None or force.empty or force["beta"].isna().all():
         return None
     rows = force.dropna(subset=["beta"]).reset_index(drop=True)
-    fig = Figure(figsize=(6, 0.5 + 0.3 * len(rows)), layout="constrained")
+    fig = Figure(figsize=(6.5, max(2.4, 1.2 + 0.3 * len(rows))), layout="constrained")
     ax = fig.subplots()
     for i, r in rows.iterrows():
         interval(ax, r["beta"], len(rows) - 1 - i, r["low"], r["high"], color=P.IMPLICIT)
