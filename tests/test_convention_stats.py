@@ -110,10 +110,12 @@ def brute_memory_rule(n, steps, memory, prior, follow, seed, committed=0, establ
     return agreed, first
 
 
-def brute_naming_game(n, steps, options, seed):
-    """One population of the paper's minimal model (the authors' NG_module.py), agent by agent."""
+def brute_naming_game(n, steps, options, seed, committed=0, established=None):
+    """One population of the paper's minimal model (the authors' NG_module.py), agent by agent: committed
+    agents hold {1} and never change; with ``established`` every other agent starts holding it."""
     rng = random.Random(seed)
-    inv = [set() for _ in range(n)]
+    fixed = set(rng.sample(range(n), committed))
+    inv = [{1} if a in fixed else ({established} if established is not None else set()) for a in range(n)]
     agreed = []
     for t in range(1, steps + 1):
         order = list(range(n))
@@ -122,10 +124,13 @@ def brute_naming_game(n, steps, options, seed):
             s, listener = (order[i], order[i + 1]) if rng.random() < 0.5 else (order[i + 1], order[i])
             word = rng.choice(sorted(inv[s])) if inv[s] else rng.randrange(options)
             if word in inv[listener]:
-                inv[s], inv[listener] = {word}, {word}
+                for a in (s, listener):
+                    if a not in fixed:
+                        inv[a] = {word}
                 agreed.append((t, word))
             else:
-                inv[listener].add(word)
+                if listener not in fixed:
+                    inv[listener].add(word)
                 agreed.append((t, -1))
     return agreed
 
@@ -167,6 +172,28 @@ def test_the_minimal_models_match_a_brute_force_simulation(model):
     assert _close(fast_sum[1], fast_sum[4], slow_sum[1], slow_sum[4]), (fast_sum, slow_sum)  # winner distribution
     se = np.hypot(fast_sum[3] / np.sqrt(fast_sum[4]), slow_sum[3] / np.sqrt(slow_sum[4]))
     assert abs(fast_sum[2] - slow_sum[2]) <= 4 * se, (fast_sum, slow_sum)  # mean time to convention
+
+
+def test_the_naming_games_critical_mass_matches_brute_force():
+    """The paper's minimal model with a committed minority in prepared populations: the share overturned per p
+    and the critical mass, vectorised against the brute-force loop, within Monte Carlo error."""
+    n, steps = 10, 20
+    ps = [0.1, 0.2, 0.3, 0.4, 0.5]
+    fast_k, slow_k, R, B = [], [], 1500, 150
+    for i, p in enumerate(ps):
+        g = naming_game(n, steps, replicates=R, seed=20 + i, committed=p, established=0)
+        f = C.formation(g.agreed, g.step_of, 2, 3 * n, 0.9)
+        fast_k.append(int((f.winner == 1).sum()))
+        slow = [brute_formation(brute_naming_game(n, steps, 2, 5000 * i + s, committed=round(p * n), established=0),
+                                3 * n, 0.9) for s in range(B)]
+        slow_k.append(sum(1 for _, w in slow if w == 1))
+    for kf, ks in zip(fast_k, slow_k):
+        assert _close(kf / R, R, ks / B, B), (fast_k, slow_k)
+    cf = C.critical_mass(ps, fast_k, [R] * len(ps))
+    cs = C.critical_mass(ps, slow_k, [B] * len(ps))
+    assert cf.where == cs.where, (cf, cs)
+    if cf.where == "within the sweep":
+        assert cs.low <= cf.crossing <= cs.high and cf.low <= cs.crossing <= cf.high, (cf, cs)
 
 
 def test_the_memory_rules_critical_mass_matches_brute_force():
@@ -366,3 +393,19 @@ def test_memory_shares_read_the_memory_strings():
     got = C.memory_shares(pd.Series(["Q|M|Q", "", "Q||M", None]), ["Q", "M"])
     assert got[0] == pytest.approx([2 / 3, 1 / 3]) and np.isnan(got[1]).all()
     assert got[2] == pytest.approx([0.5, 0.5]) and np.isnan(got[3]).all()
+
+
+def test_force_difference_reads_equal_groups_as_equal_and_finds_a_planted_difference():
+    """Two groups' picks from the same β (1.5) rarely differ (Wald p < 0.05 in at most 2 of 20 seeds); one
+    group at β = 1.5 and one ignoring its memory (β = 0) differ in every seed."""
+    def two(beta_a, beta_b, seed):
+        a = simulated_force(beta_a, seed, agents=40)
+        b = simulated_force(beta_b, seed + 1000, agents=40)
+        shares = np.vstack([a[0], b[0]])
+        picks = np.concatenate([a[1], b[1]])
+        clusters = np.concatenate([a[2], b[2] + 40])
+        groups = np.repeat(["a", "b"], [len(a[1]), len(b[1])])
+        return C.force_difference(shares, picks, clusters, groups)
+
+    assert sum(two(1.5, 1.5, s) < 0.05 for s in range(20)) <= 2
+    assert all(two(1.5, 0.0, s) < 0.05 for s in range(10))
