@@ -56,7 +56,7 @@ logit p + N(0, 2·SD²)), so a regression on the scores has the residual varianc
 
 The coordination game of convention runs (issue 48, docs/conventions.md) — a request whose schema asks
 for a ``pick`` — is played by its own documented rule, so that every verdict of the convention analysis
-can be checked on known truth (``louder.analysis.stats.convention.memory_rule`` is the same rule, played
+can be checked on known truth (``louder.analysis.stats.convention_models.memory_rule`` is the same rule, played
 without a model). The options are the field's enum; the memory is what the prompt's memory lines say the
 partners picked (each written ``partner picked "LABEL"``, louder/data/convention.yaml):
 

@@ -23,8 +23,9 @@ choices described by it).
 **The naming game** (``naming_game``) is the paper's minimal model (Ashery, Aiello & Baronchelli,
 Science Advances 2025; the authors' code, NG_module.py, as the minimal naming game of Baronchelli et al.
 2006): every agent holds an inventory of options, empty at first. In a pair one agent, drawn at random,
-speaks: an option drawn uniformly from its inventory, or from all W options when it is empty (the
-speaker does not keep it). If the listener's inventory holds it, the pair agrees and both keep only
+speaks: an option drawn uniformly from its inventory, or, when it is empty, from all W options — uniformly,
+as the paper's model, or from a given prior (the analysis passes the LLM's measured one) — which the speaker
+does not keep. If the listener's inventory holds it, the pair agrees and both keep only
 that option; otherwise the listener adds it. Committed agents hold their option alone and never
 change. The interaction's agreement is the spoken option when the listener held it.
 
