@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import humanleague
 import numpy as np
 import pandas as pd
 from scipy.stats import chi2
@@ -85,6 +84,8 @@ def _targets(pop: Population) -> tuple[dict[str, np.ndarray], list]:
     for (ga, gb), arr in pop.tables:
         ones.setdefault(ga, arr.sum(axis=1))
         ones.setdefault(gb, arr.sum(axis=0))
+    import humanleague  # here: reading a run's population block (``fit_errors``) needs no fitting library
+
     tables = []
     for pair, arr in pop.tables:
         fitted, _ = humanleague.ipf(arr * 1e6, [np.array([0]), np.array([1])], [ones[pair[0]] * 1e6, ones[pair[1]] * 1e6])
@@ -94,6 +95,8 @@ def _targets(pop: Population) -> tuple[dict[str, np.ndarray], list]:
 
 def fit_population(pop: Population) -> FittedPopulation:
     """The joint distribution of ``pop`` (see the module docstring)."""
+    import humanleague
+
     shape = tuple(len(g.attributes) for g in pop.groups)
     if pop.joint is not None:
         return FittedPopulation(pop, pop.joint["share"].to_numpy().reshape(shape), True, 0)
@@ -130,6 +133,8 @@ def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0
     rescaled so Σ w = N (the integer rounding is what it corrects, so weights are close to 1).
     Identical for the same (population, n, seed).
     """
+    import humanleague
+
     if n < 1:
         raise LouderError(f"agents: {n} is too few; draw at least 1 agent from a population")
     fitted = _fitted(population)

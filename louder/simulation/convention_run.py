@@ -52,7 +52,7 @@ from louder.personas import generate_persona
 from louder.prompts import render
 from louder.scenarios import Scenario, builtin_scenarios, load_group, load_scenario
 from louder.schemas import choice_schema
-from louder.simulation.convention_config import ConventionConfig
+from louder.convention import ConventionConfig
 from louder.status import status_block
 from louder.task import Calls, Item, Task
 from louder.types import DTYPES, typed

@@ -28,13 +28,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis import Column, Finding, Input, Measure, Option, Plot, Show, Table, View, register
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats import convention as C
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 TITLE = "Conventions"
 INPUTS = (Input("plays", "convention.parquet", raw=True, doc="a convention run's plays: one row per agent × step"),
@@ -69,14 +71,14 @@ def build(a) -> dict[str, pd.DataFrame]:
 
 # --- figures --------------------------------------------------------------------------------------------
 
-def shares_figure(shares: pd.DataFrame, pops: pd.DataFrame, label: str) -> Figure | None:
+def shares_figure(shares: pd.DataFrame, pops: pd.DataFrame, label: str) -> MplFigure | None:
     """A convention forming: per option, the share of each step's valid picks in every population (thin)
     and their mean (bold); each population's formation step marked on the top."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     if shares is None or shares.empty:
         return None
-    fig = Figure(figsize=(6.5, 3.4), layout="constrained")
+    fig = MplFigure(figsize=(6.5, 3.4), layout="constrained")
     ax = fig.subplots()
     options = list(dict.fromkeys(shares["option"]))
     for i, x in enumerate(options):
@@ -107,17 +109,17 @@ def _short(label: str, most: int = 60) -> str:
     return label if len(label) <= most else label[: most - 1] + "…"
 
 
-def bias_figure(bias: pd.DataFrame) -> Figure | None:
+def bias_figure(bias: pd.DataFrame) -> MplFigure | None:
     """Per arm and source: the option's share among the agents' picks alone (the prior, open) and among the
     conventions (filled), each with its 95 % interval."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     from louder.analysis.report.draw import interval
 
     if bias is None or bias.empty:
         return None
     rows = bias.reset_index(drop=True)
-    fig = Figure(figsize=(6.5, max(2.4, 1.2 + 0.45 * len(rows))), layout="constrained")
+    fig = MplFigure(figsize=(6.5, max(2.4, 1.2 + 0.45 * len(rows))), layout="constrained")
     ax = fig.subplots()
     for i, r in rows.iterrows():
         y = len(rows) - 1 - i
@@ -134,14 +136,14 @@ def bias_figure(bias: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def tipping_figure(tip: pd.DataFrame, crit: pd.DataFrame, label: str) -> Figure | None:
+def tipping_figure(tip: pd.DataFrame, crit: pd.DataFrame, label: str) -> MplFigure | None:
     """Share of populations overturned per committed fraction, per source, with Wilson intervals; the
     critical mass's interval shaded for the LLM."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     if tip is None or tip.empty:
         return None
-    fig = Figure(figsize=(6.2, 3.4), layout="constrained")
+    fig = MplFigure(figsize=(6.2, 3.4), layout="constrained")
     ax = fig.subplots()
     for i, (source, g) in enumerate(tip.groupby("source", sort=False)):
         g = g.sort_values("fraction")
@@ -162,14 +164,14 @@ def tipping_figure(tip: pd.DataFrame, crit: pd.DataFrame, label: str) -> Figure 
     return fig
 
 
-def sizes_figure(bias: pd.DataFrame) -> Figure | None:
+def sizes_figure(bias: pd.DataFrame) -> MplFigure | None:
     """Group size: per N, the winner share of the option read (left) and the mean step of formation (right),
     LLM and minimal model, with their intervals."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     if bias is None or bias.empty or bias["size"].nunique() < 2:
         return None
-    fig = Figure(figsize=(7, 3), layout="constrained")
+    fig = MplFigure(figsize=(7, 3), layout="constrained")
     left, right = fig.subplots(1, 2)
     for i, ((model, source), g) in enumerate(bias.groupby(["model", "source"], sort=False)):
         g = g.sort_values("size")
@@ -191,16 +193,16 @@ def sizes_figure(bias: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def force_figure(force: pd.DataFrame) -> Figure | None:
+def force_figure(force: pd.DataFrame) -> MplFigure | None:
     """The majority force β per arm and member with its 95 % interval; 0 (memory ignored) and 1 dashed."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     from louder.analysis.report.draw import interval
 
     if force is None or force.empty or force["beta"].isna().all():
         return None
     rows = force.dropna(subset=["beta"]).reset_index(drop=True)
-    fig = Figure(figsize=(6.5, max(2.4, 1.2 + 0.3 * len(rows))), layout="constrained")
+    fig = MplFigure(figsize=(6.5, max(2.4, 1.2 + 0.3 * len(rows))), layout="constrained")
     ax = fig.subplots()
     for i, r in rows.iterrows():
         interval(ax, r["beta"], len(rows) - 1 - i, r["low"], r["high"], color=P.IMPLICIT)
@@ -264,10 +266,10 @@ def report_section(a) -> str:
              "drawn from the LLM's own prior: what the LLM adds beyond its prior is the difference."),
     ]
     arms = list(pops.groupby(C.ARM, sort=False))
-    for key, p in arms[:MOST_ARMS]:
+    for arm, p in arms[:MOST_ARMS]:
         s = t["convention_shares"]
-        s = s[(s[C.ARM] == pd.Series(dict(zip(C.ARM, key)))).all(axis=1)]
-        parts += [f"<h3>{html.escape(_arm_label(*key))}</h3>", a.figure("shares", s, p, _arm_label(*key))]
+        s = s[(s[C.ARM] == pd.Series(dict(zip(C.ARM, arm)))).all(axis=1)]
+        parts += [f"<h3>{html.escape(_arm_label(*arm))}</h3>", a.figure("shares", s, p, _arm_label(*arm))]
     if len(arms) > MOST_ARMS:
         parts.append(note(f"{len(arms) - MOST_ARMS} more arms: convention_shares.csv has every one."))
     if bias is not None and len(bias):
@@ -372,25 +374,25 @@ def _share(est: str, lo: str, hi: str):
     return lambda r: "–" if pd.isna(r[est]) else f"{_pct(r[est])} [{_pct(r[lo])}, {_pct(r[hi])}]"
 
 
-VIEWS = (
-    View("convention_bias", "Conventions: collective bias (the LLM beside the minimal model)", (
-        Show("model", "model", priority=1, identity=True), Show("N", "size", number=True, priority=1),
-        Show("source", "source", priority=1), Show("verdict", "verdict", priority=1, style=_verdict_style),
-        Show("option", "option", priority=1),
-        Show("prior [95 % CI]", _share("prior_share", "prior_low", "prior_high"), number=True, name="prior_share"),
-        Show("conventions [95 % CI]", _share("winner_share", "winner_low", "winner_high"), number=True,
+CONSOLE = (
+    Console("convention_bias", "Conventions: collective bias (the LLM beside the minimal model)", (
+        key("model"), Cell("N", "size", number=True, priority=1),
+        Cell("source", "source", priority=1), Cell("verdict", "verdict", priority=1, style=_verdict_style),
+        Cell("option", "option", priority=1),
+        Cell("prior [95 % CI]", _share("prior_share", "prior_low", "prior_high"), number=True, name="prior_share"),
+        Cell("conventions [95 % CI]", _share("winner_share", "winner_low", "winner_high"), number=True,
              name="winner_share"),
-        Show("formed", lambda r: f"{r['formed']}/{r['populations']}", number=True, name="formed"),
-        Show("mean step", lambda r: "–" if pd.isna(r["mean_step"]) else f"{r['mean_step']:.1f}", number=True,
+        Cell("formed", lambda r: f"{r['formed']}/{r['populations']}", number=True, name="formed"),
+        Cell("mean step", lambda r: number(r["mean_step"], 1), number=True,
              priority=3, name="mean_step")), position=90),
-    View("convention_critical_mass", "Conventions: the critical mass of the committed minority", (
-        Show("model", "model", priority=1, identity=True), Show("N", "size", number=True, priority=1),
-        Show("source", "source", priority=1),
-        Show("critical mass", lambda r: "–" if pd.isna(r["critical_mass"]) else f"{r['critical_mass']:g}",
+    Console("convention_critical_mass", "Conventions: the critical mass of the committed minority", (
+        key("model"), Cell("N", "size", number=True, priority=1),
+        Cell("source", "source", priority=1),
+        Cell("critical mass", lambda r: "–" if pd.isna(r["critical_mass"]) else f"{r['critical_mass']:g}",
              number=True, priority=1, name="critical_mass"),
-        Show("crossing [95 % CI]", lambda r: ("–" if pd.isna(r["crossing"]) else f"{r['crossing']:.3f}") +
+        Cell("crossing [95 % CI]", lambda r: number(r["crossing"]) +
              f" [{r['low']:g}, {r['high']:g}]", number=True, name="crossing"),
-        Show("where", "where", priority=3)), position=91),
+        Cell("where", "where", priority=3)), position=91),
 )
 
 
@@ -472,22 +474,22 @@ register(Measure(
                                                    "(fictitious play)", choices=("naming_game", "memory_rule")),
              Option("replicates", int, 400, "populations of the minimal model per arm (0: none)",
                     check=lambda v: None if v >= 0 else "0 or more")),
-    views=VIEWS, section=report_section, position=105, findings=findings,
+    console=CONSOLE, section=report_section, position=105, findings=findings,
     figures=(
-        Plot("shares", lambda a, shares, pops, label: shares_figure(shares, pops, label),
+        Figure("shares", lambda a, shares, pops, label: shares_figure(shares, pops, label),
              lambda a, shares, pops, label: f"{label}: the share of each option among every step's valid picks, per "
                                             "population (thin) and their mean (bold); triangles: where a convention "
                                             "formed."),
-        Plot("bias", lambda a, bias: bias_figure(bias),
+        Figure("bias", lambda a, bias: bias_figure(bias),
              "Per arm and source: the option's share among the agents' picks alone and among the conventions, each "
              "with its 95 % interval."),
-        Plot("sizes", lambda a, bias: sizes_figure(bias),
+        Figure("sizes", lambda a, bias: sizes_figure(bias),
              "Per population size N: the winner share of the option read and the mean step a convention formed, for "
              "the LLM and the minimal model, with 95 % intervals.", empty="one population size only"),
-        Plot("tipping", lambda a, tip, crit, label: tipping_figure(tip, crit, label),
+        Figure("tipping", lambda a, tip, crit, label: tipping_figure(tip, crit, label),
              lambda a, tip, crit, label: f"{label}: the share of populations a committed minority overturned at each "
                                          "fraction p, per source, with 95 % intervals; shaded: the LLM's critical "
                                          "mass interval."),
-        Plot("force", lambda a, force: force_figure(force),
+        Figure("force", lambda a, force: force_figure(force),
              "The majority force β per arm and member with its 95 % interval; 0 and 1 dashed.",
              empty="no pick was made with a memory"))))

@@ -23,13 +23,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import ALL, Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.engine.select import ALL
 from louder.analysis.report import palette as P
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.network import ARM, case_keys, case_verdicts, is_archetype, network_tables
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 # every round, every level of every dimension (each level of a crossed or own-agents dimension plays its
 # own rounds, control and no-influence arm: the network tables key on them), a variant as its own scenario
@@ -43,18 +45,18 @@ INPUTS = (Input("rounds", "decisions.parquet", whole=ALL, keyed=("variant",), co
 RUN_STYLES = {"LLM": "-", "no influence": ":", "control": "--"}
 
 
-def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figure | None:
+def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> MplFigure | None:
     """Target rate per attribute over rounds, one line per attribute: solid for the LLM run, dotted for
     the no-influence arm, dashed for the control rule. ``rates`` maps a run name (LLM, no influence,
     control) to ``rates_by_round`` output."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     rates = {k: v for k, v in rates.items() if v is not None and not v.empty}
     if not rates:
         return None
     attributes = sorted(set().union(*(set(v["attribute"]) for v in rates.values())))
     colors = dict(zip(attributes, [P.series(i) for i in range(len(attributes))]))
-    fig = Figure(figsize=(6.5, 3.6), layout="constrained")
+    fig = MplFigure(figsize=(6.5, 3.6), layout="constrained")
     ax = fig.subplots()
     for run, df in rates.items():
         for a in attributes:
@@ -72,13 +74,13 @@ def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figu
     return fig
 
 
-def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
+def amplification_figure(amp: pd.DataFrame, title: str = "") -> MplFigure | None:
     """DPD_r(LLM) − DPD_r(no influence) per round with its interval; 0 dashed."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     if amp is None or amp.empty:
         return None
-    fig = Figure(figsize=(5, 3), layout="constrained")
+    fig = MplFigure(figsize=(5, 3), layout="constrained")
     ax = fig.subplots()
     err = np.vstack([amp["amplification"] - amp["ci_low"], amp["ci_high"] - amp["amplification"]]).clip(min=0)
     ax.errorbar(amp["round"], amp["amplification"], yerr=np.nan_to_num(err), fmt="o-", capsize=3, color=P.VERMILLION)
@@ -253,11 +255,11 @@ register(Measure(
                                   "on the graph), not the baseline"),
             Column("final", "the case's last round (its verdict is the case's)")))),
     build=build, inputs=INPUTS, needs=("rounds",), section=report_section, position=100,
-    figures=(Plot("rounds", lambda a, rates, label: rounds_rates_figure(
+    figures=(Figure("rounds", lambda a, rates, label: rounds_rates_figure(
         rates, title=f"{label}\ntarget rate per attribute (solid: with influence, dotted: no influence, dashed: "
                      "control rule)"), lambda a, rates, label: (
         f"{label}: the target rate of each attribute over the rounds, with influence (solid), without (dotted) and "
         "under the control rule (dashed).")),
-             Plot("amplification", lambda a, amp, label: amplification_figure(amp), lambda a, amp, label: (
+             Figure("amplification", lambda a, amp, label: amplification_figure(amp), lambda a, amp, label: (
         f"{label}: the amplification of the DPD in each round against the same agents without influence, with its "
         "95 % interval; 0 dashed.")))))

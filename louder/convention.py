@@ -1,7 +1,9 @@
 """The ``convention:`` section of the config (issue 48): a coordination game played by populations of
 agents — the naming game of Ashery, Aiello & Baronchelli (Science Advances 11(20) eadu9368, 2025) —
 and its committed minorities, group-size sweep and pairing (louder/simulation/convention_run.py;
-docs/conventions.md)."""
+docs/conventions.md). It lives beside neither the run (louder.simulation imports the config) nor the
+other sections (louder/sections, which louder.networks builds on, while this section pairs agents along a
+network's graph), so that the config imports nothing that imports it."""
 
 from __future__ import annotations
 
@@ -60,7 +62,9 @@ class ConventionConfig(Section):
     with this section as a convention run). Each of ``populations`` independent populations of
     ``agents`` agents plays ``steps`` steps; a step pairs the agents at random (or along the edges of
     ``network``), each pair picks one of the options at once, and each agent's prompt carries its
-    memory of its last ``memory`` rounds (docs/conventions.md)."""
+    memory of its last ``memory`` rounds (docs/conventions.md). It lives beside neither the run (louder.simulation imports the config) nor the
+other sections (louder/sections, which louder.networks builds on, while this section pairs agents along a
+network's graph), so that the config imports nothing that imports it."""
 
     agents: int = Field(24, ge=2, le=100_000, description="N, agents per population (the paper: 24)")
     sizes: list[int] | None = Field(None, description="a group-size sweep: N for each entry (e.g. [8, 24, 48, 200]), "
