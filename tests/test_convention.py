@@ -278,6 +278,42 @@ def test_a_mixed_population_accounts_per_model_and_reports_the_pull_toward_x(tmp
     assert f"{X_BIASED} (60 agents" in said and "pull of" in said
 
 
+# --- collective bias read from a run of the fake model, end to end ------------------------------------------
+# The verdicts' rates over many seeds are tests/test_convention_stats.py's (the fake's rule, simulated); here the
+# fake model plays in a run and `louder analyze` reads it. Designs where the simulated rule reads the verdict in
+# 200 of 200 seeds (a prior of 0.6: N = 16, 25 steps, 50 populations) and in 192 of 200 (favour, whose only
+# misses are the empty-memory picks' own 5 % false positives); the null model reads none in 192 of 200.
+
+PLANTED, FAVOURED, NULL = ("fake:seed=21,follow=0.9,bias=Q:0.6", "fake:seed=22,follow=0.9,favour=Q:2",
+                           "fake:seed=23,follow=0.9")
+
+
+@pytest.mark.parametrize("models, game, verdicts", [
+    ((PLANTED,), dict(agents=16, steps=25, populations=50), {PLANTED: C.AMPLIFIES}),
+    ((FAVOURED, NULL), dict(agents=10, steps=25, populations=40), {FAVOURED: C.EMERGES, NULL: C.NONE}),
+], ids=["a prior of 0.6 amplifies", "a favouring memory emerges, none without"])
+def test_the_fake_models_planted_collective_bias_is_read_from_its_run(tmp_path, models, game, verdicts):
+    config = {**cfg(models=models, memory=5, **game), "concurrency": 16}
+    run(config, tmp_path / "run")
+    a = analyze(tmp_path / "run", bootstrap=300, options={"convention": {"replicates": 100}})
+    bias = a.tables["convention_bias"]
+    llm = bias[bias["source"] == "LLM"].set_index("model")
+    assert llm["verdict"].to_dict() == verdicts, llm[["verdict", "prior", "winners"]]
+    for model, r in llm.iterrows():
+        assert r["n_prior"] == game["agents"] * game["populations"] and r["formed"] >= 0.75 * game["populations"]
+        assert r["prior_low"] <= r["prior_share"] <= r["prior_high"]
+        assert r["winner_low"] <= r["winner_share"] <= r["winner_high"]
+    if PLANTED in llm.index:
+        r = llm.loc[PLANTED]
+        assert r["option"] == "Q" and r["prior_low"] <= 0.6 <= r["prior_high"]
+        assert r["winner_low"] > r["prior_high"] and r["compare_p"] < 0.05  # the conventions beyond the prior
+    if FAVOURED in llm.index:
+        r = llm.loc[FAVOURED]
+        assert r["option"] == "Q" and r["prior_p"] >= 0.05 and r["winner_p"] < 0.05
+    said = " ".join(f.text for f in _findings(a))
+    assert all(f"{m} (N = {game['agents']})" in said for m in models)
+
+
 def _findings(a):
     from louder.analysis.report.findings import findings
 
