@@ -455,6 +455,32 @@ def test_louder_view_serves_the_shares_over_the_steps(analysed):
         httpd.server_close()
 
 
+def test_the_louder_view_command_serves_a_convention_run(analysed):
+    """`louder view RUN` on a convention run (a process of its own, as a user starts it): it says how many
+    populations it serves, its page and the shares of a population over the steps."""
+    from conftest import free_port
+
+    out, _ = analysed
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "louder.cli", "view", str(out), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    try:
+        said = ""
+        while "Ctrl-C" not in said and proc.poll() is None:  # rich may wrap the line (COLUMNS)
+            said += proc.stdout.readline()
+        assert "".join(f"the 24 populations of {out} on http://127.0.0.1:{port}".split()) in "".join(said.split()), said
+        base = f"http://127.0.0.1:{port}"
+        assert b"conventions of" in urllib.request.urlopen(base + "/", timeout=30).read()
+        first = json.load(urllib.request.urlopen(base + "/api/populations", timeout=30))[0]
+        shares = json.load(urllib.request.urlopen(f"{base}/api/shares?{urllib.parse.urlencode({'population': first})}",
+                                                  timeout=30))
+        assert shares["steps"] == list(range(1, 11)) and set(shares["shares"]) == {"Q", "M"}
+    finally:
+        proc.kill()
+        proc.wait(30)
+        proc.stdout.close()
+
+
 # --- mixed-model populations in network runs ----------------------------------------------------------------
 
 def test_a_mixed_model_network_run_gives_each_agent_its_model_and_counts_its_answers(tmp_path):
