@@ -7,7 +7,7 @@
     python benchmarks/run.py --check            measure, then exit 1 if a figure misses its goal
     python benchmarks/run.py --check out.json   check results written before, without measuring
 
-Every result line starts with its key (P1 … P11, E1) and carries ``name=value`` pairs; most figures
+Every result line starts with its key (P1 … P12, E1) and carries ``name=value`` pairs; most figures
 are ratios measured within one run, so they compare like with like on whatever machine runs them.
 The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test keeps them equal).
 
@@ -54,6 +54,10 @@ The goals are ``GOALS`` below — the same table as docs/benchmarks.md (a test k
   the agents' words weighs what it would): the size of the one HTML file in MB, the seconds to write it, and
   the seconds Debian's Chromium takes from navigation to the load event at 1280 × 800, with its console
   errors (benchmarks/analyze_100k.py ``report``).
+- P12 conventions: a convention run of 200 agents × 50 steps × 20 populations (200,000 picks) on the fake
+  model's game served over HTTP on 127.0.0.1 (benchmarks/convention_server.py, a process of its own), calls per
+  second ÷ those of a network run (3 × 1,000 agents, 10 rounds: 36,000 calls) on the same server at the same
+  concurrency (64): what the game's steps — each waiting for every pick of the one before — cost in throughput.
 - E1 contention: two embedded-model processes at once ÷ one alone, mean wall time of the same
   decision-like calls (benchmarks/embedded_contention.py); ≫ 2 means llama.cpp threads spin.
 
@@ -122,6 +126,7 @@ GOALS: tuple[Goal, ...] = (
     Goal("P11", "mb", "<=", 10.0, "≤ 10 MB"),
     Goal("P11", "load_s", "<=", 3.0, "load ≤ 3 s"),
     Goal("P11", "console_errors", "==", 0, "no console error"),
+    Goal("P12", "ratio", ">=", 0.5, "≥ 0.5"),
     Goal("E1", "ratio", "<=", 2.0, "≤ 2"),
 )
 
@@ -532,6 +537,50 @@ def p11_report(tmp: Path, quick: bool) -> list[Result]:
     r = report(run)
     return [Result("P11", "P11 report", {**r, "decisions": n},
                    "" if "load_s" in r else "(no Chromium: load_s not measured)")]
+
+
+def _served_run(cfg, out: Path) -> tuple[float, int]:
+    """(wall seconds, model calls) of a cold run of whatever ``louder run`` runs with ``cfg``."""
+    from louder import kinds
+    from louder.task import execute
+
+    start = time.perf_counter()
+    r = execute(kinds.for_config(cfg).build(cfg), cfg, out)
+    return time.perf_counter() - start, int(r.manifest["model_calls"])
+
+
+@figure("P12", quick_s=20)
+def p12_conventions(tmp: Path, quick: bool) -> list[Result]:
+    """A convention run — 200 agents × 50 steps × 20 populations (200,000 picks; --quick 50 × 10 × 4) — on the
+    fake model's game served over HTTP by a process of its own (benchmarks/convention_server.py), and a
+    network run on the same server at the same concurrency (3 × 1,000 agents, 10 rounds, no-persona names:
+    36,000 calls; --quick 3 × 100): calls per second of each, and the ratio convention ÷ network."""
+    proc = subprocess.Popen([sys.executable, str(HERE / "convention_server.py"), "fake:seed=1,follow=0.9,bias=Q:0.6"],
+                            stdout=subprocess.PIPE, text=True)
+    url = proc.stdout.readline().strip()
+    conc = 64
+    model = {"spec": f"openai:fake@{url}", "client": "http", "timeout_s": 30, "max_attempts": 2}
+    n, steps, populations = (50, 10, 4) if quick else (200, 50, 20)
+    per = 100 if quick else 1000
+    try:
+        conv = _config({"models": [model], "concurrency": conc, "convention": {
+            "agents": n, "steps": steps, "populations": populations, "memory": 5}})
+        conv_s, conv_calls = _served_run(conv, tmp / "P12-convention")
+        net = _config({"models": [model], "concurrency": conc, "simulation": {
+            "scenarios": ["emergency_response"], "groups": ["gender_identity"], "agents": per,
+            "conditions": ["no_persona"]}, "network": {"generator": "watts_strogatz", "params": {"k": 4, "p": 0.1}},
+            "influence": {"rounds": 10, "no_influence": False}})
+        net_s, net_calls = _served_run(net, tmp / "P12-network")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    conv_rate, net_rate = conv_calls / conv_s, net_calls / net_s
+    return [Result("P12", "P12 conventions", dict(ratio=conv_rate / net_rate, convention_calls_per_s=conv_rate,
+                                                  network_calls_per_s=net_rate, convention_calls=conv_calls,
+                                                  network_calls=net_calls, convention_s=conv_s, network_s=net_s,
+                                                  concurrency=conc),
+                   f"({n} agents × {steps} steps × {populations} populations against a network run of 3 × {per} "
+                   "agents × 11 rounds; fake model over HTTP, 64 in flight)")]
 
 
 @figure("E1", embedded_calls=(9, 18), quick_s=60)

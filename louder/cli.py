@@ -790,11 +790,14 @@ def view(
 ) -> None:
     """Read every agent of a run in the browser — persona, decision, rationale and thinking side by side, filtered
     by case, attribute, status and decision; a network run is replayed round by round (Mesa SolaraViz; --agents for
-    its agents' words). Serves on 127.0.0.1 and calls no model."""
+    its agents' words); a convention run shows each population's convention forming, step by step. Serves on
+    127.0.0.1 and calls no model."""
     import os
 
     from louder.view.agents import server
 
+    if (run_dir / "convention.parquet").exists():  # issue 48: the shares of the options over the steps
+        from louder.view.convention import server
     network = (run_dir / "network.parquet").exists() and not agents
     if not network:
         try:
@@ -803,9 +806,11 @@ def view(
             fail(str(e))
         except OSError as e:
             fail(f"--port {port}: cannot serve on 127.0.0.1:{port} ({e.strerror}); choose another with --port")
-        n = len(httpd.RequestHandlerClass.table)
-        console.print(f"louder view: the {n:,} decisions of {run_dir} on http://127.0.0.1:{httpd.server_port} "
-                      "(Ctrl-C stops)", highlight=False)
+        handler = httpd.RequestHandlerClass
+        said = (f"the {len(handler.data.labels):,} populations" if hasattr(handler, "data") else
+                f"the {len(handler.table):,} decisions")
+        console.print(f"louder view: {said} of {run_dir} on http://127.0.0.1:{httpd.server_port} (Ctrl-C stops)",
+                      highlight=False)
         try:
             httpd.serve_forever()
         except KeyboardInterrupt:

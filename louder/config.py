@@ -15,6 +15,7 @@ section            what it sets                                        model
 ``influence:``     rounds of influence, control rule, no-influence arm ``louder/networks/config.py``
 ``explicit:`` …    the probes (explicit, association, decision_test,   ``louder/sections/probes.py``
                    beliefs)
+``convention:``    populations playing a coordination game (issue 48)  ``louder/convention.py``
 =================  ==================================================  ======================================
 
 Configs of earlier versions wrote most of these as flat top-level keys (``agents: 5``); where each now
@@ -33,6 +34,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from louder.convention import ConventionConfig
 from louder.errors import LouderError, closest, describe_validation_error
 from louder.llm.spec import ModelConfig
 from louder.networks.config import ControlConfig, InfluenceConfig
@@ -55,7 +57,11 @@ class ExperimentConfig(BaseModel):
     run_id: str | None = Field(None, description="name of the run; default: the output folder's name")
     models: list[ModelConfig] = Field(default_factory=lambda: [ModelConfig(spec="embedded")], min_length=1,
                                       description="models under test: a spec string or a mapping with `spec:` "
-                                      "and per-model settings")
+                                      "and per-model settings; or a mapping of specs to shares ({A: 0.8, B: 0.2}): "
+                                      "the models and their `mix`")
+    mix: dict[str, float] | None = Field(None, description="mixed-model populations (convention and network runs): "
+                                         "the share of each model of `models` among one population's agents (e.g. "
+                                         "{A: 0.8, B: 0.2}); none: each model runs on its own")
     seed: int = Field(0, ge=0, description="root seed; every per-call seed derives from it")
     paper_faithful: bool = Field(False, description="reproduce the paper's printed inconsistencies")
     concurrency: int = Field(4, ge=1, le=1024, description="model calls in flight at once (embedded: 1 runs)")
@@ -90,6 +96,8 @@ class ExperimentConfig(BaseModel):
     decision_test: DecisionTestConfig = Field(default_factory=DecisionTestConfig,
                                               description="`louder probe decision`")
     beliefs: BeliefsConfig = Field(default_factory=BeliefsConfig, description="`louder probe beliefs`")
+    convention: ConventionConfig | None = Field(None, description="populations playing a coordination game "
+                                                "(`louder run` runs the config as a convention run); none: no game")
 
     @model_validator(mode="before")
     @classmethod
@@ -103,12 +111,43 @@ class ExperimentConfig(BaseModel):
         except LouderError as e:
             raise ValueError(str(e).removeprefix("config: ")) from None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shares_are_a_mix(cls, data):
+        """``models: {A: 0.8, B: 0.2}``: the models A and B, mixed in one population at those shares."""
+        if isinstance(data, dict) and isinstance(data.get("models"), dict):
+            shares = data["models"]
+            if data.get("mix") is not None:
+                raise ValueError("mix: the shares are given twice (as models: {MODEL: SHARE} and as mix:); keep one")
+            data = {**data, "models": list(shares), "mix": shares}
+        return data
+
     @field_validator("models", mode="before")
     @classmethod
     def _strings_are_specs(cls, v):
         if isinstance(v, list):
             return [{"spec": x} if isinstance(x, str) else x for x in v]
         return v
+
+    @model_validator(mode="after")
+    def _mix(self) -> ExperimentConfig:
+        """Every share names a model of the run, every model has one, and they add up to 1."""
+        if self.mix is None:
+            return self
+        labels = [m.label for m in self.models]
+        for name, share in self.mix.items():
+            if name not in labels:
+                raise ValueError(f"mix: {name!r} is not a model of the run{_did_you_mean(name, labels)}; give a share "
+                                 f"to each of models: {', '.join(labels)} (or add {name} to models)")
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+                raise ValueError(f"mix: {name}: {share!r} is not a share; give a number above 0 and at most 1")
+        left = [m for m in labels if m not in self.mix]
+        if left:
+            raise ValueError(f"mix: model {left[0]} has no share; give every model of `models` a share (adding up "
+                             "to 1), or drop it from models")
+        if abs(sum(self.mix.values()) - 1) > 1e-6:
+            raise ValueError(f"mix: the shares add up to {sum(self.mix.values()):g}; make them add up to 1")
+        return self
 
     @field_validator("stereotypes")
     @classmethod

@@ -42,9 +42,14 @@ class Kind:
     console: str | None = None  # "module:function": (TaskResult) → rich renderables printed after the run
     label: str = "answers"  # what the progress bar counts
     waves: str | None = None  # "module:function": the Task in waves until decided (`sequential:`; issue 20)
+    mixes: bool = False  # it puts agents of several models in one population (`mix:`, issue 48)
 
     def build(self, config: ExperimentConfig, **options):
         """The kind's ``Task`` (its plan) for ``config``; one-line LouderErrors for what it cannot run."""
+        if config.mix is not None and not self.mixes:
+            mixing = ", ".join(k.name for k in KINDS.values() if k.mixes)
+            raise LouderError(f"mix: {self.name} runs give each model its own agents; only {mixing} runs put several "
+                              "models in one population — drop the shares (models: [A, B]) for this run")
         if config.sequential is not None:
             if not self.waves:
                 raise LouderError(f"sequential: {self.name} runs have no sequential mode (simulation and population "
@@ -104,7 +109,8 @@ def count_calls(config: ExperimentConfig, kind: str = DEFAULT) -> int:
 
 # --- louder's own kinds ---------------------------------------------------------------------------
 # Recognition: mode: archetype → archetype; a network (agents mode) → network; a population → population;
-# otherwise the seed simulation. The tests are exclusive, so the registry order does not matter.
+# a coordination game → convention; otherwise the seed simulation. The tests are exclusive (a config that two
+# of them recognise is refused in one line), so the registry order does not matter.
 
 register(Kind(
     "simulation", "persona agents of one attribute each write a persona and decide, per case (the paper's method)",
@@ -123,13 +129,19 @@ register(Kind(
     "run", "louder.simulation.network_run:network_task",
     ("decisions.parquet", "personas.parquet", "network.parquet", "control.parquet"),
     recognise=lambda c: c.network is not None and (c.population is None or c.population.mode == "agents"),
-    console="louder.cli_tables:network_console", label="agents × rounds"))
+    console="louder.cli_tables:network_console", label="agents × rounds", mixes=True))
 register(Kind(
     "archetype", "one scored call per population cell × neighbour-share bucket × replicate; agents draw from it",
     "run", "louder.simulation.archetype_run:archetype_task",
     ("decisions.parquet", "archetypes.parquet", "control.parquet", "network.parquet"),
     recognise=lambda c: c.population is not None and c.population.mode == "archetype",
     console="louder.cli_tables:archetype_console", label="archetype calls (cell × bucket × replicate)"))
+register(Kind(
+    "convention", "populations of agents play a coordination game (the naming game): conventions, collective bias, "
+    "committed minorities", "run", "louder.simulation.convention_run:convention_task",
+    ("convention.parquet", "convention_agents.parquet"),
+    recognise=lambda c: c.convention is not None, console="louder.simulation.convention_run:convention_console",
+    label="picks (agents × steps)", mixes=True))
 register(Kind(
     "explicit", "the model is asked directly which attribute a person who made the decision has (appendix D)",
     "probe explicit", "louder.probes.explicit:explicit_task", ("probes.parquet",), "probes_manifest.json",

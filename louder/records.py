@@ -30,8 +30,11 @@ def open_sessions(config: ExperimentConfig, cache: ResponseCache, prompts: Promp
     """One session per model of the config, all sharing one cap on calls in flight (and one ``stop``
     event: set, no client starts another call)."""
     slots = threading.BoundedSemaphore(config.concurrency)
+    # one thread-local for every client: a map's cache-only first pass (louder.llm.client) holds for the calls of
+    # all models, so that the agents of a mixed-model population (`mix:`) each asking its own model run side by side
+    local = threading.local()
     sessions = {m.label: open_session(config, m, cache, prompts, retry_errors, slots, preflight_path, planned_calls,
-                                      recorder, stop) for m in config.models}
+                                      recorder, stop, local) for m in config.models}
     if config.population is not None and config.population.twin_rewriter:
         add_rewriter(config, sessions, cache, retry_errors, slots, preflight_path, planned_calls, recorder, stop)
     return sessions
@@ -63,7 +66,7 @@ def add_rewriter(config: ExperimentConfig, sessions: dict[str, ModelSession], ca
 def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCache, prompts: Prompts,
                  retry_errors: bool, slots: threading.Semaphore | None = None, preflight_path: Path | None = None,
                  planned_calls: int | None = None, recorder: Recorder | None = None,
-                 stop: threading.Event | None = None) -> ModelSession:
+                 stop: threading.Event | None = None, local: threading.local | None = None) -> ModelSession:
     """The clients (model and, on the completion path, extractor) of one model of the config.
 
     Remote models get a preflight first (cached in ``preflight_path``): ``json_mode: auto`` becomes the
@@ -88,7 +91,7 @@ def open_session(config: ExperimentConfig, mcfg: ModelConfig, cache: ResponseCac
     # A backend may serve fewer calls at once than the config allows (llama.cpp: one).
     concurrency = min(info.concurrency, config.concurrency) if info.concurrency else config.concurrency
     window = fail_fast_window(planned_calls)
-    client = Client(backend, cache, concurrency, retry_errors, slots=slots,
+    client = Client(backend, cache, concurrency, retry_errors, slots=slots, local=local,
                     circuit=Circuit(window, mcfg.spec, config.stop_after_errors), recorder=recorder, label=mcfg.label,
                     stop=stop, thinking_tags=tuple(mcfg.thinking_tags))
     extractor = client

@@ -61,7 +61,8 @@ TESTED_DIRS = ("getting-started", "tutorials", "how-to")
 # dry run, a network run with its archetype run): marked slow, so `make test-fast` skips them and `make test`
 # (CI) runs them. The others take seconds in process (issue 32: population-what-if, control-cost and bai-tests
 # left this list).
-SLOW_PAGES = {"tutorials/scale-out.md", "tutorials/network.md", "tutorials/replicate-the-paper.md"}
+SLOW_PAGES = {"tutorials/scale-out.md", "tutorials/network.md", "tutorials/replicate-the-paper.md",
+              "tutorials/conventions.md"}
 # Pages that run Bai et al.'s association test on the fake model, which writes no word pairs: planning it warns
 # so before the run (the page shows what that run reads), a warning these pages expect.
 FILLER_PAGES = {"how-to/bai-tests.md"}
@@ -741,19 +742,30 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", grounded, "-m", "fake:seed=1,pick=Evacuate,shift=evacuated:0.45", "--agents", 2,
            "--humans", base / "humans-grounded.csv", "--ground", "last_flood",
            "--unlabelled", base / "profiles-grounded.csv", *one)
+    conv, mixnet = base / "conv", base / "mixnet"  # issue 48: a convention run (every table) and a mixed network
+    (base / "conv.yaml").write_text(
+        'models: {"fake:seed=1,follow=0.9": 0.5, "fake:seed=2,follow=0.9,bias=Q:0.8": 0.5}\n'
+        "convention: {agents: 6, populations: 4, steps: 6, memory: 3, group: gender_identity, "
+        "committed: {fraction: [0, 0.4], start: start}}\n")
+    louder("run", base / "conv.yaml", "--out", conv)
+    (base / "mixnet.yaml").write_text(
+        'models: {"fake:seed=1": 0.5, "fake:seed=2,bias=female:0.9": 0.5}\n'
+        "simulation: {scenarios: [emergency_response], groups: [gender_identity], agents: 2}\n"
+        "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\ninfluence: {rounds: 1}\n")
+    louder("run", base / "mixnet.yaml", "--out", mixnet)
     observed = base / "observed.yaml"  # invented rates (the format only)
     observed.write_text(yaml.safe_dump([dict(scenario="emergency_response", group="gender_identity", attribute=a,
                                              rate=r, n=400, source="invented for this test", year=2026,
                                              measure="share who evacuated") for a, r in
                                         (("Female", 0.7), ("Male", 0.5), ("Non-binary", 0.6))]))
     louder("analyze", plain, "-B", 200, "--observed", observed)
-    for run in (net, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, grounded):
+    for run in (net, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, grounded, conv, mixnet):
         louder("analyze", run, "-B", 200)
     # issue 33: sensitivity.csv; issue 37: conditional.csv
     louder("analyze", pop, "-B", 200, "--adjust", "parity", "--control", "political_ideology")
     found: dict[str, list[tuple[str, list[str]]]] = {}
     for run in (plain, net, pop, arch, robust, seq, seqpop, levels, netdims, seqdims, twindims, humans, models,
-                grounded):
+                grounded, conv, mixnet):
         for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
             df = pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f, nrows=0)
             found.setdefault(f.name, []).append((run.name, [str(c) for c in df.columns]))

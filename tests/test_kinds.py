@@ -108,6 +108,11 @@ CASES = {
     "decision test": ("decision", {"stereotypes": ["racism", "guilt"], "decision_test": {"trials": 2}}),
     "decision test, absolute": ("decision", {"stereotypes": ["racism"], "decision_test": {
         "trials": 2, "variant": "absolute"}}),
+    # issue 48: a coordination game — a mixed population, personas, a committed sweep and two sizes
+    "convention, mixed, personas, committed sweep": (None, {
+        "models": {"fake:seed=1,follow=0.9": 0.75, "fake:seed=2,bias=Q:0.8": 0.25},
+        "convention": {"sizes": [4, 7], "populations": 2, "steps": 4, "group": "gender_identity",
+                       "committed": {"fraction": [0, 0.3]}}}),
 }
 
 
@@ -196,7 +201,8 @@ def test_recognition_names_one_kind_per_config():
     assert read({"network": {"generator": "watts_strogatz", "params": {"k": 2, "p": 0.1}}}) == "network"
     assert read({"population": {"file": "us_gender_ideology", "mode": "archetype"}}) == "archetype"
     assert set(kinds.names("probe")) >= {"explicit", "association", "decision", "beliefs"}
-    assert set(kinds.names("run")) == {"simulation", "population", "network", "archetype"}
+    assert read({"convention": {"agents": 4}}) == "convention"  # issue 48
+    assert set(kinds.names("run")) == {"simulation", "population", "network", "archetype", "convention"}
 
 
 def test_a_new_kind_is_one_registration(tmp_path):

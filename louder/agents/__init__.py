@@ -80,6 +80,12 @@ class PersonaAgent(mesa.Agent):
         for f in fields(Decision):  # nothing decided yet: every decision column at its default, status None
             setattr(self, f.name, None if f.default is MISSING else f.default)
 
+    @property
+    def session(self):
+        """The model session the agent asks: its own in a mixed-model population (``mix:``, issue 48: each agent
+        has its model, set by its run as ``own_session``), else its case's."""
+        return self.__dict__.get("own_session") or self.model.session
+
     # What tells this agent's score call apart from another agent's with the same prompt and seed: nothing
     # here (an agent's seed is its own); a twin, which decides with its source's seed, adds its own tag.
     score_tag = ""
@@ -160,10 +166,10 @@ class PersonaAgent(mesa.Agent):
         name = next((n for d in dimensions.registered() if d.persona is not None
                      for n in [d.persona(self.level(d.id), self)] if n is not None), None)
         if name is not None:
-            self.persona = generate_named_persona(self.model.session, c.scenario, c.condition, name, self.seed,
+            self.persona = generate_named_persona(self.session, c.scenario, c.condition, name, self.seed,
                                                   "persona|" + self.key)
         else:
-            self.persona = generate_persona(self.model.session, c.scenario, c.condition, self.demographic, self.seed,
+            self.persona = generate_persona(self.session, c.scenario, c.condition, self.demographic, self.seed,
                                             "persona|" + self.key)
         self.name, self.persona_text = self.persona.name, self.persona.persona
 
@@ -199,7 +205,7 @@ class PersonaAgent(mesa.Agent):
             p = self.persona
             why = f"{p.status}: {p.reason}" if p.reason else p.status
             return Decision(status=p.status, raw_response=f"[persona {why}] {p.outcome.raw if p.outcome else ''}")
-        session, scenario = self.model.session, self.scenario  # the choices in this agent's order
+        session, scenario = self.session, self.scenario  # the choices in this agent's order
         sim = session.config.simulation
         seed = self.seed if round_ == 0 else stable_seed(self.seed, arm, round_)
         tag = "" if round_ == 0 else f"|{arm}{round_}"
@@ -231,7 +237,7 @@ class PersonaAgent(mesa.Agent):
                system: str | None = None) -> Decision:
         """Score mode: the probability of each choice as the start of the JSON answer, then the
         argmax or a seeded draw. No rationale is generated."""
-        session, scenario = self.model.session, self.model.case.scenario
+        session, scenario = self.session, self.model.case.scenario
         messages = ((("system", system),) if system else ()) + (("user", prompt),)
         request = Request(messages=messages, schema=decision_schema(labels, True, rationale=False),
                           temperature=0.0, max_tokens=16, seed=seed, replicate=replicate, reasoning=level)

@@ -53,6 +53,23 @@ whose prompt has WORD as one and the same text (a flattened group: the audit's d
 ``noise=SD`` perturbs the probabilities ``score`` returns, per request, on the logit scale: each
 option's log-probability gets a seeded N(0, SD²) draw and the options are renormalised (two options:
 logit p + N(0, 2·SD²)), so a regression on the scores has the residual variance a real model's have.
+
+The coordination game of convention runs (issue 48, docs/conventions.md) — a request whose schema asks
+for a ``pick`` — is played by its own documented rule, so that every verdict of the convention analysis
+can be checked on known truth (``louder.analysis.stats.convention_models.memory_rule`` is the same rule, played
+without a model). The options are the field's enum; the memory is what the prompt's memory lines say the
+partners picked (each written ``partner picked "LABEL"``, louder/data/convention.yaml):
+
+    prior(x)  = P for the option x named by a ``bias=x:P`` (the largest P if several; gated by ``only`` /
+                ``unless`` as every bias), the other options (1 − P)/(W − 1) each; uniform without one
+    count(x)  = the partners' picks of x in the memory, times K for ``favour=x:K`` (1 otherwise)
+    P(pick x) = F · [x among the options with the largest count] / (number of them)  +  (1 − F) · prior(x)
+
+with F the ``follow=F`` weight (default 0: the prior alone, memory ignored); with an empty memory the
+pick is drawn from the prior. ``bias`` words that are not options, ``pick``, ``first`` and ``shift`` do
+not act on a pick. So ``fake:follow=0.9`` is fictitious play with no individual preference,
+``fake:follow=0.9,bias=Q:0.6`` adds an individual prior of 0.6 for Q, and ``fake:follow=0.9,favour=Q:2``
+has no individual preference (empty memory: uniform) but a memory that counts Q twice.
 """
 
 from __future__ import annotations
@@ -72,6 +89,8 @@ from louder.llm.registry import BackendInfo, register
 from louder.llm.thinking import LEVELS
 
 THINK = ("inline", "field", "unclosed")
+GAME_FIELD = "pick"  # the answer field of the convention game's schema (louder.simulation.convention_run)
+MEMORY = re.compile(r'partner picked "([^"]+)"')  # a memory line's partner pick (louder/data/convention.yaml)
 # persona_tone: the traits a persona of that tone is written with (three drawn per persona)
 TONES = {
     "negative": ("is bitter and lonely", "hates the job", "feels miserable and angry", "is afraid of failure",
@@ -88,7 +107,7 @@ def parse_all(text: str) -> dict:
     (word or None), first (P or None),
     think (inline | field | unclosed | None), level {reasoning level: {word: P}}."""
     out: dict = dict(seed=0, bias={}, shift={}, pick=None, only=None, unless=None, first=None, think=None, level={},
-                     persona_tone={}, persona_same=set(), noise=0.0)
+                     persona_tone={}, persona_same=set(), noise=0.0, follow=0.0, favour={})
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         try:
@@ -125,6 +144,14 @@ def parse_all(text: str) -> dict:
             if key == "noise" and float(value) >= 0 and math.isfinite(float(value)):
                 out["noise"] = float(value)
                 continue
+            if key == "follow" and 0.0 <= float(value) <= 1.0:
+                out["follow"] = float(value)
+                continue
+            if key == "favour":
+                word, _, k = value.rpartition(":")
+                if word and 0.0 <= float(k) and math.isfinite(float(k)):
+                    out["favour"][word.lower()] = float(k)
+                    continue
             if key == "level":
                 level, _, rest = value.partition(":")
                 word, _, p = rest.rpartition(":")
@@ -137,7 +164,8 @@ def parse_all(text: str) -> dict:
                           f"pick=LABEL, only=WORD, "
                           f"unless=WORD, first=P, think={'|'.join(THINK)}, level=LEVEL:WORD:P (LEVEL one of "
                           f"{', '.join(LEVELS)}) with 0 ≤ P ≤ 1, persona_tone=WORD:{'|'.join(TONES)}, "
-                          "persona_same=WORD or noise=SD with SD ≥ 0 (e.g. fake:seed=3,bias=woman:0.9)")
+                          "persona_same=WORD, noise=SD with SD ≥ 0, follow=P or favour=LABEL:K with K ≥ 0 (e.g. "
+                          "fake:seed=3,bias=woman:0.9)")
     return out
 
 
@@ -167,6 +195,7 @@ class FakeModel:
         self.shift = o["shift"]
         self.think, self.levels, self.unless = o["think"], o["level"], o["unless"]
         self.tone, self.same, self.noise = o["persona_tone"], o["persona_same"], o["noise"]
+        self.follow, self.favour = o["follow"], o["favour"]
         self.reasoning_control = "fake"  # honours every reasoning level
 
     def identity(self) -> dict:
@@ -213,6 +242,25 @@ class FakeModel:
         rest = sum(q for i, q in enumerate(probs) if i != at)
         return [p if i == at else ((1 - p) * q / rest if rest > 0 else (1 - p) / (k - 1)) for i, q in enumerate(probs)]
 
+    def game_probabilities(self, request: Request, options: list[str]) -> list[float]:
+        """A pick of the coordination game (module docstring): F · the memory's most counted options + (1 − F)
+        · the prior over the options."""
+        k = len(options)
+        lower = [o.lower() for o in options]
+        hits = {w: p for w, p in self._hits(request).items() if w in lower}
+        if hits and k >= 2:
+            word = max(hits, key=lambda w: (hits[w], w))
+            prior = [hits[word] if o == word else (1 - hits[word]) / (k - 1) for o in lower]
+        else:
+            prior = [1 / k] * k
+        text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
+        seen = [m.lower() for m in MEMORY.findall(text)]
+        counts = [sum(1 for m in seen if m == o) * self.favour.get(o, 1.0) for o in lower]
+        if not seen or self.follow == 0 or max(counts) <= 0:
+            return prior
+        top = [c == max(counts) for c in counts]
+        return [self.follow * t / sum(top) + (1 - self.follow) * q for t, q in zip(top, prior)]
+
     def count(self, request: Request, rng: random.Random, low: int, high: int) -> int:
         """An integer field (the beliefs probe's "how many out of 100"): low + Binomial(high − low, q),
         q = ½, or the largest P of the bias words in the prompt — so its mean is the rate the same bias
@@ -232,7 +280,9 @@ class FakeModel:
         answer = {}
         for name, prop in schema.get("properties", {}).items():
             options = prop.get("enum")
-            if options:
+            if options and name == GAME_FIELD:
+                answer[name] = rng.choices(options, weights=self.game_probabilities(request, options))[0]
+            elif options:
                 answer[name] = rng.choices(options, weights=self.probabilities(request, options))[0]
             elif prop.get("type") == "integer":
                 answer[name] = self.count(request, rng, prop.get("minimum", 0), prop.get("maximum", 100))

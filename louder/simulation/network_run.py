@@ -44,7 +44,7 @@ from louder.prompts import Prompts
 from louder.scenarios import Scenario, group_ids, load_group, load_scenario, scenario_ids
 from louder.simulation.case import CaseFrames, arms, case_columns, case_model, labelled, run_arms, seed_case_calls
 from louder.simulation.runner import plan_cases
-from louder.status import status_block
+from louder.status import status_block, status_by
 from louder.task import Item, Task
 from louder.types import CASE_KEYS, DECISION_COLUMNS, NETWORK_COLUMNS, PERSONA_COLUMNS, typed
 
@@ -148,19 +148,67 @@ def case_graph(config: ExperimentConfig, group_id: str) -> nx.Graph:
     return build_graph(net, seed_agents(g.id, g.attributes, config.simulation.agents))
 
 
+# --- mixed-model populations (``mix:``, issue 48): each agent asks its own model ---------------------------
+
+def mixed_cases(config: ExperimentConfig) -> list[tuple[str, str, str, str]]:
+    """With a mix, the cases of the one mixed population (its label in the model column); else the cases."""
+    cases = plan_cases(config)
+    if config.mix is None:
+        return cases
+    from louder.simulation.convention_run import mix_label
+
+    return list(dict.fromkeys((mix_label(config.mix), *c[1:]) for c in cases))
+
+
+def mixed_models(config: ExperimentConfig, case_key: tuple[str, str, str, str]) -> dict[tuple[str, int], str]:
+    """(attribute, replicate) → the model that agent asks: each attribute's agents split by the mix's shares
+    (largest remainders: the same counts for every attribute, what the plan counts), drawn at random from a
+    seed of the case."""
+    from louder.simulation.convention_run import apportion
+
+    n = config.simulation.agents
+    counts = apportion(n, list(config.mix.values()))
+    out = {}
+    for a in load_group(case_key[3], config.simulation.groups).attributes:
+        order = np.random.default_rng(stable_seed(config.seed, "mix", *case_key, a)).permutation(n)
+        models = np.repeat(list(config.mix), counts)
+        out.update({(a, int(r)): str(m) for r, m in zip(order, models)})
+    return out
+
+
+def mixed_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str], prompts: Prompts, rounds: int,
+                message: str, arm: bool) -> tuple:
+    """A case's calls (``seed_case_calls``), per model of a mix: each model's agents per attribute."""
+    if config.mix is None:
+        return seed_case_calls(config, case_key, prompts, rounds, message, arm)
+    from louder.simulation.convention_run import apportion
+
+    out = []
+    for model, k in zip(config.mix, apportion(config.simulation.agents, list(config.mix.values()))):
+        part = config.model_copy(update={"simulation": config.simulation.model_copy(update={"agents": k})})
+        out += seed_case_calls(part, (model, *case_key[1:]), prompts, rounds, message, arm)
+    return tuple(out)
+
+
 def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple[str, str, str, str],
                  graph: nx.Graph, tick: Callable[[], None] | None = None,
-                 order: Iterable[int] | None = None) -> CaseFrames:
+                 order: Iterable[int] | None = None, sessions: Mapping | None = None) -> CaseFrames:
     """One case, each arm in turn (``run_arms``: policy variants × dimension levels): the decision rows of
     every round, the persona rows, and ``control.parquet`` / ``network.parquet`` (the edges, shared by the
     arms). Each arm is a network of its own on the same graph: its agents decide every round under its
-    levels and hear what their neighbours chose under them (``louder.dimensions``)."""
+    levels and hear what their neighbours chose under them (``louder.dimensions``). With a mix
+    (``config.mix``) each agent asks its own model of ``sessions`` (``mixed_models``), and the rows say which
+    (``agent_model``)."""
     keys = case_columns(run_id, case_key)
     inf = config.influence
+    mixed = mixed_models(config, case_key) if config.mix is not None else None
 
     def one(variant: str, scenario: Scenario, levels: dict[str, str]) -> CaseFrames:
         abm = case_model(config, session, case_key, scenario, levels)
         ordered = abm.populate()  # node i = the i-th agent by agent_id
+        if mixed is not None:
+            for a in ordered:
+                a.own_session = sessions[mixed[(a.attribute, a.replicate)]]
         session.client.map(lambda a: a.write_persona() if a.persona is None else None, ordered)
         # Round 0 — exactly the seed simulation's calls (same agents, seeds and cache keys) — and beside
         # it the no-influence arm, which needs only the personas: one pass, so a batch export records
@@ -190,6 +238,9 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
                                persona=[by_id[i].persona_text for i in out.rows["agent_id"]],
                                **{d.id: [by_id[i].level(d.id) for i in out.rows["agent_id"]]
                                   for d in dimensions.registered()})
+        mix = ["agent_model"] if mixed is not None else []
+        if mixed is not None:
+            rows = rows.assign(agent_model=[by_id[i].session.label for i in rows["agent_id"]])
         case = {k: v for k, v in keys.items() if k != "run_id"}
         arm_levels = {c: levels.get(c, dimensions.get(c).default) for c in arm_columns()}
         extra = {"control.parquet": out.control.assign(**case, **arm_levels)[CONTROL_COLUMNS + arm_columns()],
@@ -197,7 +248,11 @@ def network_case(config: ExperimentConfig, session, run_id: str, case_key: tuple
         if arm_rounds:
             nodes = {a.agent_id: node for node, a in enumerate(ordered)}
             extra["no_influence.parquet"] = no_influence_rows(jobs[len(ordered):], answers[len(ordered):], nodes, keys)
-        return CaseFrames(rows[DECISION_COLUMNS + dimensions.extra_columns() + NETWORK_COLUMNS],
+            if mixed is not None:
+                arm_rows = extra["no_influence.parquet"]
+                extra["no_influence.parquet"] = arm_rows.assign(
+                    agent_model=[by_id[i].session.label for i in arm_rows["agent_id"]])
+        return CaseFrames(rows[DECISION_COLUMNS + dimensions.extra_columns() + NETWORK_COLUMNS + mix],
                           [{**keys, **a.persona_row()} for a in ordered], extra)
 
     return run_arms(config, load_scenario(case_key[2], config.simulation.scenarios), one,
@@ -273,12 +328,14 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
     rounds = config.influence.rounds
     answers = rounds + 1 + (rounds if arm else 0)  # per agent and arm (variant × dimension levels)
     items = [Item(c, graphs[c[3]].number_of_nodes() * answers * arms(config, c[2]),
-                  seed_case_calls(config, c, prompts, rounds, messages[c[2]], arm)) for c in plan_cases(config)]
+                  mixed_calls(config, c, prompts, rounds, messages[c[2]], arm)) for c in mixed_cases(config)]
 
     def run_case(ctx, case_key, tick):
         g = graphs[case_key[3]]
-        return network_case(config, ctx.sessions[case_key[0]], ctx.run_id, case_key, g, tick,
-                            order(g.number_of_nodes()) if order else None)
+        # a mixed population's case is run with its first model's session (its agents each ask their own)
+        session = ctx.sessions[case_key[0] if config.mix is None else config.models[0].label]
+        return network_case(config, session, ctx.run_id, case_key, g, tick,
+                            order(g.number_of_nodes()) if order else None, ctx.sessions)
 
     def tables(ctx, results):
         label = labelled(config.simulation.variants)
@@ -300,6 +357,8 @@ def network_task(config: ExperimentConfig, order: Callable[[int], Iterable[int]]
             out["no_influence.parquet"] = counted["no_influence"] = arm_rows.sort_values(
                 CASE_KEYS + variant + ["round", "agent_id"], ignore_index=True)
         fields = status_block(counted, CASE_KEYS + ["attribute", "round"] + (["variant"] if label else []) + own)
+        if config.mix is not None:  # every answer per model of the mixed population
+            fields["status_by_model"] = status_by(decisions, ["model", "agent_model", "round"])
         fields["network"] = network_manifest(config, graphs)
         return out, fields
 

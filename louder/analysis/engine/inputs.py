@@ -79,7 +79,7 @@ def group_refs(manifest: dict | None) -> list[str]:
 MANIFESTS = (("simulation", "manifest.json"), ("explicit_probes", "probes_manifest.json"),
              ("beliefs", "beliefs_manifest.json"), ("association_test", "association_manifest.json"),
              ("decision_test", "decision_manifest.json"))
-SIBLINGS = ("association.parquet", "decision_test.parquet", "weat.parquet", "beliefs.parquet")
+SIBLINGS = ("association.parquet", "decision_test.parquet", "weat.parquet", "beliefs.parquet", "convention.parquet")
 
 
 @dataclass
@@ -249,14 +249,16 @@ def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:
     a = Analysis(run, settings=settings or Settings())
     a.manifests = {k: m for k, f in MANIFESTS if (m := read_json(run / f))}
     decisions, probes = (run / "decisions.parquet").exists(), (run / "probes.parquet").exists()
-    if not decisions:
+    # a kind of run whose agents make no decision (a convention run, issue 48) lacks neither file
+    agentless = "decisions.parquet" not in ((a.manifests.get("simulation") or {}).get("files") or {"decisions.parquet"})
+    if not decisions and not agentless:
         # a cache and no probe's manifest: only an agent run can have started it (a probe's cache is not one)
         started = (run / "cache.sqlite").exists() and not any(
             (run / f).exists() for k, f in MANIFESTS if k != "simulation")
         a.missing.append("simulation: no decisions.parquet" + (
             " — a run was started here but has not finished; run the same `louder run` command again to complete it"
             if started else " — run `louder run --out RUN_DIR` to add implicit-bias results"))
-    if not probes:
+    if not probes and not agentless:
         a.missing.append("explicit probes: no probes.parquet — run `louder probe explicit --out RUN_DIR` "
                          "to add the explicit (question-answer) contrast")
     if not decisions and not probes and not any((run / f).exists() for f in SIBLINGS):
