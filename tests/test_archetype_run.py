@@ -253,3 +253,51 @@ def test_embedded_scoring_of_a_shared_head_is_the_same_in_any_order():
     assert forward == backward == [fresh.score(r, p.score_prefix, sc.labels).text for r in reqs]
     assert single == EmbeddedModel(n_threads=1).score(one, p.score_prefix, sc.labels).text
     assert len(set(forward)) == 4
+
+
+THREE = """id: three_way
+name: Three ways
+source: a test scenario with three choices
+situation: A storm is coming to your town tonight.
+choices:
+- label: Leave
+  description: leave town now.
+- label: Shelter
+  description: go to the public shelter.
+- label: Stay
+  description: stay at home.
+target: Shelter
+persona_context: how this person would react to a storm warning
+completion:
+  question: Do you leave, shelter or stay?
+  extraction_task: is asked to choose whether to Leave, Shelter or Stay
+explicit:
+  situation: A storm is coming to a person's town tonight.
+  decision_sentence: The person goes to the shelter.
+"""
+
+
+@pytest.mark.parametrize("rule", ["majority", "degroot"])
+def test_streamed_rows_equal_the_whole_table_rows(tmp_path, flaky, rule):
+    """Issue 49: the decisions and the control, written round by round from a few vectors per agent, are
+    the rows the whole-table code made (tests/archetype_reference.py, kept from before) value for value
+    and in the same order — two models (one failing on some archetypes), a three-choice scenario, two
+    analysed groups, a network with rounds."""
+    import archetype_reference as ref
+
+    from louder.simulation.archetype_run import Plan, check_config
+
+    (tmp_path / "three.yaml").write_text(THREE)
+    c = cfg(models=["fake:seed=1,bias=woman:0.8", "flaky"], agents=2500, scenarios=["emergency_response",
+            str(tmp_path / "three.yaml")], groups=["gender_identity", "race_ethnicity"], rounds=2, replicates=2,
+            buckets=3, control={"rule": rule, "self_weight": 0.4})
+    r = run_archetype(c, tmp_path / "run")
+    calls = pd.read_parquet(tmp_path / "run" / "archetypes.parquet")
+    by_case = {k: g.reset_index(drop=True) for k, g in calls.groupby(["model", "scenario"], sort=False)}
+    want = ref.tables(Plan(c, check_config(c)), by_case, r.manifest["run_id"])
+    for name in ("decisions.parquet", "control.parquet"):
+        got = pd.read_parquet(tmp_path / "run" / name)
+        pd.testing.assert_frame_equal(got, want[name], check_exact=True)
+    d = pd.read_parquet(tmp_path / "run" / "decisions.parquet", columns=["status", "decision"])
+    assert set(d["status"]) >= {"valid", "error", "invalid"} and d["decision"].nunique() == 4  # Evacuate, Stay, Leave, Shelter
+    assert r.manifest["rows"]["decisions"] == len(d)
