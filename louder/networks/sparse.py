@@ -31,7 +31,7 @@ class Graph:
     the rows of some nodes only (a shard's), their columns still all n nodes."""
 
     n: int
-    indptr: np.ndarray  # int64, n + 1
+    indptr: np.ndarray  # n + 1 offsets: int32 below 2^31 entries, else int64
     indices: np.ndarray  # int32 (int64 past 2^31 nodes)
 
     def number_of_nodes(self) -> int:
@@ -49,15 +49,19 @@ class Graph:
         return int(self.indptr.nbytes + self.indices.nbytes)
 
     def adjacency(self) -> sparse.csr_matrix:
-        """The 0/1 adjacency matrix (int8 data: the products with it count neighbours exactly)."""
-        return sparse.csr_matrix((np.ones(self.indices.size, dtype=np.int8), self.indices, self.indptr),
-                                 shape=(self.indptr.size - 1, self.n))
+        """The 0/1 adjacency matrix (int8 data: the products with it count neighbours exactly), sharing
+        this graph's index arrays."""
+        m = sparse.csr_matrix((np.ones(self.indices.size, dtype=np.int8), self.indices, self.indptr),
+                              shape=(self.indptr.size - 1, self.n), copy=False)
+        m.has_sorted_indices = True
+        return m
 
     def edges(self, chunk: int = 1 << 22) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Every edge once as (source, target) with source < target, in node order, ``chunk`` rows of
-        the adjacency at a time (sources, targets: int64 arrays)."""
-        for start in range(0, self.n, max(1, chunk // max(1, int(self.degree.max(initial=1))))):
-            stop = min(self.n, start + max(1, chunk // max(1, int(self.degree.max(initial=1)))))
+        """Every edge once as (source, target) with source < target, in node order, about ``chunk``
+        adjacency entries at a time (sources, targets: int64 arrays)."""
+        rows = max(1, chunk * self.n // max(1, self.indices.size))
+        for start in range(0, self.n, rows):
+            stop = min(self.n, start + rows)
             lo, hi = self.indptr[start], self.indptr[stop]
             src = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(self.indptr[start:stop + 1]))
             dst = self.indices[lo:hi].astype(np.int64)
@@ -69,21 +73,37 @@ class Graph:
         a ``Graph`` whose node i is ``nodes[i]``."""
         nodes = np.asarray(nodes, dtype=np.int64)
         deg = self.degree[nodes]
-        indptr = np.zeros(nodes.size + 1, dtype=np.int64)
+        indptr = np.zeros(nodes.size + 1, dtype=self.indptr.dtype)
         np.cumsum(deg, out=indptr[1:])
-        take = np.repeat(self.indptr[nodes] - indptr[:-1], deg) + np.arange(indptr[-1], dtype=np.int64)
+        take = np.repeat(self.indptr[nodes].astype(np.int64) - indptr[:-1], deg) + np.arange(indptr[-1],
+                                                                                              dtype=np.int64)
         return Graph(self.n, indptr, self.indices[take])
 
 
 def from_edges(n: int, u: np.ndarray, v: np.ndarray) -> Graph:
     """The graph of the undirected edges (u_e, v_e) (each listed once; no self-loops)."""
+    return _from_keys(n, [np.asarray(u, dtype=np.int64) * n + v, np.asarray(v, dtype=np.int64) * n + u])
+
+
+def _from_keys(n: int, parts: list[np.ndarray]) -> Graph:
+    """The CSR of the directed entries i·n + j given in ``parts`` (each edge both ways): one int64 key per
+    entry, sorted in place — 8 bytes per entry at the peak beside the result, no per-edge object."""
+    keys = np.concatenate(parts) if len(parts) != 1 else parts[0]
+    parts.clear()
+    keys.sort()
     idx = np.int32 if n < 2 ** 31 else np.int64
-    rows = np.concatenate([u.astype(idx), v.astype(idx)])
-    cols = np.concatenate([v.astype(idx), u.astype(idx)])
-    m = sparse.coo_matrix((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=(n, n)).tocsr()
-    del rows, cols
-    m.sort_indices()
-    return Graph(n, m.indptr.astype(np.int64), m.indices.astype(idx, copy=False))
+    indices = np.empty(keys.size, dtype=idx)
+    counts = np.zeros(n, dtype=np.int64)
+    step = 1 << 22
+    for i in range(0, keys.size, step):  # in slices: key // n and key % n of all keys at once would be 16 B/entry
+        k = keys[i:i + step]
+        indices[i:i + step] = k % n
+        counts += np.bincount(k // n, minlength=n)
+    del keys
+    # int32 offsets where they fit: scipy keeps one index type, and would copy int32 indices to int64
+    indptr = np.zeros(n + 1, dtype=idx if indices.size < 2 ** 31 else np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return Graph(n, indptr, indices)
 
 
 def from_networkx(graph) -> Graph:
@@ -136,18 +156,25 @@ def watts_strogatz(n: int, k: int, p: float, seed: int) -> Graph:
                     degree[v] -= 1
                     extra.add(u * n + w if u < w else w * n + u)  # ... add (u, w)
                     degree[w] += 1
-    us, vs = [], []
+    del degree
+    # every edge both ways as a key i·n + j, written into one array slice by slice
+    total = 2 * (sum(n - row.count(0) for row in lattice) + len(extra))
+    keys = np.empty(total, dtype=np.int64)
+    at = 0
     for j in range(1, half + 1):
         u = np.flatnonzero(np.frombuffer(lattice[j - 1], dtype=np.uint8))
-        us.append(u)
-        vs.append((u + j) % n)
-    lattice.clear()
-    keys = np.fromiter(extra, dtype=np.int64, count=len(extra))
+        v = (u + j) % n
+        keys[at:at + u.size] = u * n + v
+        keys[at + u.size:at + 2 * u.size] = v * n + u
+        at += 2 * u.size
+        lattice[j - 1] = bytearray()
+        del u, v
+    e = np.fromiter(extra, dtype=np.int64, count=len(extra))
     extra.clear()
-    us.append(keys // n)
-    vs.append(keys % n)
-    del keys
-    return from_edges(n, np.concatenate(us), np.concatenate(vs))
+    keys[at:at + e.size] = e
+    keys[at + e.size:] = (e % n) * n + e // n
+    del e
+    return _from_keys(n, [keys])
 
 
 # --- the no-LLM control, vectorised ----------------------------------------------------------------

@@ -69,9 +69,7 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
     if sim.decision_mode != "score":
         raise LouderError(f"population.mode: archetype reads each archetype's probability, so it needs decision_mode: "
                           f"score (it is {sim.decision_mode}); add `decision_mode: score` under `simulation:`")
-    for field, bad, why in (("executor", config.executor != "local", "archetype mode runs here; its calls go to "
-                             "the model servers (use openai:MODEL@URL1,URL2,… replicas to spread them)"),
-                            ("simulation.variants", list(sim.variants) != ["base"], "archetype prompts use the base "
+    for field, bad, why in (("simulation.variants", list(sim.variants) != ["base"], "archetype prompts use the base "
                              "scenario text; run each variant as its own config"),
                             ("population.twins", pop_cfg.twins, "archetypes have no persona to re-express")):
         if bad:
@@ -296,7 +294,9 @@ def _streams(ctx, plan: Plan, names: list[str]) -> dict:
                                                         "target": np.zeros(1, np.int64)})}
     out = {}
     for name in names:
-        out[name] = ParquetStream(ctx.out / name, S.schema_of(samples[name](), meta))
+        # row-group statistics of what readers filter on (round: the analysis reads round 0 alone)
+        out[name] = ParquetStream(ctx.out / name, S.schema_of(samples[name](), meta),
+                                  statistics=["round", "node", "model", "scenario", "group", "source"])
         ctx.streams.append(out[name])
     return out
 
@@ -330,7 +330,7 @@ def write_tables(ctx, plan: Plan, keys: list[tuple[str, str]], results: list[pd.
         ["network.parquet"] if graph is not None else [])
     streams = _streams(ctx, plan, names)
     sim = simulation(plan, executor)
-    degree = graph.degree if graph is not None else None
+    degree = graph.indptr if graph is not None else None  # each chunk's degrees from the offsets
     counts: dict = {}
     rule = config.influence.control
     steps = len(keys) * len(groups) * (sim.rounds + 1) * (2 if control else 1)
@@ -351,18 +351,20 @@ def write_tables(ctx, plan: Plan, keys: list[tuple[str, str]], results: list[pd.
         for g in groups:
             rows = S.DecisionRows(plan, lookup, ctx.run_id, model, scenario, g, CONDITION,
                                   streams["decisions.parquet"].schema, degree)
-            codes = plan.codes[g].astype(np.int64)[plan.agent_cells]
+            code = plan.codes[g].astype(np.int64) * len(S.STATUSES)  # per cell: attribute × status, for the manifest
+            shape = (len(plan.labels(g)), len(S.STATUSES))
             prev = first = None
             for r, state in enumerate(sim.run(seed)):
                 for batch in rows.batches(r, state, prev):
                     streams["decisions.parquet"].write(batch)
-                shape = (len(plan.labels(g)), len(S.STATUSES))  # attribute × status, for the manifest
-                counts[(model, CONDITION, scenario.id, g, r)] = np.bincount(
-                    codes * shape[1] + state.status, minlength=shape[0] * shape[1]).reshape(shape)
+                c = np.zeros(shape[0] * shape[1], dtype=np.int64)
+                for a in range(0, plan.n, S.CHUNK):
+                    c += np.bincount(code[plan.agent_cells[a:a + S.CHUNK]] + state.status[a:a + S.CHUNK],
+                                     minlength=c.size)
+                counts[(model, CONDITION, scenario.id, g, r)] = c.reshape(shape)
                 first = state if r == 0 else first
                 prev = state
                 tick(f"{scenario.id} × {g}: round {r} of {sim.rounds}")
-            del codes
             if control:
                 ctl = S.ControlRows(plan, model, scenario, g, CONDITION, streams["control.parquet"].schema)
                 initial = S.initial_control(lookup, first, plan, list(scenario.labels))
@@ -376,16 +378,41 @@ def write_tables(ctx, plan: Plan, keys: list[tuple[str, str]], results: list[pd.
                 for batch in S.edge_batches(graph, consts, streams["network.parquet"].schema):
                     streams["network.parquet"].write(batch)
     calls = pd.concat(results, ignore_index=True)
+    fields = manifest_fields(plan, counts, calls)
+    if executor is not None:
+        fields["archetype"]["shards"] = executor.report()
     out = {"decisions.parquet": Streamed(streams.pop("decisions.parquet")),
            "archetypes.parquet": calls[CALL_COLUMNS + [c for c in calls.columns if c.startswith("p_")
                                                        and c != "p_target"]],
            **{name: Streamed(s) for name, s in streams.items()}}
-    return out, manifest_fields(plan, counts, calls)
+    return out, fields
+
+
+def shards_of(config: ExperimentConfig) -> int:
+    """Ray workers the agents are split over (0: the run is local)."""
+    if config.executor != "ray":
+        return 0
+    import os
+
+    return config.population.shards or os.cpu_count() or 1
 
 
 def archetype_task(config: ExperimentConfig, executor=None) -> Task:
-    """The archetype run as a ``Task``: one item per model × scenario (its whole call plan)."""
-    plan = Plan(config, check_config(config))
+    """The archetype run as a ``Task``: one item per model × scenario (its whole call plan). Its size
+    (rows, disk, peak memory: ``archetype_size``) is known before any agent is drawn, and a run that
+    cannot fit the machine is refused here, in one line. ``executor``: shards the rounds (default: Ray's
+    with ``executor: ray``, else one shard here)."""
+    from louder.simulation import archetype_size
+
+    buckets = check_config(config)
+    shards = shards_of(config)
+    size = archetype_size.size(config, shards)
+    archetype_size.check(size, config)
+    if executor is None and shards:
+        from louder.simulation.ray_executor import ArchetypeShards
+
+        executor = ArchetypeShards(config, shards)
+    plan = Plan(config, buckets)
     per_case = plan.calls_per_case()
     keys = [(m.label, s) for m in config.models for s in scenario_ids(config.simulation.scenarios)]
     items = [Item(k, per_case, (archetype_calls(plan, *k),)) for k in keys]
@@ -397,7 +424,7 @@ def archetype_task(config: ExperimentConfig, executor=None) -> Task:
     def tables(ctx, results):
         return write_tables(ctx, plan, keys, results, getattr(ctx, "progress", None), executor)
 
-    return Task("archetype", items, run_case, tables, "manifest.json")
+    return Task("archetype", items, run_case, tables, "manifest.json", notes=tuple(size.lines()))
 
 
 def manifest_fields(plan: Plan, counts: dict, calls: pd.DataFrame) -> dict:

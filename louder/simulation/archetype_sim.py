@@ -14,6 +14,7 @@ order (tests/test_archetype_run.py, tests/golden.py).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,10 +152,6 @@ class Simulation:
     def __init__(self, n: int, shards: list, rounds: int):
         self.n, self.shards, self.rounds = n, shards, rounds
 
-    def set_case(self, lookup: Lookup) -> None:
-        for s in self.shards:
-            s.set_case(lookup)
-
     def _gather(self, parts: list[tuple[np.ndarray | None, RoundState]], round0: bool) -> RoundState:
         if len(parts) == 1 and parts[0][0] is None:
             return parts[0][1]
@@ -162,6 +159,15 @@ class Simulation:
         for nodes, part in parts:
             out.put(nodes, part)
         return out
+
+    def _each(self, method: str, *args) -> list:
+        """``method`` of every shard with ``args``: side by side where shards run elsewhere (``submit``)."""
+        if hasattr(self.shards[0], "submit"):
+            return self.shards[0].collect([s.submit(method, *args) for s in self.shards])
+        return [getattr(s, method)(*args) for s in self.shards]
+
+    def set_case(self, lookup: Lookup) -> None:
+        self._each("set_case", lookup)
 
     def run(self, seed: int):
         """Yields the RoundState of every agent for rounds 0..R."""
@@ -171,7 +177,8 @@ class Simulation:
             if prev is not None:
                 pv = prev.valid
                 pt = pv & (prev.choice == 0)
-            state = self._gather([(s.nodes, s.step(r, seed, pv, pt)) for s in self.shards], r == 0)
+            parts = self._each("step", r, seed, pv, pt)
+            state = self._gather([(s.nodes, p) for s, p in zip(self.shards, parts)], r == 0)
             yield state
             prev = state
 
@@ -181,7 +188,8 @@ class Simulation:
         state = initial
         yield state
         for _ in range(self.rounds):
-            parts = [(s.nodes, s.control(state, rule, choices, target, threshold, self_weight)) for s in self.shards]
+            parts = list(zip([s.nodes for s in self.shards],
+                             self._each("control", state, rule, choices, target, threshold, self_weight)))
             if len(parts) == 1 and parts[0][0] is None:
                 state = parts[0][1]
             else:
@@ -198,7 +206,9 @@ def _strings(values) -> pa.Array:
     return pa.array(list(values), type=pa.large_string())
 
 
+@functools.lru_cache(maxsize=64)
 def _const(value, n: int, type_=pa.large_string()) -> pa.Array:
+    """n copies of ``value`` (None: nulls), made once per value and chunk length (arrow arrays are immutable)."""
     return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
 
 
@@ -221,13 +231,13 @@ class DecisionRows:
 
     def __init__(self, plan, lookup: Lookup, run_id: str, model: str, scenario, group: str, condition: str,
                  schema: pa.Schema, degree: np.ndarray | None):
+        """``degree``: the graph's CSR offsets (None without a graph)."""
         self.plan, self.lk, self.schema = plan, lookup, schema
-        n = plan.n
         self.consts = dict(run_id=run_id, model=model, condition=condition, scenario=scenario.id, group=group,
                            reasoning="default", intervention="none", choice_order="|".join(scenario.labels),
                            wording="as_written", signal="stated", variant="base")
         self.group = group
-        self.degree = degree if degree is not None else np.zeros(n, dtype=np.int64)
+        self.indptr = degree  # the graph's offsets: a chunk's degrees are their differences
         self.decision = _strings(lookup.order + [None])
         self.status = _strings(STATUSES)
         self.raw = _strings(lookup.texts)
@@ -260,7 +270,8 @@ class DecisionRows:
                 reasoning_tokens=_const(None, m, pa.int64()),
                 cell_id=pa.array(cell.astype(np.int64)), weight=pa.array(plan.weights[cell]),
                 round=pa.array(np.full(m, r, dtype=np.int64)), node=pa.array(ids),
-                neighbours=pa.array(self.degree[a:b].astype(np.int64)))
+                neighbours=pa.array(np.zeros(m, np.int64) if self.indptr is None else
+                                    np.diff(self.indptr[a:b + 1]).astype(np.int64)))
             cols.update({f"attr_{g}": v for g, v in attrs.items()})
             if state.share is None:
                 cols["neighbour_share"] = _const(None, m, pa.float64())
