@@ -324,11 +324,16 @@ def write_tables(ctx, plan: Plan, keys: list[tuple[str, str]], results: list[pd.
 
     config = plan.config
     groups = group_ids(config.simulation.groups)
-    graph = plan.graph
-    control = graph is not None and config.influence.rounds > 0
+    networked = config.network is not None
+    control = networked and config.influence.rounds > 0
     names = ["decisions.parquet"] + (["control.parquet"] if control else []) + (
-        ["network.parquet"] if graph is not None else [])
+        ["network.parquet"] if networked else [])
     streams = _streams(ctx, plan, names)
+    if progress and config.network is not None:
+        progress(0, f"drawing the network ({config.network.generator}, {plan.n:,} agents)")
+    graph = plan.graph
+    if progress and executor is not None:
+        progress(0, "placing the agents on the Ray workers, by population cell")
     sim = simulation(plan, executor)
     degree = graph.indptr if graph is not None else None  # each chunk's degrees from the offsets
     counts: dict = {}
