@@ -18,16 +18,20 @@ from dataclasses import dataclass
 from louder.errors import LouderError
 
 MB = 1 << 20
-# Measured (benchmarks/run.py P12 at 10^5, 10^6 and 10^7 agents, Watts–Strogatz k = 8; docs/benchmarks.md):
+# Fitted to the peaks measured with benchmarks/city_scale.py (P12: 10^6 agents in one process, run 787 MB and
+# analyze 2,380 MB; P13: 10^6 and 10^7 agents on 2 Ray workers, driver 905 / 2,608 MB, workers 334 / 1,491 MB;
+# Watts–Strogatz k = 8, 2026-11-28; docs/benchmarks.md):
 RUN_FIXED_MB = 420  # `louder run`: imports, the calls' table and client, the writer
-RUN_AGENT_B = 160  # per agent beside the network
+RUN_AGENT_B = 290  # per agent beside the network
 NEIGHBOUR_B = 12  # per neighbour of an agent while the graph is drawn (8: its key, 4: its CSR entry)
 NX_EDGE_B = 700  # per edge of a graph networkx draws (every generator but Watts–Strogatz), at its peak
 ANALYZE_FIXED_MB = 300  # `louder analyze`: imports
-ANALYZE_AGENT_B = 1600  # per agent: round 0's rows as pandas (every column) and the measures' copies of them
-WORKER_FIXED_MB = 250  # a Ray worker: its imports
-WORKER_AGENT_B = 60  # per agent of its shard beside the network rows
-DRIVER_AGENT_B = 60  # per agent on the Ray driver (cells, replicates, a round of every agent, its rows)
+ANALYZE_AGENT_B = 2200  # per agent: round 0's rows as pandas (every column), the measures' copies, the regression
+WORKER_FIXED_MB = 205  # a Ray worker: its imports
+WORKER_AGENT_B = 80  # per agent of its shard beside its network rows: cells, replicates, its round
+WORKER_ALL_B = 79  # per agent of the whole run: the previous round of every agent it reads (as numbers)
+DRIVER_FIXED_MB = 715  # the Ray driver: `louder run`'s and Ray's client
+DRIVER_AGENT_B = 102  # per agent on the Ray driver (cells, replicates, every agent's round, the shards' rows)
 ROW_DISK_B = 18  # decisions.parquet on disk per row (dictionary-encoded, snappy)
 CONTROL_DISK_B = 6
 EDGE_DISK_B = 6
@@ -107,8 +111,8 @@ def size(config, shards: int = 0) -> Size:
     disk = (rows * ROW_DISK_B + control * CONTROL_DISK_B + edges * EDGE_DISK_B) / MB
     analyze = ANALYZE_FIXED_MB + n * ANALYZE_AGENT_B / MB
     if shards:
-        worker = WORKER_FIXED_MB + (n / shards) * (WORKER_AGENT_B + k * 4) / MB
-        driver = RUN_FIXED_MB + n * (DRIVER_AGENT_B + graph_b) / MB
+        worker = WORKER_FIXED_MB + ((n / shards) * (WORKER_AGENT_B + k * 4) + n * WORKER_ALL_B) / MB
+        driver = DRIVER_FIXED_MB + n * (DRIVER_AGENT_B + graph_b) / MB
         return Size(n, rounds, cases, groups, k, rows, control, edges, disk, driver, analyze, shards, worker)
     run = RUN_FIXED_MB + n * (RUN_AGENT_B + graph_b) / MB
     return Size(n, rounds, cases, groups, k, rows, control, edges, disk, run, analyze)
