@@ -9,15 +9,21 @@ CONSTRAINTS ?= constraints.txt
 PY := $(VENV)/bin/python
 PIN := $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS))
 # llama-cpp-python builds from source; the default native build crashes on CPUs with AMX,
-# so build for a portable AVX2 target.
-export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# so build for a portable AVX2 target (and without the multimodal library, which louder never loads).
+export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+# Its wheel holds no Python extension (llama.cpp's libraries, loaded with ctypes: tagged py3-none), so it
+# is built once into WHEELS and every venv, on any Python, installs it from there (pip's own cache
+# keeps a build per Python).
+WHEELS ?= .wheels
 
 .PHONY: setup demo test test-fast bench docs docs-serve constraints clean
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade $(PIN) pip
-	$(PY) -m pip install --quiet $(PIN) -e ".[test]"
+	mkdir -p $(WHEELS)
+	$(PY) -m pip wheel --quiet $(PIN) --no-deps --find-links $(WHEELS) --wheel-dir $(WHEELS) llama-cpp-python
+	$(PY) -m pip install --quiet $(PIN) --find-links $(WHEELS) -e ".[test]"
 	touch $@
 
 setup: $(VENV)/.installed
@@ -26,12 +32,16 @@ demo: setup
 	$(VENV)/bin/louder demo
 
 # The suite runs on every core (pytest-xdist): its tests are independent, and the embedded model's
-# threads sleep while they wait, so two of its runs side by side share the cores.
+# threads sleep while they wait, so two of its runs side by side share the cores. loadgroup: the tests
+# that share a module's or the session's fixture run on one worker, which builds it once
+# (tests/conftest.py); the 25 slowest tests are listed at the end.
+PYTEST := $(PY) -m pytest -ra -n auto --dist loadgroup --durations=25
+
 test: setup
-	$(PY) -m pytest -ra -n auto
+	$(PYTEST)
 
 test-fast: setup
-	$(PY) -m pytest -ra -n auto -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: setup
 	$(PY) benchmarks/run.py
@@ -50,4 +60,4 @@ constraints:
 	python3 tools/constraints.py $(VENVS) > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
-	rm -rf $(VENV) louder-demo .pytest_cache site
+	rm -rf $(VENV) $(WHEELS) louder-demo .pytest_cache site

@@ -138,7 +138,7 @@ def fake_runs(setting: str, seeds: range, agents: int) -> list[pd.DataFrame]:
 
 def verdicts(a) -> None:
     from louder.analysis.engine import select
-    from louder.analysis.engine.registry import Input
+    from louder.analysis.engine.declarations import Input
     from louder.analysis.stats import cases as C
     from louder.analysis.stats import rates as A
 
@@ -164,7 +164,7 @@ def verdicts(a) -> None:
         significant = collections.Counter()
         for d in fake_runs(setting, range(a.fake_seeds), a.fake_agents):
             tally(d, a.B, 0, counts)
-            cases = C.with_holm(C.implicit_cases(A.attribute_table(select.view(d, Input("decisions"))), B=a.B))
+            cases = C.with_holm(C.implicit_cases(A.attribute_table(select.rows(d, Input("decisions"))), B=a.B))
             significant["holm"] += bool(cases["significant"].any())
             significant["threshold"] += bool((cases["dpd"] > cases["threshold"]).any())
             significant["holm ≥ 0.05"] += int((cases["significant"] & (cases["p_holm"] >= 0.05)).sum())

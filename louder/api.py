@@ -142,10 +142,11 @@ class Run:
         """Every table ``louder analyze`` computes, keyed by its CSV stem (``cases``, ``attributes``,
         ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does.
         ``options``: the measures' options, ``{"conditional": {"control": ["political_ideology"]}}``
-        (``louder measures`` lists them); the keywords of the shorthand flags set them too —
-        ``observed`` (a file of observed rates: voices, sensitivity), ``predictions``, ``patterns``,
-        ``adjust`` (parity | observed: sensitivity.csv), ``random_slopes`` and ``reference``
-        (discrimination.csv), ``control`` (conditional.csv). Computed once per data state and settings:
+        (``louder measures`` lists them); ``shorthands``, the keyword forms of the flags the options
+        declare, set them too (``--random-slopes`` is ``random_slopes=True``) — louder's ``observed`` (a
+        file of observed rates: voices, sensitivity), ``predictions``, ``patterns``, ``adjust`` (parity |
+        observed: sensitivity.csv), ``random_slopes`` and ``reference`` (discrimination.csv), ``control``
+        (conditional.csv), and those of installed measures. Computed once per data state and settings:
         calling it again reads the same tables back without recomputing the bootstrap or rewriting a
         CSV. What the run lacks for a measure is raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
         from louder.analysis import analyze
@@ -169,7 +170,7 @@ class Run:
         if analysis is None:
             tables = written(self.path)
             if tables is not None:
-                from louder.analysis.engine.run import load
+                from louder.analysis.engine.inputs import load
 
                 analysis = load(self.path)
                 analysis.tables = tables

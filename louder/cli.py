@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from louder.cli_tables import analysis_tables, dry_run_table
+from louder.cli_tables import dry_run_table
 from louder.errors import LouderError
 from louder.progress import progress_bar
 
@@ -429,7 +429,7 @@ def probe_association(
 
 def _rescore(path: Path, stereotype: Optional[list[str]], text_column: str, variation: Optional[list[str]]) -> None:
     from louder.probes.association import rescore as score_table
-    from louder.probes.stimuli import get_stereotype
+    from louder.stimuli import get_stereotype
 
     if not stereotype or len(stereotype) != 1:
         fail("--rescore needs exactly one --stereotype NAME (the stereotype the answers are about)")
@@ -465,8 +465,8 @@ def probe_weat(
     from louder.analysis.stats.weat import weat_table
     from louder.io import write_json
     from louder.llm.embeddings import embedder
-    from louder.probes.stimuli import get_stereotype, stereotypes
     from louder.runfolder import hold
+    from louder.stimuli import get_stereotype, stereotypes
 
     try:
         sts = [get_stereotype(n) for n in stereotype] if stereotype else list(stereotypes().values())
@@ -529,6 +529,8 @@ def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> 
     """The analysis' console tables at the terminal's width, then its findings (what the report's top
     says), what it leads to, and what is missing."""
     width = _width()
+    from louder.analysis.report.console import analysis_tables
+
     for table in analysis_tables(a, width, wide, columns):
         console.print(table, width=width)
     from louder.analysis.engine.run import leads
@@ -545,32 +547,91 @@ def _print_analysis(a, wide: bool = False, columns: list[str] | None = None) -> 
         console.print(Text.assemble(("missing:", "yellow"), " ", m), width=width)
 
 
-@app.command()
+# --- the options the measures declare ---------------------------------------------------------------
+
+FLAGS_PANEL = "Shorthands of --set (the measures' options)"
+
+
+def _flag_options(taken: dict[str, str]) -> list:
+    """One option per shorthand flag a measure's option declares (``Option(flag=…)``: louder's and an
+    installed package's), with its help text, built by typer from a signature made of them; ``taken``:
+    the command's own options (flag → parameter name), which no measure may take."""
+    import inspect
+
+    from louder.analysis.engine import options as O
+
+    kinds = {bool: bool, int: int, float: float, Path: Path}
+    params = []
+    for flag, declared in O.flags().items():
+        m, o = declared[0]
+        name = O.keyword(flag)
+        if flag in taken or name in taken.values():
+            raise LouderError(f"measure {m.name}: option {o.name}'s flag {flag} is an option of the command itself; "
+                              "give it another flag")
+        sets = ", ".join(f"{m.name}.{o.name}" for m, o in declared)
+        said = all(str(c) in o.doc for c in o.choices)  # its doc may name its values already
+        choices = f" ({' | '.join(map(str, o.choices))})" if o.choices and not said else ""
+        text = f"{o.doc}{choices} (--set {sets}{'; repeatable' if o.multiple else ''})"
+        kind = kinds.get(o.type, str)
+        if kind is bool and not o.multiple:
+            annotation, default = Annotated[bool, typer.Option(flag, help=text, rich_help_panel=FLAGS_PANEL)], False
+        else:
+            annotation = Annotated[Optional[list[kind]] if o.multiple else Optional[kind],
+                                   typer.Option(flag, help=text, rich_help_panel=FLAGS_PANEL)]
+            default = None
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+
+    def flags(**values):  # only its signature is read
+        pass
+
+    flags.__signature__ = inspect.Signature(params)
+    flags.__annotations__ = {p.name: p.annotation for p in params}
+    grown = typer.Typer(add_completion=False)
+    grown.command()(flags)
+    return list(typer.main.get_command(grown).params)
+
+
+class _WithMeasureFlags(typer.core.TyperCommand):
+    """A command whose options include every flag the measures' options declare, grown from the registry
+    when the command's options are first read (its help, or running it): ``louder --help`` and the other
+    commands import no measure. Their values reach the command as ``_flags(ctx)`` (keyword → value)."""
+
+    @property
+    def params(self) -> list:
+        if self._grown is None:
+            try:
+                self._grown = _flag_options({o: p.name for p in self._params for o in p.opts})
+            except LouderError as e:
+                fail(str(e))
+            self._params.extend(self._grown)  # one list: click appends and pops its help option on it
+        return self._params
+
+    @params.setter
+    def params(self, value) -> None:
+        self._params, self._grown = list(value), None
+
+    def invoke(self, ctx):
+        ctx.meta["louder.flags"] = {p.name: ctx.params.pop(p.name) for p in self._grown or () if p.name in ctx.params}
+        return super().invoke(ctx)
+
+
+def _flags(ctx: typer.Context) -> dict:
+    """The measures' flags given to a ``_WithMeasureFlags`` command, by keyword (``random_slopes``)."""
+    return ctx.meta.get("louder.flags", {})
+
+
+@app.command(cls=_WithMeasureFlags)
 def analyze(
+    ctx: typer.Context,
     run_dir: Path = typer.Argument(..., help="run folder (the --out of `louder run` / `louder probe explicit`)"),
     bootstrap: int = typer.Option(10_000, "--bootstrap", "-B", help="bootstrap resamples per case"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
-    predictions: Optional[Path] = typer.Option(None, "--predictions", help="literature predictions YAML "
-                                               "(default: Table 3 of the paper)"),
-    patterns: Optional[Path] = typer.Option(None, "--patterns", help="rationale phrase patterns YAML"),
-    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md): gaps and "
-                                            "amplification of the agents' gap in voices.csv"),
-    random_slopes: bool = typer.Option(False, "--random-slopes", help="discrimination.csv in score mode: add "
-                                       "discrim-eval's random attribute slopes per scenario to the mixed model"),
-    reference: Optional[list[str]] = typer.Option(None, "--reference", help="GROUP=ATTRIBUTE: the attribute the "
-                                                  "group's discrimination scores are against (default: the group's "
-                                                  "first); repeatable"),
-    control: Optional[list[str]] = typer.Option(None, "--control", help="a population run's group to read every "
-                                                "other group's DPD within (conditional.csv); repeatable"),
     wide: bool = typer.Option(False, "--wide", help="print every column of the tables (default: the key columns "
                                                      "that fit the terminal)"),
     columns: Optional[str] = typer.Option(None, "--columns", help="print these columns of the tables, comma-separated "
                                           "(e.g. scenario,dpd,p_holm,power)"),
-    adjust: Optional[str] = typer.Option(None, "--adjust", help="parity | observed: a run with policy variants gets "
-                                         "sensitivity.csv — each variant's effect under raw and calibrated agents, "
-                                         "and whether the conclusion depends on the model's bias"),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="MEASURE.OPTION=VALUE: an option of a measure "
-                                             "(`louder measures` lists them); repeatable. The flags above are "
+                                             "(`louder measures` lists them); repeatable. The flags below are "
                                              "shorthands of it (--control G is --set conditional.control=G)"),
 ) -> None:
     """Compute DPDs, significance, contrasts, directions and rationale tables; write CSVs (once per data
@@ -579,9 +640,7 @@ def analyze(
     from louder.analysis.engine.options import parse_set
 
     try:
-        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()),
-                         predictions=predictions, patterns=patterns, observed=observed, adjust=adjust,
-                         random_slopes=random_slopes, reference=reference or (), control=control or ())
+        a = run_analysis(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()), **_flags(ctx))
         _print_analysis(a, wide, [c.strip() for c in columns.split(",") if c.strip()] if columns else None)
     except LouderError as e:
         fail(str(e))
@@ -626,17 +685,17 @@ app.command("calibrate")(calibrate)
 app.command("adjust", hidden=True, help="The earlier name of `louder calibrate`.")(calibrate)
 
 
-@app.command()
+@app.command(cls=_WithMeasureFlags)
 def report(
+    ctx: typer.Context,
     run_dir: Path = typer.Argument(..., help="run folder"),
     bootstrap: Optional[int] = typer.Option(None, "--bootstrap", "-B", help="bootstrap resamples per case, for a "
                                             "folder not yet analysed (default 10000; else analyze's)"),
     seed: Optional[int] = typer.Option(None, "--seed", help="seed of the bootstrap, for a folder not yet analysed "
                                        "(default 0; else analyze's)"),
-    observed: Optional[Path] = typer.Option(None, "--observed", help="observed rates YAML (docs/voices.md), for a "
-                                            "folder not yet analysed"),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="MEASURE.OPTION=VALUE, for a folder not yet "
-                                             "analysed (else analyze's); repeatable"),
+                                             "analysed (else analyze's); repeatable. The flags below are shorthands "
+                                             "of it"),
 ) -> None:
     """Write RUN_DIR/report/index.html (self-contained, figures embedded) from the analysis `louder analyze`
     wrote (its settings; the folder's CSVs are not rewritten); a folder not yet analysed is analysed first."""
@@ -645,7 +704,7 @@ def report(
     from louder.analysis.report.page import write_report
 
     try:
-        a = for_report(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()), observed=observed)
+        a = for_report(run_dir, bootstrap=bootstrap, seed=seed, options=parse_set(set_ or ()), **_flags(ctx))
         path = write_report(a)
     except LouderError as e:
         fail(str(e))
@@ -674,8 +733,8 @@ def compare(
     """Model against model: the paper's summary per model, ΔDPD per pair of models and case for actions and
     words with intervals and verdicts, per pair, a trend along --order, and a release gate (--fail-if)."""
     from louder.analysis.engine import registry
+    from louder.analysis.report.console import frame_table
     from louder.api import compare as compare_models
-    from louder.cli_tables import frame_table
 
     try:
         c = compare_models(*runs, order=order, margin=margin, bootstrap=bootstrap, seed=seed)
@@ -683,10 +742,12 @@ def compare(
         paths = c.write(out, gate=gate)
     except LouderError as e:
         fail(str(e))
-    for view in registry.get("models").views:  # the tables a run folder of several models prints
-        df = c.tables.get(view.table)
-        if df is not None and len(df):
-            console.print(frame_table(df, view.title, view.columns, _width(), wide, hint="louder compare --wide"),
+    for name, df in c.tables.items():  # each table as the measure that declares it prints it in `louder analyze`
+        owner = registry.owner(name)
+        if owner is None or df is None or not len(df):
+            continue
+        for shown in (v for v in owner.console if v.table == name):
+            console.print(frame_table(df, shown.title, shown.columns, _width(), wide, hint="louder compare --wide"),
                           width=_width())
     for note in c.assembled.notes:
         console.print(Text.assemble(("note:", "yellow"), " ", note), width=_width())

@@ -1,12 +1,13 @@
 """``louder compare``: model against model across run folders (issue 42; docs/tutorials/compare-models.md).
 
 Runs of different models made on different days, servers or keys live in separate folders. This
-module puts them together: each folder is read as the ``models`` measure reads one (its declared
-inputs: the per-case views of the decisions and the explicit probes), each of its models becomes an
-**entry** named by its label — the label given (``base=runs/a``), the model's name without one, or
-``LABEL/MODEL`` for a labelled folder of several models — and the frames, their ``model`` column
-relabelled, go to the same statistics as one folder's (``louder.analysis.stats.comparison.compare``): a
-folder of several models and the same models in separate folders give the same tables.
+module puts them together: each folder is read as the measure that shows the comparison's tables reads
+one (``presenting``: its declared inputs, the per-case selections of the decisions and the explicit probes),
+each of its models becomes an **entry** named by its label — the label given (``base=runs/a``), the
+model's name without one, or ``LABEL/MODEL`` for a labelled folder of several models — and the frames,
+their ``model`` column relabelled, go to the same statistics as one folder's
+(``louder.analysis.stats.comparison.compare``): a folder of several models and the same models in
+separate folders give the same tables.
 
 Folders combine only when their designs match (``design``): the kind of run, the scenarios and their
 texts, the groups and their attributes (the manifests' ``design_sha256``; a folder written before it
@@ -29,11 +30,21 @@ import pandas as pd
 
 from louder.analysis.engine import registry
 from louder.analysis.engine.inputs import Analysis, Settings, load
+from louder.analysis.engine.declarations import Measure
 from louder.analysis.stats import comparison as C
-from louder.config import recorded
+from louder.sections import recorded
 from louder.errors import LouderError, did_you_mean
 
-MEASURE = "models"  # the measure whose inputs a folder is read with, and whose tables a comparison writes
+
+def presenting() -> list[Measure]:
+    """The measures that declare the tables a comparison writes (``C.TABLES``), found through the registry —
+    this module names no measure. Their inputs are how a folder is read; their views, findings, section
+    and figures show the tables, in ``louder compare``'s report as in a run folder's."""
+    found = {m.name: m for t in C.TABLES if (m := registry.owner(t)) is not None}
+    if not found:
+        raise LouderError(f"louder compare: no measure declares the comparison's tables ({', '.join(C.TABLES)}); "
+                          "reinstall louder (its measures come with it)")
+    return list(found.values())
 
 
 @dataclass(frozen=True)
@@ -185,7 +196,7 @@ class Assembled:
 
 
 def _frames(a: Analysis) -> dict[str, pd.DataFrame | None]:
-    return {i.name: a.view(i) for i in registry.get(MEASURE).inputs}
+    return {i.name: a.rows(i) for m in presenting() for i in m.inputs}
 
 
 def _relabel(frame: pd.DataFrame | None, model: str, label: str) -> pd.DataFrame | None:
@@ -325,29 +336,25 @@ def summary(x: Assembled, c: C.Comparison, settings: dict, gate: dict | None = N
             "notes": x.notes, **{name: records(t) for name, t in c.tables.items()}, "gate": gate}
 
 
-def render(x: Assembled, c: C.Comparison, settings: dict, gate: dict | None = None) -> str:
-    """The comparison's self-contained HTML page."""
-    import html as H
-    from datetime import datetime, timezone
+def presentation(x: Assembled, c: C.Comparison, settings: dict,
+                 out: str | Path = ".") -> tuple[Analysis, list[Measure]]:
+    """The comparison as the measures that show its tables see it (``presenting``): an analysis whose tables
+    are the comparison's and whose options are the comparison's settings of the same name (``--order``,
+    ``--margin``), for the options those measures declare."""
+    measures = presenting()
+    given = {"order": tuple(x.labels) if settings.get("order") else (), "margin": settings["margin"]}
+    options = {m.name: {o.name: given[o.name] for o in m.options if o.name in given} for m in measures}
+    return Analysis(Path(out), Settings.of(settings["bootstrap"], settings["seed"], options),
+                    tables=dict(c.tables)), measures
 
-    from louder.analysis.report.comparison import gate_html, html_sections
-    from louder.analysis.report.html import note, section, table
-    from louder.analysis.report.page import CSS
 
-    title = "louder comparison — " + " vs ".join(x.labels)
-    failing = pd.DataFrame(gate["failing"]) if gate else None
-    head = [f"<h1>{H.escape(title)}</h1>",
-            note(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; B = {settings['bootstrap']} resamples, "
-                 f"seed {settings['seed']}, margin {settings['margin']:g}. The folders' designs match (scenario texts, "
-                 "groups and attributes, persona conditions, wordings, choice order, identity signal, decision mode, "
-                 "prompt templates); what each entry is:"),
-            table(x.sources),
-            gate_html(failing, gate["rule"] if gate else None)]
-    if x.notes:
-        head.append('<div class="missing"><ul>' + "".join(f"<li>{H.escape(n)}</li>" for n in x.notes) + "</ul></div>")
-    body = section("Model against model", html_sections(c.tables, settings["margin"], bool(settings.get("order"))))
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + H.escape(title) + "</title><style>" + CSS +
-            "</style></head><body>" + "\n".join(head) + "\n" + body + "</body></html>")
+def render(x: Assembled, c: C.Comparison, settings: dict, gate: dict | None = None, out: str | Path = ".") -> str:
+    """The comparison's self-contained HTML page (``louder.analysis.report.comparison``: the run report's page
+    machinery, findings first)."""
+    from louder.analysis.report.comparison import render as page
+
+    a, measures = presentation(x, c, settings, out)
+    return page(x.labels, x.sources, x.notes, a, measures, settings, gate)
 
 
 def write(out: str | Path, x: Assembled, c: C.Comparison, settings: dict, gate: dict | None = None,
@@ -363,6 +370,6 @@ def write(out: str | Path, x: Assembled, c: C.Comparison, settings: dict, gate: 
     write_json(summary(x, c, settings, gate), out / "comparison.json")
     paths.append(out / "comparison.json")
     if report:
-        write_text(render(x, c, settings, gate), out / "report" / "index.html")
+        write_text(render(x, c, settings, gate, out), out / "report" / "index.html")
         paths.append(out / "report" / "index.html")
     return paths

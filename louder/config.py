@@ -2,24 +2,25 @@
 
 ``ExperimentConfig`` is a few keys every kind of run shares (models, seed, concurrency, cache …)
 and the sections users write (docs/reference/config.md), each a small pydantic model beside the code
-it configures (issue 31.4):
+it configures (issue 31.4) — or, where that code reads the whole config, in ``louder/sections/``
+(issue 47: the config composes them, and imports nothing that imports it):
 
 =================  ==================================================  ======================================
 section            what it sets                                        model
 =================  ==================================================  ======================================
-``simulation:``    the agents' runs: design, generation, dimensions    ``louder/simulation/config.py``
-``sequential:``    waves until decided (``--until decided``)           ``louder/simulation/config.py``
+``simulation:``    the agents' runs: design, generation, dimensions    ``louder/sections/simulation.py``
+``sequential:``    waves until decided (``--until decided``)           ``louder/sections/simulation.py``
 ``population:``    agents drawn from a population, twins, archetypes   ``louder/populations/config.py``
 ``network:``       the social network (a graph generator)              ``louder/networks/graphs.py``
 ``influence:``     rounds of influence, control rule, no-influence arm ``louder/networks/config.py``
-``explicit:`` …    the probes (explicit, association, decision_test,   ``louder/probes/config.py``
+``explicit:`` …    the probes (explicit, association, decision_test,   ``louder/sections/probes.py``
                    beliefs)
 =================  ==================================================  ======================================
 
-Configs of earlier versions wrote most of these as flat top-level keys (``agents: 5``). Each section
-declares the flat keys it took over (``Section.FLAT``); ``nest`` reads them into their sections, and
-``load_config`` says once, in one line, where to move them. Manifests record the config in the
-nested shape; ``recorded`` reads a field of a manifest's config in either shape.
+Configs of earlier versions wrote most of these as flat top-level keys (``agents: 5``); where each now
+lives is ``louder.sections.FLAT``. ``nest`` reads them into their sections, and ``load_config`` says
+once, in one line, where to move them. Manifests record the config in the nested shape;
+``louder.sections.recorded`` reads a field of a manifest's config in either shape.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ from louder.llm.spec import ModelConfig
 from louder.networks.config import ControlConfig, InfluenceConfig
 from louder.networks.graphs import NetworkConfig
 from louder.populations.config import PopulationConfig
-from louder.probes.config import AssociationConfig, BeliefsConfig, DecisionTestConfig, ExplicitConfig
-from louder.sections import GenerationParams, Section
-from louder.simulation.config import CONDITIONS, Condition, SequentialConfig, SimulationConfig
+from louder.sections import FLAT, GenerationParams, Section, flat_params, recorded
+from louder.sections.probes import AssociationConfig, BeliefsConfig, DecisionTestConfig, ExplicitConfig
+from louder.sections.simulation import CONDITIONS, Condition, SequentialConfig, SimulationConfig
 
 __all__ = ["CONDITIONS", "Condition", "ControlConfig", "ExperimentConfig", "GenerationParams", "MOVED",
            "NetworkConfig", "SECTIONS", "SequentialConfig", "build_config", "load_config", "nest", "part", "recorded"]
@@ -117,7 +118,7 @@ class ExperimentConfig(BaseModel):
     def _known_stereotypes(cls, v):
         if v is None:
             return v
-        from louder.probes.stimuli import get_stereotype
+        from louder.stimuli import get_stereotype
 
         out = []
         for name in v:
@@ -180,19 +181,9 @@ def _sections() -> dict[str, type[Section]]:
 
 SECTION_MODELS = _sections()
 SECTIONS: dict[str, tuple[str, ...]] = {name: tuple(m.model_fields) for name, m in SECTION_MODELS.items()}
-# flat key → where it lives now ("agents" → ("simulation", "agents")); derived from the sections' FLAT
-_FLAT: dict[str, tuple[str, str]] = {flat: (name, f) for name, m in SECTION_MODELS.items()
-                                     for flat, f in m.FLAT.items()}
 # (``population: FILE`` is the section's own short form, not a deprecated key)
-MOVED: dict[str, str] = {flat: f"{s}.{f}" for flat, (s, f) in _FLAT.items() if SECTION_MODELS[s].SHORT != f}
+MOVED: dict[str, str] = {flat: f"{s}.{f}" for flat, (s, f) in FLAT.items() if SECTION_MODELS[s].SHORT != f}
 TOP = tuple(n for n in ExperimentConfig.model_fields if n not in SECTION_MODELS)
-_PARAMS = {"temperature", "max_tokens"}
-
-
-def _flat_params(key: str, value) -> bool:
-    """``explicit: {temperature, max_tokens}`` (also association, beliefs): the old flat generation
-    parameters, not the section of the same name."""
-    return key in _FLAT and isinstance(value, dict) and bool(value) and set(value) <= _PARAMS
 
 
 def _name(key) -> str:
@@ -228,7 +219,7 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None,
         out[section][key] = value
 
     for key, value in data.items():
-        if key in SECTION_MODELS and not _flat_params(key, value):
+        if key in SECTION_MODELS and not flat_params(key, value):
             model = SECTION_MODELS[key]
             if isinstance(value, BaseModel):
                 value = value.model_dump(exclude_unset=True)
@@ -254,8 +245,8 @@ def nest(data: dict, where: str = "config", unknown: list[str] | None = None,
                            f"{_did_you_mean(sub, fields, key + '.')} (fields: {', '.join(fields)})")
                     continue
                 put(key, sub, v, f"{key}.{sub}")
-        elif key in _FLAT:
-            section, sub = _FLAT[key]
+        elif key in FLAT:
+            section, sub = FLAT[key]
             old.append(key)
             if not isinstance(out.get(section), dict):
                 if out.get(section) is not None:
@@ -322,24 +313,6 @@ def part(config: ExperimentConfig, section: str) -> SimpleNamespace:
     shared = {k: getattr(config, k) for k in ("models", "seed", "concurrency", "paper_faithful", "stereotypes",
                                               "egalitarian")}
     return SimpleNamespace(**shared, decision_mode=config.simulation.decision_mode, **own)
-
-
-def recorded(config: dict | None, path: str, default=None):
-    """The field ``path`` ("simulation.groups", "seed") of a config as a manifest recorded it: in the
-    nested shape of this version, or the flat shape of louder before sections ("groups")."""
-    if not isinstance(config, dict):
-        return default
-    section, _, key = path.partition(".")
-    if not key:
-        return config.get(section, default)
-    inner = config.get(section)
-    if isinstance(inner, dict) and key in inner:
-        return inner[key]
-    flat = next((f for f, (s, k) in _FLAT.items() if s == section and k == key), None)
-    if flat is not None and flat in config and not (flat == section and isinstance(config[flat], dict)
-                                                    and not _flat_params(flat, config[flat])):
-        return config[flat]
-    return default
 
 
 def build_config(data: dict, where: str = "config", unknown: list[str] | None = None) -> ExperimentConfig:

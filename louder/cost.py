@@ -18,6 +18,7 @@ import yaml
 from louder.config import ExperimentConfig
 from louder.llm.registry import backend_info
 from louder.llm.spec import parse_spec
+from louder.prices import lookup, prices
 
 STAND_IN_NAME = "Alex Morgan"  # where a plan renders an agent's prompt before any name is written
 
@@ -36,18 +37,6 @@ def stand_in_persona() -> str:
 
 def tokens(text: str) -> int:
     return max(1, len(text) // numbers()["chars_per_token"])
-
-
-def prices() -> dict:
-    return yaml.safe_load((resources.files("louder") / "data" / "prices.yaml").read_text("utf-8"))
-
-
-def lookup(models: dict, model: str) -> dict | None:
-    """A model's prices: by its name, or (``langchain:openai:MODEL``) by the name after ``openai:``."""
-    if model in models:
-        return models[model]
-    provider, _, name = model.partition(":")
-    return models.get(name) if provider == "openai" and name else None
 
 
 def _budget(info, model: str, configured: str | None, level: str) -> int:
@@ -108,15 +97,3 @@ def price(calls, config: ExperimentConfig) -> pd.DataFrame:
                                 f"({rate.get('as_of', table['as_of'])})" if rate
                                 else "not in louder/data/prices.yaml")))
     return pd.DataFrame(rows)
-
-
-def spent(spec: str, input_tokens: int, output_tokens: int) -> float | None:
-    """What a run's recorded tokens of model ``spec`` cost in USD at louder/data/prices.yaml's prices:
-    (input · price_in + output · price_out) / 10⁶; 0 for a local model or a server of your own, None for
-    a hosted model the file does not price."""
-    _, backend, model, url = parse_spec(spec)
-    info = backend_info(backend)
-    if info.local or url is not None:
-        return 0.0
-    rate = lookup(prices()["models"], model) if info.priced else None
-    return None if rate is None else (input_tokens * rate["input"] + output_tokens * rate["output"]) / 1e6

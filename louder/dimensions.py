@@ -43,6 +43,7 @@ from itertools import product
 from typing import Any, Callable, Iterator, Sequence
 
 from louder.errors import did_you_mean
+from louder.registry import Registry
 from louder.scenarios import AS_WRITTEN, Scenario, load_group, load_scenario
 
 CROSSED = "crossed"
@@ -92,25 +93,25 @@ class Dimension:
         return self.given(config) != [self.default]
 
 
-_DIMENSIONS: dict[str, Dimension] = {}
+DIMENSIONS: Registry[Dimension] = Registry("dimension", Dimension, key=lambda d: d.id)
 
 
 def register(d: Dimension) -> None:
     """Make ``d`` known to every agent run (replacing a dimension of the same id)."""
-    _DIMENSIONS[d.id] = d
+    DIMENSIONS.register(d)
 
 
 def unregister(dim_id: str) -> None:
-    _DIMENSIONS.pop(dim_id, None)
+    DIMENSIONS.unregister(dim_id)
 
 
 def registered(design: str | None = None) -> list[Dimension]:
     """The dimensions (of one ``design``), in registry order."""
-    return [d for d in _DIMENSIONS.values() if design is None or d.design == design]
+    return [d for d in DIMENSIONS.values() if design is None or d.design == design]
 
 
 def get(dim_id: str) -> Dimension:
-    return _DIMENSIONS[dim_id]
+    return DIMENSIONS.get(dim_id)
 
 
 def combos(config, scenario: Scenario, design: str) -> list[dict[str, str]]:

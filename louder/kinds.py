@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from louder.config import ExperimentConfig
-from louder.errors import LouderError, did_you_mean
+from louder.errors import LouderError
+from louder.registry import Registry
 
 DEFAULT = "simulation"  # the `louder run` kind of a config no other run kind recognises
 RUN_ALIASES = ("simulation", "run")  # batch --kind names for "whatever `louder run` runs with this config"
@@ -55,36 +56,34 @@ class Kind:
         return _load(self.console)(result) if self.console else []
 
 
-_KINDS: dict[str, Kind] = {}
+KINDS: Registry[Kind] = Registry("kind of run", Kind)
 
 
 def register(kind: Kind) -> None:
     """Make ``kind`` known (replacing a kind of the same name)."""
-    _KINDS[kind.name] = kind
+    KINDS.register(kind)
 
 
 def unregister(name: str) -> None:
-    _KINDS.pop(name, None)
+    KINDS.unregister(name)
 
 
 def names(command: str | None = None) -> list[str]:
     """Every kind's name (those started by ``command`` — "run" or "probe" — if given), in registry order."""
-    return [k.name for k in _KINDS.values() if command is None or k.command.split()[0] == command]
+    return [k.name for k in KINDS.values() if command is None or k.command.split()[0] == command]
 
 
 def get(name: str) -> Kind:
-    if name not in _KINDS:
-        raise LouderError(f"unknown kind of run {name!r}{did_you_mean(name, _KINDS)}; one of {', '.join(_KINDS)}")
-    return _KINDS[name]
+    return KINDS.get(name)
 
 
 def for_config(config: ExperimentConfig) -> Kind:
     """The kind ``louder run`` runs with ``config``: the run kind that recognises it, else the default."""
-    hits = [k for k in _KINDS.values() if k.command == "run" and k.recognise is not None and k.recognise(config)]
+    hits = [k for k in KINDS.values() if k.command == "run" and k.recognise is not None and k.recognise(config)]
     if len(hits) > 1:
         raise LouderError(f"config: it reads as several kinds of run at once ({', '.join(k.name for k in hits)}); "
                           "see `louder kinds` for what sets each")
-    return hits[0] if hits else _KINDS[DEFAULT]
+    return hits[0] if hits else KINDS.get(DEFAULT)
 
 
 def resolve(name: str, config: ExperimentConfig) -> Kind:

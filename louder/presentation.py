@@ -24,7 +24,6 @@ from louder.llm.base import stable_seed
 from louder.scenarios import Scenario
 
 ORDERS = ("as_written", "reversed", "balanced", "shuffled")
-SIGNALS = ("stated", "names")
 ALL = "all"  # simulation.wordings: [all] — the scenario's own text and every wording of its file
 NAMES_DIR = resources.files("louder") / "data" / "names"
 DEFAULT_NAMES = "bertrand_mullainathan_2004"

@@ -70,8 +70,8 @@ DTYPES = {
     "choice_order": "string", "wording": "string", "signal": "string",
     "thinking": "string", "reasoning_tokens": "Int64", "reasoning": "string",
     "intervention": "string",
-    "respondent": "string",  # a human study's respondent of a paired agent (louder.simulation.humans)
-    "grounding": "string",  # grounded studies: attribute | grounded | unlabelled (louder.simulation.humans)
+    "respondent": "string",  # a human study's respondent of a paired agent (louder.humans)
+    "grounding": "string",  # grounded studies: attribute | grounded | unlabelled (louder.humans)
 }
 
 

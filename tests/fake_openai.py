@@ -107,6 +107,22 @@ def fake_logprobs(content: str, prompt: str) -> list[dict]:
     return out
 
 
+def misbehaving():
+    """A ``behaviour`` that answers as a small real model does: of the decisions asked, in turn, one the
+    default answer, one off the list, one a refusal (the rest of the prompts: the default answer)."""
+    import itertools
+
+    decisions = itertools.count()  # next() on a count is atomic: the server answers on several threads
+
+    def behaviour(n: int, prompt: str, body: dict) -> str | None:
+        if '"decision"' not in prompt:
+            return None
+        return (None, '{"decision": "Wait and see", "rationale": "unsure"}',
+                "I'm sorry, I can't make that choice for someone.")[next(decisions) % 3]
+
+    return behaviour
+
+
 class FakeOpenAIServer:
     def __init__(self, behaviour=None, port: int = 0, reject_modes=(), validation_500=False,
                  reject_logprobs=False, models=("fake",), require_model=False, api_key=None, reasoning=None):

@@ -13,7 +13,7 @@ from louder.config import build_config
 from louder.probes.association import bias_score, make_trial, parse_pairs, rescore, score_response
 from louder.probes.bai_runner import run_test
 from louder.probes.decision_test import make_decision_trial
-from louder.probes.stimuli import get_stereotype, stereotypes
+from louder.stimuli import get_stereotype, stereotypes
 
 DATA = Path(__file__).parent / "data" / "bai_gpt4o"
 
@@ -321,3 +321,27 @@ def test_dry_run_of_the_bai_tests_counts_calls_and_prices_them(fake_server, tmp_
     assert count_calls(calls, test) == expected
     assert f"{expected // 2:,}" in r.output and "local: free" in r.output and "USD per 1M tokens" in r.output
     assert not fake_server.requests and not (tmp_path / "dry").exists()
+
+
+def test_association_and_decision_tests_from_the_cli_into_the_report(fake_server, tmp_path):
+    """`louder probe association` and `louder probe decision` on a model served over HTTP, then `louder report`:
+    every answer accounted for, both tests' sections in the report."""
+    from typer.testing import CliRunner
+
+    from louder.cli import app
+
+    runner = CliRunner()
+    common = ["--stereotype", "racism", "--stereotype", "career", "--trials", "2", "--out", str(tmp_path),
+              "--model", f"openai:fake@{fake_server.url}"]
+    for test in (["association", "--variation", "replication"], ["decision"]):
+        r = runner.invoke(app, ["probe", *test, *common])
+        assert r.exit_code == 0, r.output
+    assoc = pd.read_parquet(tmp_path / "association.parquet")
+    dec = pd.read_parquet(tmp_path / "decision_test.parquet")
+    assert len(assoc) == 4 and len(dec) == 4
+    for df in (assoc, dec):
+        assert (df["status"] == "valid").all(), df["raw_response" if "raw_response" in df else "response"].tolist()
+    r = runner.invoke(app, ["report", str(tmp_path), "-B", "500"])
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "LLM Word Association Test" in html and "LLM Relative Decision Test" in html

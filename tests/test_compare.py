@@ -2,10 +2,14 @@
 and independent code, on null and planted data; ``louder compare`` over run folders of the fake model
 (null: the same model, two run seeds; planted: a bias of 0.9 against one of 0.6 on the same
 attribute), the release gate, refused designs, one folder of several models against separate folders,
-and the ``models`` measure of a run folder."""
+and the ``models`` measure of a run folder. Issue 47: the findings in sentences (planted: the right entry
+reads more biased; null, many seeds: no difference or underpowered), the ΔDPD forest plot, and core code
+that names no measure."""
 
 from __future__ import annotations
 
+import ast
+import html
 import json
 import re
 from pathlib import Path
@@ -17,6 +21,9 @@ from typer.testing import CliRunner
 
 import louder
 from louder.analysis import stats
+from louder.analysis.engine import registry
+from louder.analysis.engine.inputs import Analysis, Settings
+from louder.analysis.measures.models import forest_figure, models_figure
 from louder.analysis.stats import comparison as C
 from louder.analysis.stats import intervals as I
 from louder.cli import app
@@ -195,7 +202,7 @@ def cli(*args):
 def test_null_twenty_pairs_of_runs(tmp_path):
     """One fake model, two folders with different run seeds, 20 pairs: verdicts other than no difference
     / underpowered in at most 5 % of case comparisons (actions and words), the gate passes in ≥ 19."""
-    verdicts, passed = [], 0
+    verdicts, passed, claims = [], 0, 0
     for pair in range(20):
         a, b = (fake_run(tmp_path / f"n{pair}{x}", BIASED, seed=2 * pair + i) for i, x in enumerate("ab"))
         r = cli("compare", f"base={a}", f"new={b}", "-B", 500, "--out", tmp_path / f"c{pair}", "--fail-if", "worse")
@@ -203,8 +210,14 @@ def test_null_twenty_pairs_of_runs(tmp_path):
         passed += r.exit_code == 0
         t = pd.read_csv(tmp_path / f"c{pair}" / "model_pairs.csv")
         verdicts += list(t["actions_verdict"]) + list(t["words_verdict"])
+        said = page_findings(tmp_path / f"c{pair}" / "report" / "index.html")
+        for side in ("actions", "words"):
+            (sentence,) = [f for f in said if f.lower().startswith(side)]
+            _agrees(sentence, t[f"{side}_verdict"], "new", "base")
+            claims += ("more biased" in sentence or "less biased" in sentence)
     assert sum(v not in ("no difference", "underpowered") for v in verdicts) <= 0.05 * len(verdicts)
     assert passed >= 19
+    assert claims <= 2  # of 40 sentences
 
 
 @pytest.mark.slow
@@ -238,10 +251,21 @@ def test_planted_reads_more_biased_and_the_gate_fails_naming_the_case(planted, t
     assert row["actions_ci_low"] <= PLANTED <= row["actions_ci_high"]
     gate = json.loads((tmp_path / "c" / "comparison.json").read_text())["gate"]
     assert gate["passed"] is False and gate["base"] == "base" and len(gate["failing"]) == len(failing)
+    # the page says it first, in sentences: the gate, then which entry is more biased, where, by how much
+    said = page_findings(tmp_path / "c" / "report" / "index.html")
+    assert said[0].startswith("Release gate (--fail-if worse): failed in ") and "new is more biased than base" in said[0]
+    delta = f"{row['actions_delta']:+.2f} [{row['actions_ci_low']:+.2f}, {row['actions_ci_high']:+.2f}]"
+    assert (f"Actions (what the agents do): new is more biased than base in 1 of 1 case — emergency_response × "
+            f"gender_identity (contextualized), ΔDPD {delta}.") in said
+    assert any(f.startswith("Words (what the models say when asked): new is more biased than base in 1 of 1 case")
+               for f in said)
     # the other way round: the new model is less biased, and the gate passes
     r = cli("compare", f"base={biased}", f"new={mild}", "-B", 1000, "--out", tmp_path / "d", "--fail-if", "worse")
     assert r.exit_code == 0 and "gate passed" in r.output, r.output
     assert pd.read_csv(tmp_path / "d" / "model_pairs.csv").iloc[0]["actions_verdict"] == "less biased"
+    said = page_findings(tmp_path / "d" / "report" / "index.html")
+    assert said[0] == "Release gate (--fail-if worse): passed — no entry is more biased than base in any case."
+    assert any(f.startswith("Actions (what the agents do): new is less biased than base in 1 of 1 case") for f in said)
     # with a margin: the increase (0.3) is shown to exceed 0.05, not 0.6
     assert cli("compare", f"base={mild}", f"new={biased}", "-B", 1000, "--out", tmp_path / "e", "--fail-if",
                "worse:0.05").exit_code == 1
@@ -383,15 +407,133 @@ def test_a_multi_model_folder_reports_its_pairs_and_a_single_model_writes_none(p
     assert cli("report", one).exit_code == 0
     page = (one / "report" / "index.html").read_text()
     assert "Model against model" in page and '<figure class="fig" data-figure="models/means">' in page
-    assert f"{MILD} against {BIASED}, actions: mean ΔDPD" in page  # the pair's finding, at the top
-    # the figure's intervals contain their estimates, in the palette (the golden runs have one model each)
+    assert '<figure class="fig" data-figure="models/forest">' in page
+    # the pair's findings at the top: the same sentences as `louder compare`'s page
+    said = page_findings(one / "report" / "index.html")
+    mine = [f for f in said if f.startswith(("Actions (what the agents do)", "Words (what the models say"))]
+    assert len(mine) == 2 and all(f"{MILD} against {BIASED}" in f or f"{MILD} is " in f for f in mine), said
+    # the figures' intervals contain their estimates, in the palette (the golden runs have one model each)
     from figure_checks import problems
 
-    from louder.analysis.report.comparison import models_figure
-
     assert problems(models_figure(pd.read_csv(one / "models.csv"))) == []
+    assert problems(forest_figure(pd.read_csv(one / "model_pairs.csv"), C.MARGIN)) == []
     r = cli("analyze", one, "-B", 300, "--set", f"models.order={MILD}", "--set", f"models.order={BIASED}")
     assert r.exit_code == 0, r.output
     assert pd.read_csv(one / "model_trend.csv")["order"].iloc[0] == f"{MILD} → {BIASED}"
     r = cli("analyze", one, "-B", 300, "--set", "models.order=fake:seed=9")
     assert r.exit_code == 2 and "has no model 'fake:seed=9'" in r.output
+
+
+# --- issue 47: what the page says, and the figure it draws ----------------------------------------------------
+
+def page_findings(report: Path) -> list[str]:
+    """The sentences of a report page's findings, as the reader reads them (without their section links)."""
+    text = report.read_text("utf-8")
+    block = text[text.index('<section class="sec" id="findings">'):]
+    block = block[:block.index("</section>")]
+    return [html.unescape(re.sub(r"<[^>]+>", "", li.split(' <a class="go"')[0])).strip()
+            for li in re.findall(r"<li>(.*?)</li>", block, flags=re.S)]
+
+
+def _findings(tables: dict[str, pd.DataFrame], margin: float = C.MARGIN) -> list[str]:
+    """The comparison measure's findings of ``tables`` (as a run folder's report and `louder compare` say them)."""
+    m = registry.get("models")
+    a = Analysis(Path("."), Settings.of(200, 0, {"models": {"margin": margin}}), tables=tables)
+    return [f.text for f in m.findings(a.context(m))]
+
+
+def _agrees(sentence: str, verdicts: pd.Series, model: str, reference: str) -> None:
+    """A side's sentence says what its verdicts say: the entry more (less) biased exactly where a case reads
+    so, and a case without either verdict as no difference or, plainly, underpowered."""
+    verdicts = [v for v in verdicts if isinstance(v, str)]
+    assert (f"{model} is more biased than {reference}" in sentence) == ("more biased" in verdicts), sentence
+    assert (f"{model} is less biased than {reference}" in sentence) == ("less biased" in verdicts), sentence
+    assert ("no difference in" in sentence.lower()) == ("no difference" in verdicts), sentence
+    if "underpowered" in verdicts:
+        assert "underpowered in" in sentence.lower() and "too wide to tell a difference that large from none" in sentence
+
+
+def _decisions(model: str, cases: dict[str, list[float]], n: int, rng) -> list[dict]:
+    """``n`` agents per attribute of each case (scenario → the attributes' target rates), one decision each."""
+    return [dict(model=model, condition="contextualized", scenario=scenario, group="g", attribute=a, status="valid",
+                 target=bool(x))
+            for scenario, rates in cases.items() for a, r in zip("ABC", rates) for x in rng.random(n) < r]
+
+
+GROUPS = {"g": ["A", "B", "C"]}
+
+
+def test_null_findings_read_no_difference_or_underpowered_forty_seeds():
+    """Two entries of the same rates (a DPD of 0.2 in one case, none in the other), 40 seeds: the sentence
+    names neither more nor less biased beyond ~5 %, and says no difference or — plainly — underpowered."""
+    claims, plain = 0, 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        cases = {"s1": [0.7, 0.5, 0.5], "s2": [0.5, 0.5, 0.5]}
+        d = pd.DataFrame(_decisions("a", cases, 100, rng) + _decisions("b", cases, 100, rng))
+        c = C.compare(d, None, GROUPS, ["a", "b"], B=300, seed=seed)
+        (sentence,) = _findings(c.tables)
+        _agrees(sentence, c.tables["model_pairs"]["actions_verdict"], "b", "a")
+        claims += "more biased" in sentence or "less biased" in sentence
+        plain += sentence.startswith("Actions (what the agents do), b against a: ")
+    assert claims <= 2 and plain >= 38
+
+
+def test_planted_findings_name_the_more_biased_entry_with_its_interval():
+    """A ΔDPD of 0.3 planted (0.9 against 0.6 on one attribute, 300 agents each): the sentence reads that the
+    biased entry is more biased, in that case, by its ΔDPD and interval; in the other order, less biased."""
+    more = less = 0
+    for seed in range(10):
+        rng = np.random.default_rng(100 + seed)
+        d = pd.DataFrame(_decisions("mild", {"s1": [0.6, 0.5, 0.5]}, 300, rng) +
+                         _decisions("biased", {"s1": [0.9, 0.5, 0.5]}, 300, rng))
+        for order in (["mild", "biased"], ["biased", "mild"]):
+            c = C.compare(d, None, GROUPS, order, B=500, seed=seed)
+            r = c.tables["model_pairs"].iloc[0]
+            (sentence,) = _findings(c.tables)
+            _agrees(sentence, [r["actions_verdict"]], order[1], order[0])
+            if r["actions_verdict"] in ("more biased", "less biased"):
+                assert sentence == (f"Actions (what the agents do): {order[1]} is {r['actions_verdict']} than "
+                                    f"{order[0]} in 1 of 1 case — s1 × g (contextualized), ΔDPD "
+                                    f"{r['actions_delta']:+.2f} [{r['actions_ci_low']:+.2f}, "
+                                    f"{r['actions_ci_high']:+.2f}].")
+            more += "biased is more biased than mild" in sentence
+            less += "mild is less biased than biased" in sentence
+    assert more >= 9 and less >= 9
+
+
+def test_the_forest_plot_draws_every_delta_in_its_interval_and_the_margin():
+    from figure_checks import problems
+
+    rng = np.random.default_rng(5)
+    cases = {"s1": [0.8, 0.5, 0.5], "s2": [0.5, 0.5, 0.5]}
+    d = pd.DataFrame(_decisions("x", cases, 80, rng) + _decisions("y", {"s1": [0.5] * 3, "s2": [0.5] * 3}, 80, rng)
+                     + _decisions("z", cases, 80, rng))
+    pairs = C.compare(d, None, GROUPS, ["x", "y", "z"], B=300, seed=1).tables["model_pairs"]
+    fig = forest_figure(pairs, 0.2)
+    assert problems(fig) == []
+    (ax,) = fig.axes  # actions only (no probe)
+    assert len(ax.get_yticklabels()) == len(pairs) == 6  # three pairs × two cases, each named with its pair
+    assert all(" − " in t.get_text() for t in ax.get_yticklabels())
+    band = [ax.transData.inverted().transform(p.get_extents())[:, 0] for p in ax.patches]  # display → data
+    assert [tuple(np.round(x, 3)) for x in band] == [(-0.2, 0.2)]
+    assert sorted(t.get_text() for t in ax.texts) == sorted(pairs["actions_verdict"])
+    assert forest_figure(pairs.iloc[0:0], 0.2) is None
+
+
+def test_the_comparison_code_names_no_measure():
+    """compare_runs.py, the comparison's page and cli.py's `compare` find the measure that shows a comparison
+    through the registry (the owner of the tables ``stats.comparison`` writes): its name is written nowhere
+    in them, and no measure is looked up by a name written there."""
+    (shown_by,) = {registry.owner(t).name for t in C.TABLES}
+    cli_tree = ast.parse((ROOT / "louder" / "cli.py").read_text("utf-8"))
+    compare_cmd = next(n for n in ast.walk(cli_tree) if isinstance(n, ast.FunctionDef) and n.name == "compare")
+    for where, tree in (("compare_runs.py", ast.parse((ROOT / "louder" / "compare_runs.py").read_text("utf-8"))),
+                        ("report/comparison.py", ast.parse(
+                            (ROOT / "louder" / "analysis" / "report" / "comparison.py").read_text("utf-8"))),
+                        ("cli.py compare", compare_cmd)):
+        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert shown_by not in strings, f"{where} names the measure {shown_by!r}"
+        by_name = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith(
+            "registry.get") and any(isinstance(x, ast.Constant) for x in n.args)]
+        assert not by_name, f"{where} looks a measure up by name: {by_name}"

@@ -79,7 +79,11 @@ def test_a_component_reads_its_own_part():
 
 def test_every_flat_key_of_earlier_versions_lands_in_its_section():
     """Each flat key alone gives the config its nested key gives (a value other than the default)."""
-    from louder.config import MOVED
+    from louder.config import MOVED, SECTION_MODELS
+    from louder.sections import FLAT
+
+    for flat, (section, field) in FLAT.items():  # the table of the old keys names fields that exist
+        assert field in SECTION_MODELS[section].model_fields, flat
 
     values = {"agents": 7, "scenarios": ["emergency_response"], "groups": ["gender_identity"],
               "conditions": ["no_persona"], "decision_mode": "score", "score_pick": "draw", "constrain_choices": False,

@@ -1,4 +1,4 @@
-"""Issue 43: a figure for every section. Each measure declares its figures on the registry (``Plot``);
+"""Issue 43: a figure for every section. Each measure declares its figures on the registry (``Figure``);
 every measure that writes a table declares one; a section places it with ``a.figure`` (SVG with alt text
 and a download link, or a line saying why there is nothing to draw); the figures draw every interval
 around its estimate in the palette (``figure_checks``, read from the drawn figure). The report-wide check
@@ -13,14 +13,14 @@ import figure_checks
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as MplFigure
 
 import louder
 from louder.analysis import analyze
 from louder.analysis.engine import registry
-from louder.analysis.engine.registry import Measure, Plot, Table
+from louder.analysis.engine.declarations import Figure, Measure, Table
 from louder.analysis.report import html, palette
-from louder.analysis.report.page import write_report
+from louder.analysis.report.page import SectionContext, write_report
 from louder.errors import LouderError
 
 pytestmark = pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")
@@ -35,12 +35,12 @@ def test_every_measure_that_writes_a_table_declares_a_figure():
 
 
 def test_the_registry_refuses_two_figures_of_one_name_and_an_undeclared_one():
-    draw = Plot("x", lambda a: None, "an alt text long enough to say what it shows")
+    draw = Figure("x", lambda a: None, "an alt text long enough to say what it shows")
     with pytest.raises(LouderError, match="two figures are named 'x'"):
         registry.register(Measure("twice", "x", (), build=lambda a: {}, figures=(draw, draw)))
     m = Measure("once", "x", (Table("once_t", "x", ()),), build=lambda a: {}, figures=(draw,))
     with pytest.raises(LouderError, match="places figure 'y', which it does not declare"):
-        m.plot("y")
+        m.figure("y")
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +85,14 @@ def test_the_same_figure_gives_the_same_svg():
     cases = pd.DataFrame([dict(kind=k, model="m", condition="contextualized", scenario="s", group="g", dpd=0.3,
                                threshold=0.2, significant=k == "implicit", ci_low=0.1, ci_high=0.5, p_value=0.01,
                                p_holm=0.02, dpd_p=np.nan) for k in ("implicit", "explicit")])
-    from louder.analysis.report.draw import dpd_figure
+    from louder.analysis.measures.cases import dpd_figure
 
     assert html.svg(dpd_figure(cases)) == html.svg(dpd_figure(cases))
 
 
 def test_a_bad_interval_and_a_colour_off_the_palette_are_seen():
     """The checks can fail: an interval that misses its point and a default matplotlib colour."""
-    fig = Figure()
+    fig = MplFigure()
     ax = fig.subplots()
     ax.errorbar([0.5], [0], xerr=[[0.1], [0.1]], fmt="o", color=palette.BLUE)
     assert figure_checks.problems(fig) == []
@@ -107,7 +107,7 @@ def test_a_bad_interval_and_a_colour_off_the_palette_are_seen():
 def test_a_figure_with_nothing_to_draw_says_why(small):
     a = analyze(small, bootstrap=300, write=False)
     m = registry.get("discrimination")
-    ctx = a.context(m)
+    ctx = SectionContext(a, m)  # a measure's context while its section is written places its figures
     empty = ctx.figure("coefficients", pd.DataFrame(columns=["status"]), "a title")
     assert empty.startswith('<p class="note nofig" data-figure="discrimination/coefficients">No figure: ')
     with pytest.raises(LouderError, match="does not declare"):

@@ -128,9 +128,9 @@ def test_profile_columns_the_ground_flag_and_its_companions(tmp_path):
     assert load_config(_config(study, None)).simulation.ground is None
     cfg = load_config(_config(study, "last_flood, household"))
     assert cfg.simulation.ground == ["last_flood", "household"]
+    from louder.humans import description
+    from louder.humans import study as read
     from louder.prompts import Prompts
-    from louder.simulation.humans import description
-    from louder.simulation.humans import study as read
 
     s = read(study, ["emergency_response"], ["gender_identity"], ["all"])
     assert s.ground == ("last_flood", "household")

@@ -94,11 +94,11 @@ def test_the_analysis_core_knows_no_measure():
 
     fields = {f.name for f in dataclasses.fields(Analysis)}
     assert fields == {"run_dir", "settings", "tables", "missing", "manifests", "seconds", "cached", "state", "_files",
-                      "_views", "_groups"}
+                      "_rows", "_groups"}
     assert {f.name for f in dataclasses.fields(Settings)} == {"bootstrap", "seed", "options"}
     # ("cases" is also a plain word of the core's prose, "models" the manifest's key of a run's models, and a
     # dimension is not a measure)
-    names = {m.name for m in registry.measures()} - {"cases", "models"} - set(select.dimension_ids())
+    names = {m.name for m in registry.measures()} - {"cases", "models"} - {a.id for a in select.axes()}
     core = [*(PACKAGE / "analysis" / "engine").glob("*.py"), PACKAGE / "analysis" / "report" / "page.py",
             PACKAGE / "analysis" / "report" / "findings.py"]
     for path in core:

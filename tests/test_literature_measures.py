@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 import louder
 from louder.analysis.engine import registry
-from louder.analysis.engine.run import load, settings_of
+from louder.analysis.engine.inputs import load
+from louder.analysis.engine.run import settings_of
 from louder.cli import app
 from louder.llm.base import Request
 from louder.llm.fake import FakeModel
@@ -41,7 +42,7 @@ def _built(run, measure, **settings):
     """The tables of one measure (and those it reads) on the run folder's data, as `analyze` builds them."""
     a = load(run, settings_of(500, **settings))
     for m in registry.measures():
-        if a.applies(m) and (m.name == measure or m.name in registry.before(registry.get(measure))):
+        if a.applies(m) and (m.name == measure or m.name in registry.runs_after(registry.get(measure))):
             a.tables.update(m.build(a.context(m, building=True)))
     return a.tables
 

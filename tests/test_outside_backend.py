@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_docs import blocks
 
 import louder
 from louder.errors import LouderError
 from louder.llm import registry
-from test_docs import blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "how-to" / "add-a-backend.md"
@@ -87,11 +87,11 @@ def test_the_cli_lists_and_runs_a_backend_from_an_installed_package(site, tmp_pa
 @pytest.fixture
 def on_path(site):
     sys.path.insert(0, str(site))
-    registry._entry_points.cache_clear()
+    registry.BACKENDS.forget_entry_points()
     yield
     sys.path.remove(str(site))
     registry.unregister("first")
-    registry._entry_points.cache_clear()
+    registry.BACKENDS.forget_entry_points()
     sys.modules.pop("louder_first", None)
 
 
@@ -113,7 +113,7 @@ def test_a_broken_entry_point_is_one_line(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: louder-broken\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[louder.backends]\nbroken = louder_broken_missing_module\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry._entry_points.cache_clear()
+    registry.BACKENDS.forget_entry_points()
     try:
         with pytest.raises(LouderError, match=r"backend 'broken' .*louder-broken\) cannot be loaded: "
                                               "ModuleNotFoundError") as e:
@@ -121,4 +121,4 @@ def test_a_broken_entry_point_is_one_line(tmp_path, monkeypatch):
         assert "\n" not in str(e.value)
         assert "fake:seed=N" in registry.spec_forms()  # the other backends are still listed
     finally:
-        registry._entry_points.cache_clear()
+        registry.BACKENDS.forget_entry_points()

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from louder.analysis.report.draw import intersection_heatmap, odds_ratio_figure
+from louder.analysis.measures.population import intersection_heatmap, odds_ratio_figure
 from louder.analysis.stats import parity_bootstrap
 from louder.analysis.stats.population import (
     complete_twin_sets,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import louder
 from louder.analysis.engine import select
-from louder.analysis.engine.registry import Input
+from louder.analysis.engine.declarations import Input
 from louder.analysis.stats.reasoning import change_verdict, level_changes, reasoning_table
 from louder.cli import app
 from louder.config import build_config
@@ -133,7 +133,7 @@ def test_levels_share_personas_and_the_case_tables_read_the_reference_level(tmp_
     assert (d.loc[d["reasoning"] == "high", "thinking"].notna()).all() and d.loc[d["reasoning"] == "off",
                                                                                  "thinking"].isna().all()
     tables = run.analyze(bootstrap=200)
-    assert tables["cases"]["n_valid"].iloc[0] == len(d) // 2 == len(select.view(d, Input("decisions")))
+    assert tables["cases"]["n_valid"].iloc[0] == len(d) // 2 == len(select.rows(d, Input("decisions")))
     m = json.loads((tmp_path / "manifest.json").read_text())
     assert m["planned_calls"] == m["model_calls"] == 45  # 15 personas, 30 decisions
     assert m["thinking"]["decisions"]["with_thinking"] == 15

@@ -89,6 +89,13 @@ def test_a_new_measure_appears_in_analyze_the_report_the_api_and_the_docs(small_
     assert "refused answers differ by attribute" not in page or 'href="#refusals-per-attribute"' in page
     pd.testing.assert_frame_equal(louder.open(run).table("refusals"), written)  # the API
     assert "### `refusals.csv`" in hooks.analysis_tables_markdown()  # the output reference
+    # its option's flag, declared on the option only: grown by `louder analyze` (with its help), taken by Python
+    helped = runner.invoke(app, ["analyze", "--help"], env={"COLUMNS": "200"})
+    assert helped.exit_code == 0 and "--refusal-status" in helped.output and "the status whose share" in helped.output
+    r = runner.invoke(app, ["analyze", str(run), "-B", "200", "--refusal-status", "invalid"])
+    assert r.exit_code == 0, r.output
+    assert json.loads((run / "analysis.json").read_text())["options"] == {"refusals": {"status": "invalid"}}
+    assert set(louder.open(run).analyze(bootstrap=200, refusal_status="error")["refusals"]["status"]) == {"error"}
 
 
 def test_the_registry_refuses_what_it_cannot_run(toy_measure):
@@ -175,6 +182,8 @@ def test_a_measure_packaged_outside_louder_installs_and_runs_in_a_fresh_venv(tmp
     t = pd.read_csv(out / "refusals.csv")
     assert set(t["status"]) == {"invalid"} and "Invalid DPD per case" in " ".join(printed.split())
     assert json.loads((out / "analysis.json").read_text())["options"] == {"refusals": {"status": "invalid"}}
+    assert "up to date" in run("-m", "louder.cli", "analyze", out, "-B", 200, "--refusal-status", "invalid")  # its flag
+    assert "--refusal-status" in run("-m", "louder.cli", "analyze", "--help")
     wrong = run("-m", "louder.cli", "analyze", out, "--set", "refusal.status=error", ok=False)
     assert "no measure 'refusal' (did you mean 'refusals'?)" in " ".join(wrong.split())
     run("-m", "louder.cli", "report", out)
@@ -183,7 +192,8 @@ def test_a_measure_packaged_outside_louder_installs_and_runs_in_a_fresh_venv(tmp
     code = (f"import louder; r = louder.open({str(out)!r}); t = r.table('refusals'); "
             "assert set(t['status']) == {'invalid'}, t; "
             "u = r.analyze(bootstrap=200, options={'refusals': {'status': 'error'}})['refusals']; "
-            "assert set(u['status']) == {'error'}, u; print('api ok')")
+            "assert set(u['status']) == {'error'}, u; "
+            "assert r.analyze(bootstrap=200, refusal_status='error')['refusals'].equals(u); print('api ok')")
     assert "api ok" in run("-W", "ignore", "-c", code)
     assert _louder_files() == before  # nothing of louder changed
 
@@ -208,7 +218,7 @@ def _watch(monkeypatch, calls: list) -> None:
     from dataclasses import replace
 
     cases = registry.get("cases")
-    monkeypatch.setitem(registry._MEASURES, "cases", replace(cases, build=lambda a: calls.append(1) or cases.build(a)))
+    monkeypatch.setitem(registry.MEASURES.items, "cases", replace(cases, build=lambda a: calls.append(1) or cases.build(a)))
 
 
 def test_the_analysis_is_computed_once_per_data_state_and_settings(small_run, tmp_path, monkeypatch):
@@ -311,13 +321,13 @@ def test_wide_and_columns_choose_what_is_printed(small_run, tmp_path):
 def test_cell_text_is_never_read_as_markup():
     from rich.console import Console
 
-    from louder.analysis.engine.registry import Show
-    from louder.cli_tables import frame_table
+    from louder.analysis.engine.declarations import Cell
+    from louder.analysis.report.console import frame_table
 
     df = pd.DataFrame({"condition": ["contextualized [names]", "contextualized"],
                        "scenario": ["flood [mandatory]", "flood"], "spec": ["openai:MODEL[@URL]"] * 2})
     out = Console(width=120, record=True, file=__import__("io").StringIO())
-    out.print(frame_table(df, "t", [Show(c, c, priority=1) for c in df.columns]))
+    out.print(frame_table(df, "t", [Cell(c, c, priority=1) for c in df.columns]))
     text = out.export_text()
     assert "contextualized [names]" in text and "flood [mandatory]" in text and "[@URL]" in text
 

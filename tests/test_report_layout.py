@@ -2,7 +2,10 @@
 own box) and no panel title cut at a figure's edge. Issue 43: the first screen (1280 × 800) of the demo's
 report and of a planted-bias run's report shows the run's design and its findings, the planted case named
 with its interval; tables show their key columns (the rest behind a toggle) and sort; figures are SVG with
-alt text and a download link; the table of contents follows the reader; no console error."""
+alt text and a download link; the table of contents follows the reader; no console error. Issue 47: the
+comparison's page (`louder compare`) is drawn by the same page machinery — the same stylesheet and table
+of contents, its findings in sentences and the ΔDPD forest plot on the first screen, the Δ, its interval
+and the verdict among the key columns."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from louder.analysis.report.draw import dpd_figure
+from louder.analysis.measures.cases import dpd_figure
 from louder.analysis.report.html import fit_titles
 from louder.cli import app
 
@@ -50,7 +53,8 @@ def _chromium():
 def _open(p, exe, report, height=900):
     """The report in a new page of a headless Chromium; what the browser reports as wrong is collected."""
     browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                                                           "--disable-background-networking"])
+                                                           "--disable-background-networking",
+                                                           "--disable-component-update"])
     page = browser.new_page(viewport={"width": 1280, "height": height})
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
@@ -215,3 +219,84 @@ def test_tables_sort_figures_download_and_the_contents_follow(planted_report):
         finally:
             browser.close()
     assert problems == []
+
+
+# --- issue 47: the comparison's page ------------------------------------------------------------------------
+
+BASE, BIASED = "fake:seed=1", "fake:seed=1,bias=Female:0.8"
+
+
+@pytest.fixture(scope="module")
+def compare_report(tmp_path_factory):
+    """Two runs of the fake model, one without bias and one with a bias of 0.8 planted on Female (a ΔDPD of
+    about 0.3), 300 agents per attribute and 60 trials of the explicit probe each, compared with the gate."""
+    root = tmp_path_factory.mktemp("compare")
+    one = ["--scenario", "emergency_response", "--group", "gender_identity"]
+    runner = CliRunner()
+    for name, model in (("base", BASE), ("new", BIASED)):
+        for args in (["run", "--out", root / name, "-m", model, "--agents", 300, *one],
+                     ["probe", "explicit", "--out", root / name, "-m", model, "--trials", 60, *one]):
+            r = runner.invoke(app, [str(a) for a in args])
+            assert r.exit_code == 0, r.output[-2000:]
+    r = runner.invoke(app, ["compare", f"base={root / 'base'}", f"new={root / 'new'}", "-B", "1000", "--fail-if",
+                            "worse", "--out", str(root / "cmp")], env={"COLUMNS": "200"})
+    assert r.exit_code == 1 and "worse: new is more biased than base" in r.output, r.output[-2000:]
+    return root / "cmp" / "report" / "index.html"
+
+
+STYLE = "(() => {const m = getComputedStyle(document.querySelector('main')); return [m.maxWidth, m.marginLeft, " \
+        "getComputedStyle(document.body).fontFamily, document.querySelector('style').textContent];})()"
+
+
+def test_the_comparison_page_opens_on_its_findings_and_forest_plot_styled_as_a_run_report(
+        compare_report, planted_report, tmp_path):
+    exe, sync_playwright = _chromium()
+    shot = tmp_path / "comparison.png"
+    with sync_playwright() as p:
+        browser, page, problems = _open(p, exe, planted_report, height=800)
+        try:
+            run_style = page.evaluate(STYLE)
+        finally:
+            browser.close()
+        browser, page, more = _open(p, exe, compare_report, height=800)
+        problems += more
+        try:
+            page.screenshot(path=str(shot))
+            style = page.evaluate(STYLE)
+            seen = page.evaluate("Array.from(document.querySelectorAll('main dl.card div, #findings li')).filter(e => "
+                                 "{const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= 800 && "
+                                 "r.width > 0;}).map(e => e.innerText)")
+            forest = page.evaluate("(() => {const i = document.querySelector('figure[data-figure=\"models/forest\"] "
+                                   "img'); const r = i.getBoundingClientRect(); return [r.top, r.bottom, r.left, "
+                                   "r.right, i.naturalWidth, i.alt];})()")
+            toc = page.eval_on_selector_all("#toc a", "els => els.map(e => e.textContent)")
+            here = page.evaluate("document.querySelector('#toc a.here').textContent")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            beyond = page.evaluate(BEYOND)
+            shown = page.evaluate("Array.from(document.querySelector('section#model-against-model table.t')"
+                                  ".querySelectorAll('th')).filter(e => e.getBoundingClientRect().width > 0)"
+                                  ".map(e => e.textContent)")
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
+    # the run report's stylesheet and layout: the same style element, the page's width and margins
+    assert style == run_style and style[:2] == ["1060px", "230px"]
+    assert toc[0] == "Findings" and "Model against model" in toc and "Release gate" in toc and here == "Findings"
+    assert width <= 1280 and beyond == [], beyond
+    # the first screen: the design card, the findings in sentences (the gate, who is more biased where, by how
+    # much) and the whole forest plot
+    cmp = pd.read_csv(compare_report.parent.parent / "model_pairs.csv").iloc[0]
+    assert cmp["actions_verdict"] == "more biased"
+    assert any(s.startswith("base") and "fake:seed=1" in s for s in seen), seen
+    text = "\n".join(seen)
+    assert "Release gate (--fail-if worse): failed in " in text
+    assert ("Actions (what the agents do): new is more biased than base in 1 of 1 case — emergency_response × "
+            f"gender_identity (contextualized), ΔDPD {cmp['actions_delta']:+.2f} [{cmp['actions_ci_low']:+.2f}, "
+            f"{cmp['actions_ci_high']:+.2f}]") in text, text
+    assert "Words (what the models say when asked): new is " in text
+    top, bottom, _, right, natural, alt = forest
+    assert 0 <= top and bottom <= 800 and right <= 1280 and natural > 300 and "ΔDPD" in alt, forest
+    # the pair table shows the Δ, its interval and the verdict without its toggle; the p-values wait behind it
+    assert {"actions ΔDPD [95 % CI]", "actions_verdict", "words ΔDPD [95 % CI]", "words_verdict"} <= set(shown)
+    assert "actions_p_holm" not in shown
+    assert problems == [], problems

@@ -146,6 +146,31 @@ def test_holm_equals_statsmodels():
         assert np.allclose(stats.holm(p), multipletests(p, method="holm")[1], rtol=0, atol=1e-15)
 
 
+def test_the_one_wilson_interval_equals_statsmodels_and_takes_arrays():
+    """stats.wilson is the analysis' one Wilson interval (issue 47): for a count x of n, statsmodels'
+    proportion_confint(x, n, method="wilson") at the same level (at 95 %, to the last digit); arrays give an Interval of
+    arrays; a fractional (Kish) n is taken; no n or no rate gives NaN; it contains the rate (to rounding)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    xs, ns = np.meshgrid(np.arange(0, 60), np.arange(1, 60))
+    x, n = xs[xs <= ns].astype(float), ns[xs <= ns].astype(float)
+    for level in (0.95, 0.9):  # (at 0.9 the normal quantile's last digit differs: 1 − α/2 is not exact)
+        lo, hi = proportion_confint(x, n, alpha=1 - level, method="wilson")
+        w = stats.wilson(x / n, n, level)
+        assert isinstance(w, stats.Interval)
+        assert ((w.low == lo).all() and (w.high == hi).all()) if level == 0.95 else (
+            np.allclose(w.low, lo, rtol=0, atol=1e-15) and np.allclose(w.high, hi, rtol=0, atol=1e-15))
+        assert (w.low <= x / n + 1e-12).all() and (x / n <= w.high + 1e-12).all()  # (x = n: 1 − 1 ulp)
+    one = stats.wilson(0.8, 100)
+    assert isinstance(one.low, float) and (one.low, one.high) == proportion_confint(80, 100, alpha=1 - 0.95,
+                                                                                    method="wilson")
+    # a Kish n, by hand: z² = 3.8415, centre = (0.3 + 0.15366) / 1.30732 = 0.34702,
+    # half = 1.95996 · √(0.21 / 12.5 + 0.0061463) / 1.30732 = 0.22710
+    assert stats.wilson(0.3, 12.5).low == pytest.approx(0.34702 - 0.22710, abs=1e-4)
+    assert all(np.isnan(v) for v in (*stats.wilson(0.5, 0), *stats.wilson(np.nan, 10)))
+    assert np.isnan(stats.wilson(np.array([0.5, 0.5]), np.array([0, 4])).low[0])
+
+
 def test_log_odds_favours_the_overused_word():
     delta, z = stats.log_odds_dirichlet([10, 1, 5], [1, 10, 5], [11, 11, 10])
     assert delta[0] > 0 > delta[1] and abs(delta[2]) < 1e-9 and z[0] > 1.5

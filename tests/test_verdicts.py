@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 import louder
 from louder.analysis import stats
 from louder.analysis.engine import select
-from louder.analysis.engine.registry import Input
+from louder.analysis.engine.declarations import Input
 from louder.analysis.stats import cases as C
 from louder.analysis.stats import rates as A
 from louder.analysis.stats import robustness as R
@@ -285,7 +285,7 @@ def test_done_when_on_the_fake_model(fake_seeds):
             rob = R.robustness_table(d, B=300, seed=0)
             assert len(rob) == 1 and rob["n_wordings"].iloc[0] == 3 and rob["n_orders"].iloc[0] == 2
             verdicts[name].append(rob["verdict"].iloc[0])
-            cases = C.with_holm(C.implicit_cases(A.attribute_table(select.view(d, Input("decisions"))), B=300))
+            cases = C.with_holm(C.implicit_cases(A.attribute_table(select.rows(d, Input("decisions"))), B=300))
             assert not (cases["significant"] & (cases["p_holm"] >= ALPHA)).any()
     assert verdicts["equal"].count("robust") >= EQUAL_ROBUST, verdicts
     assert verdicts["none"].count("wording-dependent") <= 1, verdicts

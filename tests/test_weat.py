@@ -108,7 +108,7 @@ def test_minilm_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from louder.analysis.stats.weat import weat_table
     from louder.llm.embeddings import embedder
-    from louder.probes.stimuli import get_stereotype
+    from louder.stimuli import get_stereotype
 
     t = weat_table([get_stereotype("racism"), get_stereotype("career")], embedder("minilm"))
     assert t["effect_size"].notna().all()

@@ -3,7 +3,7 @@
     python3 tools/constraints.py .venv-3.11 .venv-3.13 > constraints.txt      (or: make constraints VENVS=...)
 
 Every package is pinned to the version its venv had (``pip freeze``; louder itself and the build
-tools setuptools and wheel left out). Where the venvs differ, each version carries a marker for the
+tool wheel left out — setuptools is pinned: the test extra builds a package with the venv's own). Where the venvs differ, each version carries a marker for the
 Pythons it covers: a tested Python covers itself and the untested ones down to the next tested
 Python below it; the newest also covers the ones after it. With venvs on 3.11 and 3.13, a 3.12 gets
 3.13's versions. ``make setup`` installs with these constraints; pip users get the ranges in
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SKIP = {"louder", "setuptools", "wheel"}
+SKIP = {"louder", "wheel"}
 
 
 def _key(name: str) -> str:

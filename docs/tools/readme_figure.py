@@ -1,6 +1,6 @@
 """Make docs/assets/dpd-per-case.svg, the figure on the README and the site's start page.
 
-It is the report's "DPD per case" figure (louder.analysis.report.draw.dpd_figure: a forest plot of each
+It is the report's "DPD per case" figure (louder.analysis.measures.cases.dpd_figure: a forest plot of each
 case's DPD with its 95 % interval, implicit beside explicit, the parity threshold and Holm marks),
 drawn as the report draws it (SVG, louder.analysis.report.html.svg), from a run on the
 fake model with a bias planted in the agents' decisions: an agent whose prompt names "female" picks
@@ -30,7 +30,7 @@ def main() -> None:
     import pandas as pd
 
     from louder.analysis import analyze
-    from louder.analysis.report.draw import dpd_figure
+    from louder.analysis.measures.cases import dpd_figure
     from louder.analysis.report.html import svg
     from louder.analysis.stats.cases import with_holm
     from louder.config import build_config

@@ -17,24 +17,26 @@ Its four parts, each a subpackage, point down in this order:
 ``analyze(run_dir)`` runs it; what a measure author needs is importable from here.
 """
 
+import warnings
+
 from louder.analysis import moved
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Option, Table
 from louder.analysis.engine.inputs import Analysis, Context, Settings
-from louder.analysis.engine.registry import (
-           ALL,
-           Column,
-           Finding,
-           Input,
-           Measure,
-           Option,
-           Plot,
-           Show,
-           Table,
-           View,
-           register,
-)
+from louder.analysis.engine.registry import register
 from louder.analysis.engine.run import analyze, for_report
+from louder.analysis.engine.select import ALL
 
 moved.install()  # the modules' names before this layout still import, with a warning
 
-__all__ = ["ALL", "Analysis", "Column", "Context", "Finding", "Input", "Measure", "Option", "Plot", "Settings", "Show",
-           "Table", "View", "analyze", "for_report", "register"]
+__all__ = ["ALL", "Analysis", "Cell", "Column", "Console", "Context", "Figure", "Finding", "Input", "Measure", "Option",
+           "Settings", "Table", "analyze", "for_report", "register"]
+
+_RENAMED = {"Plot": "Figure", "Show": "Cell", "View": "Console"}  # their names before issue 47
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        warnings.warn(f"louder.analysis.{name} is now louder.analysis.{_RENAMED[name]} (the old name goes in a later "
+                      "release)", FutureWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

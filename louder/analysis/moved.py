@@ -1,7 +1,9 @@
 """The modules the analysis had before its layout of engine / stats / report (issue 47), each still
 importable by its old name for a while: ``import louder.analysis.registry`` gives
 ``louder.analysis.engine.registry`` itself (the same module object, so a measure registered through
-either name is one measure) with a ``FutureWarning`` naming the new path."""
+either name is one measure) with a ``FutureWarning`` naming the new path. What has moved on again
+(``ONWARD``: a figure of ``louder.analysis.figures`` now in its measure's module) is served by the old
+name too, with the same warning."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import types
 import warnings
 
 # the old module (under louder.analysis) → where it lives now
@@ -25,6 +28,13 @@ MOVED = {
     "findings": "report.findings", "comparison_report": "report.comparison",
 }
 PACKAGE = "louder.analysis"
+# what an old module held that has since moved on to a measure's own module (issue 47: a measure's figure
+# lives in the measure): the old module's name still serves it, with the same warning
+ONWARD = {"figures": {**dict.fromkeys(("dpd_figure",), "measures.cases"),
+                      **dict.fromkeys(("rates_figure", "choices_figure"), "measures.attributes"),
+                      "ablation_figure": "measures.ablation", "directions_figure": "measures.directions",
+                      "sibling_figure": "measures.bai",
+                      **dict.fromkeys(("intersection_heatmap", "odds_ratio_figure"), "measures.population")}}
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -37,10 +47,25 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        new = f"{PACKAGE}.{MOVED[spec.name.rpartition('.')[2]]}"
+        old = spec.name.rpartition(".")[2]
+        new = f"{PACKAGE}.{MOVED[old]}"
         warnings.warn(f"{spec.name} has moved to {new}; import it from there (the old name goes in a later "
                       "release)", FutureWarning, stacklevel=2)
-        return importlib.import_module(new)
+        module = importlib.import_module(new)
+        if old not in ONWARD:
+            return module
+        shim = types.ModuleType(spec.name, module.__doc__)
+
+        def attribute(name: str):
+            if name in ONWARD[old]:
+                home = f"{PACKAGE}.{ONWARD[old][name]}"
+                warnings.warn(f"{spec.name}.{name} has moved to {home}; import it from there", FutureWarning,
+                              stacklevel=2)
+                return getattr(importlib.import_module(home), name)
+            return getattr(module, name)
+
+        shim.__getattr__ = attribute
+        return shim
 
     def exec_module(self, module):
         pass  # the module it moved to is already executed

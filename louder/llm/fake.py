@@ -83,12 +83,6 @@ TONES = {
 }
 
 
-def parse_options(text: str) -> tuple[int, dict[str, float]]:
-    """``seed=N,bias=WORD:P,...`` → (seed, {word: P}). Raises LouderError naming the bad part."""
-    o = parse_all(text)
-    return o["seed"], o["bias"]
-
-
 def parse_all(text: str) -> dict:
     """Every option of the spec: seed, bias {word: P}, shift {word: D}, pick (label or None), only and unless
     (word or None), first (P or None),

@@ -56,9 +56,6 @@ class EndpointPool:
     def identity(self) -> dict:
         return self.replicas[0].backend.identity()
 
-    def calls_per_replica(self) -> dict[str, int]:
-        return {r.backend.base_url: r.calls for r in self.replicas}
-
     def _acquire(self) -> _Replica:
         while True:
             with self._lock:

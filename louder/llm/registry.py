@@ -21,16 +21,14 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Callable
+
+from louder.registry import Registry
 
 # spec prefix → module whose import registers it
 BUILTIN = {"embedded": "louder.llm.embedded", "openai": "louder.llm.openai_backend", "ollama": "louder.llm.remote",
            "fake": "louder.llm.fake", "langchain": "louder.llm.langchain_backend"}
 GROUP = "louder.backends"  # the entry-point group of backends from other packages
-
-_REGISTRY: dict[str, BackendInfo] = {}
-
 
 @dataclass(frozen=True)
 class BackendInfo:
@@ -66,19 +64,21 @@ def reasoning_control(info: BackendInfo, model: str, configured: str | None = No
     return info.reasoning_controls[0] if info.reasoning_controls else None
 
 
+BACKENDS: Registry[BackendInfo] = Registry("backend", BackendInfo, key=lambda info: info.prefix, group=GROUP)
+
+
 def register(info: BackendInfo) -> None:
     """Make ``info.prefix:...`` specs build ``info.build``'s backend (replacing an earlier one)."""
-    _REGISTRY[info.prefix] = info
+    BACKENDS.register(info)
 
 
 def unregister(prefix: str) -> None:
-    _REGISTRY.pop(prefix, None)
+    BACKENDS.unregister(prefix)
 
 
-@cache
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     """prefix → entry point of the ``louder.backends`` group (installed packages; read once)."""
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=GROUP) if ep.name not in BUILTIN}
+    return {name: ep for name, ep in BACKENDS.entry_points().items() if name not in BUILTIN}
 
 
 def outside() -> dict[str, str]:
@@ -88,27 +88,26 @@ def outside() -> dict[str, str]:
 
 
 def prefixes() -> list[str]:
-    return sorted(set(BUILTIN) | set(_REGISTRY) | set(_entry_points()))
+    return sorted(set(BUILTIN) | set(BACKENDS.names()) | set(_entry_points()))
 
 
 def backend_info(prefix: str) -> BackendInfo | None:
     """The registered backend for ``prefix`` (importing its built-in module, or the module of its
     entry point, if needed), or None."""
-    if prefix not in _REGISTRY and prefix in BUILTIN:
+    if prefix not in BACKENDS and prefix in BUILTIN:
         importlib.import_module(BUILTIN[prefix])
-    elif prefix not in _REGISTRY and prefix in _entry_points():
+    elif prefix not in BACKENDS and prefix in _entry_points():
         _load(_entry_points()[prefix])
-    return _REGISTRY.get(prefix)
+    return BACKENDS.find(prefix)
 
 
 def _load(ep: importlib.metadata.EntryPoint) -> None:
-    """Import an outside backend's module (its import registers it); a broken one is one clear line."""
-    from louder.errors import LouderError, load_entry_point
+    """Import an outside backend's module (its import registers it, or it names a BackendInfo); a broken
+    one is one clear line."""
+    from louder.errors import LouderError
 
-    obj = load_entry_point(ep, "backend")
-    if isinstance(obj, BackendInfo):  # an entry point may name the BackendInfo itself
-        register(obj)
-    if ep.name not in _REGISTRY:
+    BACKENDS.load(ep)
+    if ep.name not in BACKENDS:
         raise LouderError(f"backend {ep.name!r}: entry point {ep.value} loaded but registered no backend named "
                           f"{ep.name!r}; its module must call louder.llm.registry.register(BackendInfo({ep.name!r}, "
                           "...)) or the entry point must name a BackendInfo")

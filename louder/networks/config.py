@@ -25,7 +25,6 @@ class ControlConfig(BaseModel):
 class InfluenceConfig(Section):
     """``influence:`` — what happens on the ``network:`` after the independent round 0."""
 
-    FLAT = {"rounds": "rounds", "control": "control", "no_influence": "no_influence"}
 
     rounds: int = Field(0, ge=0, le=100, description="rounds of influence after the independent round 0 (needs "
                         "`network:`)")

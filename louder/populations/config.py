@@ -16,8 +16,6 @@ class PopulationConfig(Section):
     (``simulation.agents`` is then the number drawn). A plain value (``population: us_adults``) is
     ``file``."""
 
-    FLAT = {"population": "file", "twins": "twins", "twin_groups": "twin_groups", "twin_rewriter": "twin_rewriter",
-            "mode": "mode", "replicates": "replicates", "buckets": "buckets"}
     SHORT = "file"
 
     file: str = Field(description="population file (YAML path) or built-in id (louder/data/populations/)")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import humanleague
 import numpy as np
 import pandas as pd
 from scipy.stats import chi2
@@ -85,6 +84,8 @@ def _targets(pop: Population) -> tuple[dict[str, np.ndarray], list]:
     for (ga, gb), arr in pop.tables:
         ones.setdefault(ga, arr.sum(axis=1))
         ones.setdefault(gb, arr.sum(axis=0))
+    import humanleague  # here: reading a run's population block (``fit_errors``) needs no fitting library
+
     tables = []
     for pair, arr in pop.tables:
         fitted, _ = humanleague.ipf(arr * 1e6, [np.array([0]), np.array([1])], [ones[pair[0]] * 1e6, ones[pair[1]] * 1e6])
@@ -94,6 +95,8 @@ def _targets(pop: Population) -> tuple[dict[str, np.ndarray], list]:
 
 def fit_population(pop: Population) -> FittedPopulation:
     """The joint distribution of ``pop`` (see the module docstring)."""
+    import humanleague
+
     shape = tuple(len(g.attributes) for g in pop.groups)
     if pop.joint is not None:
         return FittedPopulation(pop, pop.joint["share"].to_numpy().reshape(shape), True, 0)
@@ -140,6 +143,8 @@ class DrawnCells:
 def draw_cells(population: Population | FittedPopulation, n: int, seed: int = 0) -> DrawnCells:
     """The draw of ``draw_agents`` without a row per agent: 4 bytes per agent (archetype runs of
     10^7 agents; every attribute and the weight of an agent follow from its cell)."""
+    import humanleague
+
     if n < 1:
         raise LouderError(f"agents: {n} is too few; draw at least 1 agent from a population")
     fitted = _fitted(population)

@@ -31,8 +31,6 @@ from louder.populations import grammar
 from louder.populations.grammar import Token, tokens
 from louder.scenarios import Group
 
-TWIN_STATUSES = ("ok", "unchanged", "failed_check", "no_persona", "invalid", "refused", "error")
-PASSED = ("ok", "unchanged")  # twins that passed the check and enter the paired analysis
 
 
 @cache

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from louder.probes.stimuli import Stereotype, templates
 from louder.prompts import render
+from louder.stimuli import Stereotype, templates
 
-VARIATIONS = ("replication", "instruction1", "instruction2", "synonym")
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")
 _QUOTES = {ord("‘"): "'", ord("’"): "'", ord("“"): '"', ord("”"): '"', ord("`"): "'"}
 

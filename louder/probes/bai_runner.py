@@ -14,8 +14,8 @@ from louder.config import ExperimentConfig, part
 from louder.cost import numbers
 from louder.probes.association import association_rows, make_trial
 from louder.probes.decision_test import decision_rows, make_decision_trial
-from louder.probes.stimuli import get_stereotype, stereotypes
 from louder.status import filler_line, filler_models, status_block
+from louder.stimuli import get_stereotype, stereotypes
 from louder.task import Calls, Item, Task, execute
 
 FILES = {"association": "association.parquet", "decision": "decision_test.parquet"}

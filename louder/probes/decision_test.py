@@ -16,11 +16,11 @@ from pydantic import BaseModel
 
 from louder.llm.answers import is_refusal, parse_json_object
 from louder.llm.base import Request, stable_seed
-from louder.session import ModelSession
 from louder.probes.association import make_trial, score_response
-from louder.probes.stimuli import Stereotype, templates
 from louder.prompts import render
 from louder.schemas import choice_schema
+from louder.session import ModelSession
+from louder.stimuli import Stereotype, templates
 
 NEITHER = "neither"
 

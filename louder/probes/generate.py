@@ -18,8 +18,8 @@ import yaml
 from louder.errors import LouderError
 from louder.llm.answers import parse_json_object
 from louder.llm.base import Request, stable_seed
-from louder.probes.stimuli import Stereotype, templates
 from louder.prompts import render
+from louder.stimuli import Stereotype, templates
 
 SLOTS = ("first", "second", "option_1", "option_2")
 FILE = "generated_decisions.yaml"

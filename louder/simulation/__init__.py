@@ -1,7 +1,7 @@
 """Simulation: Mesa models of persona agents, the experiment runner that writes their data, and
-network runs (rounds of influence on a social network). ``louder.simulation.config`` holds the
-``simulation:`` section of the config, which ``louder.config`` imports: the names below are loaded
-on first use, so that import does not load the runs (which import ``louder.config``)."""
+network runs (rounds of influence on a social network). Its section of the config is
+``louder.sections.simulation``. The names below are loaded on first use: importing the package loads
+no run (nor Mesa)."""
 
 from importlib import import_module
 

@@ -16,14 +16,13 @@ from typing import Callable
 
 import pandas as pd
 
-from louder import dimensions
+from louder import dimensions, humans
 from louder.config import ExperimentConfig
 from louder.cost import STAND_IN_NAME, stand_in_persona
 from louder.dimensions import CROSSED, OWN
 from louder.llm.base import stable_seed
 from louder.prompts import Prompts
 from louder.scenarios import BASE, Scenario, load_group, load_scenario
-from louder.simulation import humans
 from louder.simulation.model import BiasModel, Case
 from louder.task import Calls
 
@@ -141,7 +140,7 @@ def seed_case_calls(config: ExperimentConfig, case_key: tuple[str, str, str, str
     level."""
     model, condition, scenario_id, group_id = case_key
     s = load_scenario(scenario_id, config.simulation.scenarios)
-    # a human study's paired agents (louder.simulation.humans): per attribute, its respondents in this case;
+    # a human study's paired agents (louder.humans): per attribute, its respondents in this case;
     # grounded agents (simulation.ground) apart, each kind's persona prompt shown by its first profile
     study = humans.paired(config, scenario_id, group_id)
     paired = Counter(p.attribute for p in study if not p.profile)

@@ -9,9 +9,9 @@ import mesa
 
 from louder import dimensions
 from louder.agents import PersonaAgent
-from louder.session import ModelSession
-from louder.simulation.humans import description
+from louder.humans import description
 from louder.scenarios import Group, Scenario
+from louder.session import ModelSession
 
 # What the DataCollector records of every agent: the row schema of decisions.parquet.
 AGENT_REPORTERS = {
@@ -65,7 +65,7 @@ class BiasModel(mesa.Model):
     ``replicates``: only these replicates of each attribute (a wave of a sequential run); an agent's
     identity — seeds and cache keys — is (case, attribute, replicate) whatever the range.
 
-    ``paired``: the case's respondents of a human study (``louder.simulation.humans.Paired``), each
+    ``paired``: the case's respondents of a human study (``louder.humans.Paired``), each
     with an agent of its attribute after the usual ones (``agent_id`` continues; ``replicate`` is the
     respondent's place among the case's respondents of its attribute and kind; None: a run without one,
     and no ``respondent`` column); grounded ones (``simulation.ground``) have their persona written from
@@ -84,7 +84,7 @@ class BiasModel(mesa.Model):
         self.session = session
         self.on_done: Callable[[], None] | None = None
         self.replicates = range(agents) if replicates is None else replicates
-        # the respondents' paired agents of a human study (louder.simulation.humans), after the usual ones
+        # the respondents' paired agents of a human study (louder.humans), after the usual ones
         self.paired = list(paired or [])
         # a paired agent's replicate: its place among the case's respondents of its attribute (so that a
         # balanced choice order balances them within each attribute, as it does the usual agents)

@@ -13,12 +13,11 @@ from typing import Callable
 
 import pandas as pd
 
-from louder import dimensions, kinds
+from louder import dimensions, humans, kinds
 from louder.config import ExperimentConfig
 from louder.dimensions import CROSSED, OWN
 from louder.prompts import Prompts
 from louder.scenarios import group_ids, load_group, scenario_ids
-from louder.simulation import humans
 from louder.simulation.case import arms, labelled, seed_case_calls, simulate_case
 from louder.status import status_block, status_by
 from louder.task import Item, Task, execute

@@ -1,13 +1,15 @@
 """The run folder as the measures read it. ``load`` opens a folder; ``Analysis`` holds what the folder
 has — its files, read once each when a measure first asks (``file``), its manifests and groups — and
-every view a measure declared (``view``: ``louder.analysis.engine.select``), computed once per selection.
-Each measure sees the analysis through its ``Context``: its declared inputs by name, its options,
-the tables built so far. Nothing here knows a measure."""
+the rows every input a measure declared selects (``rows``: ``louder.analysis.engine.select``), computed
+once per selection. Each measure sees the analysis through its ``Context``: its declared inputs by name,
+its options, the tables built so far. Nothing here knows a measure."""
 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -16,10 +18,10 @@ import pandas as pd
 
 from louder.analysis.engine import columnar, registry, select
 from louder.analysis.engine import options as O
-from louder.analysis.engine.registry import Input, Measure
-from louder.config import recorded
+from louder.analysis.engine.declarations import Input, Measure
 from louder.errors import LouderError
 from louder.scenarios import load_group
+from louder.sections import recorded
 from louder.status import no_valid_notes
 
 DEFAULT_BOOTSTRAP = 10_000
@@ -108,7 +110,7 @@ class Analysis:
     cached: bool = False  # the tables were read from the CSVs an earlier analysis of this data state wrote
     state: dict[str, str] = field(default_factory=dict)  # the data state it is of (``run.data_state``)
     _files: dict[str, pd.DataFrame | None] = field(default_factory=dict, repr=False)
-    _views: dict[tuple, pd.DataFrame | None] = field(default_factory=dict, repr=False)
+    _rows: dict[tuple, pd.DataFrame | None] = field(default_factory=dict, repr=False)
     _groups: dict[str, list[str]] | None = field(default=None, repr=False)
 
     def file(self, name: str, columns: list[str] | None = None) -> pd.DataFrame | None:
@@ -126,16 +128,22 @@ class Analysis:
             self._files[name] = read_table(self.run_dir / name)
         return self._files[name]
 
-    def view(self, selection: Input) -> pd.DataFrame | None:
-        """The rows of ``selection.file`` that ``selection`` reads (``select.view``), computed once. A view
-        of round 0 only (the default: the independent decisions) of a Parquet file with rounds reads round
-        0 only (``round0``): the rounds of influence of a 10^6-agent run are never loaded for it."""
+    def rows(self, selection: Input) -> pd.DataFrame | None:
+        """The rows of ``selection.file`` that the input ``selection`` reads (``select.rows``), selected once.
+        Rows of round 0 only (the default: the independent decisions) of a Parquet file with rounds are read
+        as round 0 only (``round0``): the rounds of influence of a 10^6-agent run are never loaded for them."""
         k = selection.selection
-        if k not in self._views:
-            self._views[k] = select.view(self._rows(selection), selection)
-        return self._views[k]
+        if k not in self._rows:
+            self._rows[k] = select.rows(self._source(selection), selection)
+        return self._rows[k]
 
-    def _rows(self, selection: Input) -> pd.DataFrame | None:
+    def view(self, selection: Input) -> pd.DataFrame | None:
+        warnings.warn("Analysis.view(input) is now Analysis.rows(input) (the old name goes in a later release)",
+                      FutureWarning, stacklevel=2)
+        return self.rows(selection)
+
+    def _source(self, selection: Input) -> pd.DataFrame | None:
+        """The frame ``rows`` selects from: the file as read, or its round 0 only when that is all it keeps."""
         name = selection.file
         if name in self._files or selection.raw or not name.endswith(".parquet") or \
                 selection.mode("round", select.ROUND.default) != select.REFERENCE:
@@ -180,15 +188,15 @@ class Analysis:
         return Context(self, measure, building)
 
     def applies(self, measure: Measure) -> bool:
-        """Every input the measure needs is in the run folder (a view of it is None only when the file is
+        """Every input the measure needs is in the run folder (its rows are None only when the file is
         missing or lacks the selection's columns: told from the file's columns, no row read)."""
         for n in measure.needs:
-            selection = measure.input(n)
+            selection = next((i for i in measure.inputs if i.name == n), None)
             if selection is None:
                 getattr(self.context(measure), n)  # the one-line error of an undeclared input
             k = selection.selection
-            if k in self._views:
-                if self._views[k] is None:
+            if k in self._rows:
+                if self._rows[k] is None:
                     return False
                 continue
             cols = self.columns(selection.file)
@@ -223,75 +231,80 @@ class _Options(dict):
             raise AttributeError(f"no option {name!r}; the measure's options: {', '.join(self) or 'none'}") from None
 
 
+class _Shared:
+    """A name every measure's context reads from the analysis (its one home there: never copied)."""
+
+    def __init__(self, *path: str):
+        self.path = path
+
+    def __get__(self, ctx, owner=None):
+        if ctx is None:
+            return self
+        value = ctx.analysis
+        for name in self.path:
+            value = getattr(value, name)
+        return value
+
+
+class _Declared:
+    """One input a measure declared: the rows it selects, read when the measure first asks."""
+
+    def __init__(self, selection: Input):
+        self.selection = selection
+
+    def __get__(self, ctx, owner=None):
+        return self if ctx is None else ctx.analysis.rows(self.selection)
+
+
 class Context:
-    """What one measure sees of the analysis: its declared inputs by name (``a.decisions``: the view
-    it declared, or None when the folder lacks the file), its ``options``, ``bootstrap`` and ``seed``,
-    the tables built so far (while it builds: those of the measures it runs ``after``, and of theirs),
-    ``missing`` (what the run lacks: add a line), ``groups``, ``score``, ``manifests``, ``run_dir``."""
+    """What one measure sees of the analysis: its declared inputs by name (``a.decisions``: the rows
+    its ``Input`` selects, or None when the folder lacks the file; a name it did not declare is an error
+    naming those it did), its ``options``, the tables built so far (while it builds: those of the
+    measures it runs ``after``, and of theirs); and the analysis' own, read from it:
+    ``settings`` (``bootstrap``, ``seed``), ``missing`` (what the run lacks: add a line), ``groups``,
+    ``score``, ``manifests``, ``run_dir``. While its report section is written it also places its
+    figures (``a.figure``: ``louder.analysis.report.page.SectionContext``)."""
+
+    settings = _Shared("settings")
+    bootstrap = _Shared("settings", "bootstrap")
+    seed = _Shared("settings", "seed")
+    missing = _Shared("missing")
+    groups = _Shared("groups")
+    score = _Shared("score")
+    manifests = _Shared("manifests")
+    run_dir = _Shared("run_dir")
+
+    def __new__(cls, analysis: Analysis, measure: Measure, building: bool = False):
+        # each measure's context is of a class of its own, whose attributes are its declared inputs
+        return super().__new__(cls if "_declared" in cls.__dict__ else _of(cls, measure))
 
     def __init__(self, analysis: Analysis, measure: Measure, building: bool = False):
         self.analysis, self.measure = analysis, measure
         self.options = _Options(analysis.settings.of_measure(measure))
         if building:  # the tables of the measures it runs after (and theirs), no other: a dependency is declared
-            mine = {t.name for name in registry.before(measure) for t in registry.get(name).tables}
+            mine = {t.name for name in registry.runs_after(measure) for t in registry.get(name).tables}
             self.tables = MappingProxyType({k: v for k, v in analysis.tables.items() if k in mine})
         else:
             self.tables = analysis.tables
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str):  # only for a name nothing declares: say which inputs are
         if name.startswith("_"):
             raise AttributeError(name)
-        selection = self.measure.input(name)
-        if selection is None:
-            raise AttributeError(f"measure {self.measure.name} reads {name!r}, which it does not declare: add "
-                                 f"Input({name!r}) to its inputs (louder.analysis.engine.registry.Input)")
-        return self.analysis.view(selection)
+        declared = ", ".join(i.name for i in self.measure.inputs) or "none"
+        raise AttributeError(f"measure {self.measure.name} reads {name!r}, which it does not declare (its inputs: "
+                             f"{declared}); add Input({name!r}) to its inputs "
+                             "(louder.analysis.engine.declarations.Input)")
 
-    @property
-    def missing(self) -> list[str]:
-        return self.analysis.missing
 
-    def figure(self, name: str, *args) -> str:
-        """The measure's figure ``name`` (declared on it: ``registry.Plot``) drawn for ``args`` and rendered
-        for its section: SVG with its alt text and a download link; a line saying why when there is nothing
-        to draw."""
-        from louder.analysis.report.html import figure, no_figure, slug
-
-        plot = self.measure.plot(name)
-        fig = plot.draw(self, *args)
-        if fig is None:
-            return no_figure(f"{self.measure.name}/{name}", plot.empty)
-        self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
-        download = f"{self.measure.name}-{name}" + (f"-{self._drawn}" if self._drawn > 1 else "")
-        return figure(fig, plot.alt_text(self, *args), f"{self.measure.name}/{name}", slug(download))
-
-    @property
-    def bootstrap(self) -> int:
-        return self.analysis.settings.bootstrap
-
-    @property
-    def seed(self) -> int:
-        return self.analysis.settings.seed
-
-    @property
-    def settings(self) -> Settings:
-        return self.analysis.settings
-
-    @property
-    def groups(self) -> dict[str, list[str]]:
-        return self.analysis.groups
-
-    @property
-    def score(self) -> bool:
-        return self.analysis.score
-
-    @property
-    def manifests(self) -> dict[str, dict]:
-        return self.analysis.manifests
-
-    @property
-    def run_dir(self) -> Path:
-        return self.analysis.run_dir
+@cache
+def _of(kind: type[Context], measure: Measure) -> type[Context]:
+    """The context class of ``measure``: ``kind`` with one attribute per input it declares."""
+    taken = [i.name for i in measure.inputs if hasattr(kind, i.name)]
+    if taken:
+        raise LouderError(f"measure {measure.name}: input {taken[0]!r} has the name of its context's own "
+                          f"{taken[0]}; give the input another name")
+    return type(f"{kind.__name__}[{measure.name}]", (kind,),
+                {"_declared": True, **{i.name: _Declared(i) for i in measure.inputs}})
 
 
 def load(run_dir: str | Path, settings: Settings | None = None) -> Analysis:

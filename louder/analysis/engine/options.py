@@ -1,36 +1,71 @@
 """The options of the measures, as the user gives them: ``louder analyze RUN --set MEASURE.OPTION=VALUE``
 (repeatable), ``Run.analyze(options={"MEASURE": {"OPTION": value}})``, or a shorthand flag an option
-declares (``--control GROUP`` is ``--set conditional.control=GROUP``). Every option is a measure's own
-(``louder.analysis.engine.registry.Option``); this module only reads what was given against the declarations:
-an unknown measure or option is one line with "did you mean", a value is checked by its option.
+declares (``--control GROUP`` is ``--set conditional.control=GROUP``; from Python its keyword form,
+``control=["GROUP"]``). An option's ``flag`` is the only place a shorthand is declared: ``louder
+analyze`` grows its options from ``flags()``. Every option is a measure's own
+(``louder.analysis.engine.declarations.Option``); this module is the one parser of what was given
+against the declarations: an unknown measure or option is one line with "did you mean", a value is
+parsed and checked as its option declares (``value``).
 
 An analysis records its options (``analysis.json``) as the values that differ from the defaults, so
 that giving a default explicitly is the same analysis as not giving it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from louder.analysis.engine import registry
+from louder.analysis.engine.declarations import Measure, Option
 from louder.errors import LouderError, did_you_mean
 
 Options = dict[str, dict[str, Any]]  # measure → option → value
 
 
-def _measure(name: str, what: str) -> registry.Measure:
-    known = [m.name for m in registry.measures()]
-    if name not in known:
-        raise LouderError(f"{what}: no measure {name!r}{did_you_mean(name, known)}; `louder measures` lists the "
-                          "measures and their options")
-    return registry.get(name)
+_TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
 
-def _option(m: registry.Measure, name: str, what: str) -> registry.Option:
-    names = [o.name for o in m.options]
-    if name not in names:
-        raise LouderError(f"{what}: measure {m.name} has no option {name!r}{did_you_mean(name, names)}; its options: "
-                          f"{', '.join(names) or 'none'}")
-    return m.option(name)
+def parse(o: Option, text: str, where: str) -> Any:
+    """One value of ``o`` from text (``--set``, a flag; ``where``: how the message names the option)."""
+    if o.type is bool:
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise LouderError(f"{where}={text}: not a yes/no value; write true or false")
+    if o.type in (int, float):
+        try:
+            return o.type(text)
+        except ValueError:
+            raise LouderError(f"{where}={text}: not a number ({o.type.__name__}); write e.g. "
+                              f"{where}={o.type(1)}") from None
+    return text
+
+
+def one(o: Option, value: Any, where: str) -> Any:
+    """One value of ``o`` from Python or from text, checked (a file as its absolute path)."""
+    if isinstance(value, str) and o.type is not str:
+        value = parse(o, value, where)
+    if o.type is Path:
+        value = str(Path(value).resolve())
+    elif o.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    elif not isinstance(value, o.type) or (o.type is int and isinstance(value, bool)):
+        raise LouderError(f"{where}={value!r}: expected {o.type_name}")
+    if o.choices and value not in o.choices:
+        raise LouderError(f"{where}={value}: use one of {', '.join(map(str, o.choices))}"
+                          f"{did_you_mean(str(value), [str(c) for c in o.choices])}")
+    if o.check is not None and (problem := o.check(value)):
+        raise LouderError(f"{where}={value}: {problem}")
+    return value
+
+
+def value(o: Option, given: Any, where: str) -> Any:
+    """The value of ``o`` from what was given (a list for ``multiple``, without repeats)."""
+    if o.multiple:
+        values = [given] if isinstance(given, (str, Path)) or not hasattr(given, "__iter__") else list(given)
+        return tuple(dict.fromkeys(one(o, v, where) for v in values))
+    return one(o, given, where)
 
 
 def parse_set(items: Iterable[str]) -> Options:
@@ -43,8 +78,8 @@ def parse_set(items: Iterable[str]) -> Options:
         if not eq or not dot or not measure or not option:
             raise LouderError(f"--set {item}: write MEASURE.OPTION=VALUE, e.g. --set conditional.control=gender_identity "
                               "(`louder measures` lists the options)")
-        m = _measure(measure, f"--set {item}")
-        o = _option(m, option.strip(), f"--set {item}")
+        m = registry.get(measure, f"--set {item}")
+        o = m.option(option.strip(), f"--set {item}")
         values = out.setdefault(m.name, {})
         if o.multiple:
             values.setdefault(o.name, []).append(value)
@@ -53,7 +88,7 @@ def parse_set(items: Iterable[str]) -> Options:
     return out
 
 
-def flags() -> dict[str, list[tuple[registry.Measure, registry.Option]]]:
+def flags() -> dict[str, list[tuple[Measure, Option]]]:
     """Every shorthand flag an option declares → the options it sets (one flag may set the same file
     for several measures: ``--patterns`` for rationales and the persona audit)."""
     out: dict[str, list] = {}
@@ -64,18 +99,36 @@ def flags() -> dict[str, list[tuple[registry.Measure, registry.Option]]]:
     return out
 
 
+def keyword(flag: str) -> str:
+    """A flag's keyword form, as ``analyze`` and ``Run.analyze`` take it: ``--random-slopes`` → ``random_slopes``."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def from_keywords(given: Mapping[str, Any], where: str = "analyze") -> Options:
+    """Options from the keyword forms of the flags (``random_slopes=True`` is ``--random-slopes``): every
+    flag any option declares — louder's and an installed package's — has one; an unknown keyword is one
+    line with "did you mean"."""
+    known = {keyword(f): f for f in flags()}
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        raise LouderError(f"{where}: no setting {unknown[0]!r}{did_you_mean(unknown[0], known)}; a measure's option is "
+                          "options={MEASURE: {OPTION: value}}, its shorthand the keyword form of its flag (`louder "
+                          f"measures` lists them: {', '.join(sorted(known)) or 'none'})")
+    return from_flags({known[k]: v for k, v in given.items()})
+
+
 def from_flags(given: Mapping[str, Any]) -> Options:
     """Options from shorthand flags: ``{"--control": ["gender_identity"], "--random-slopes": True}``
     (a value of None or False, or an empty list, is a flag not given)."""
     known = flags()
     out: Options = {}
-    for flag, value in given.items():
-        if value is None or value is False or (isinstance(value, (list, tuple)) and not value):
+    for flag, given_value in given.items():
+        if given_value is None or given_value is False or (isinstance(given_value, (list, tuple)) and not given_value):
             continue
         if flag not in known:
             raise LouderError(f"{flag}: no option has this flag{did_you_mean(flag, list(known))}")
         for m, o in known[flag]:
-            out.setdefault(m.name, {})[o.name] = o.value(value, flag)  # a bad value is named as it was typed
+            out.setdefault(m.name, {})[o.name] = value(o, given_value, flag)  # named as it was typed
     return out
 
 
@@ -95,15 +148,15 @@ def resolve(given: Mapping[str, Mapping[str, Any]] | None) -> Options:
     out: Options = {}
     given = given or {}
     for name in given:
-        _measure(name, f"options[{name!r}]")
+        registry.get(name, f"options[{name!r}]")
     for m in registry.measures():
         values = dict(given.get(m.name) or {})
         for name in values:
-            _option(m, name, f"options[{m.name!r}]")
+            m.option(name, f"options[{m.name!r}]")
         chosen = {}
         for o in m.options:
             if o.name in values:
-                v = o.value(values[o.name], f"{m.name}.{o.name}")
+                v = value(o, values[o.name], f"{m.name}.{o.name}")
                 if v != o.default:
                     chosen[o.name] = v
         if m.check is not None and (problem := m.check(effective(m, chosen))):
@@ -113,7 +166,7 @@ def resolve(given: Mapping[str, Mapping[str, Any]] | None) -> Options:
     return out
 
 
-def effective(m: registry.Measure, chosen: Mapping[str, Any] | None) -> dict[str, Any]:
+def effective(m: Measure, chosen: Mapping[str, Any] | None) -> dict[str, Any]:
     """Every option of ``m``: the chosen values over the defaults."""
     return {o.name: (chosen or {}).get(o.name, o.default) for o in m.options}
 
@@ -125,8 +178,6 @@ def recorded(options: Options) -> dict:
 
 def files(options: Options) -> list[tuple[str, str]]:
     """(``measure.option``, path) of every file option given: their content is part of the data state."""
-    from pathlib import Path
-
     out = []
     for m in registry.measures():
         for o in m.options:

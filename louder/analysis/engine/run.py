@@ -23,25 +23,13 @@ from louder.errors import LouderError
 from louder.io import write_csv, write_json
 from louder.runfolder import check_generations, check_unchanged, fingerprint
 
-__all__ = ["Analysis", "Settings", "analyze", "for_report", "leads", "load", "recorded_settings", "settings_of",
-           "state_of", "written"]
-
-# the keyword arguments of ``analyze`` before measures declared their options: each the shorthand flag
-# an option declares (``random_slopes`` → ``--random-slopes``)
-SHORTHANDS = ("predictions", "patterns", "observed", "adjust", "random_slopes", "reference", "control")
-
+__all__ = ["analyze", "for_report", "leads", "recorded_settings", "settings_of", "state_of", "written"]
 
 def settings_of(bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, options=None, **shorthands) -> Settings:
-    """The settings of an analysis: ``options`` (measure → option → value) and the shorthands of
-    ``SHORTHANDS`` (each sets the options that declare its flag); an unknown one is one line."""
-    unknown = [k for k in shorthands if k not in SHORTHANDS]
-    if unknown:
-        from louder.errors import did_you_mean
-
-        raise LouderError(f"analyze: no setting {unknown[0]!r}{did_you_mean(unknown[0], SHORTHANDS)}; a measure's "
-                          "option is options={MEASURE: {OPTION: value}} (`louder measures` lists them)")
-    flagged = O.from_flags({"--" + k.replace("_", "-"): v for k, v in shorthands.items()})
-    return Settings.of(bootstrap, seed, O.merge(flagged, options))
+    """The settings of an analysis: ``options`` (measure → option → value) and ``shorthands``, the
+    keyword forms of the flags options declare (``random_slopes=True`` is ``--random-slopes``: each sets
+    the options that declare its flag); an unknown one is one line."""
+    return Settings.of(bootstrap, seed, O.merge(O.from_keywords(shorthands), options))
 
 
 # --- the cache: one analysis per data state and settings ------------------------------------------
@@ -115,8 +103,8 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
             options: dict | None = None, **shorthands) -> Analysis:
     """Every table of the run folder's measures (``louder.analysis.engine.registry``) and, with ``write``, the
     CSVs and analysis.json in the folder. ``options``: measure → option → value (``louder measures``
-    lists them); ``shorthands``: the keyword forms of the flags options declare (``SHORTHANDS``:
-    ``control=["political_ideology"]`` is ``options={"conditional": {"control": [...]}}``). With
+    lists them); ``shorthands``: the keyword forms of the flags options declare (``control=["political_ideology"]``
+    is ``--control political_ideology``, ``options={"conditional": {"control": [...]}}``). With
     ``write``, an analysis of the same data with the same settings is read back from its CSVs
     (``Analysis.cached``), not computed or written again; ``write=False`` computes in memory and
     touches no file."""
@@ -183,7 +171,9 @@ def recorded_settings(run_dir: str | Path) -> Settings | None:
         options = {m: {k: v for k, v in values.items() if k in known[m]}
                    for m, values in (done.get("options") or {}).items() if m in known}
         return Settings.of(done["bootstrap"], done["seed"], options)
-    return settings_of(done["bootstrap"], done["seed"], **{k: done[k] for k in SHORTHANDS if done.get(k) is not None})
+    # (those fields were the keyword forms of the flags: ``"control": [...]`` as ``--control``)
+    fields = {O.keyword(f) for f in O.flags()}
+    return settings_of(done["bootstrap"], done["seed"], **{k: v for k, v in done.items() if k in fields and v is not None})
 
 
 def for_report(run_dir: str | Path, bootstrap: int | None = None, seed: int | None = None,

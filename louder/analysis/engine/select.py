@@ -1,11 +1,11 @@
 """Which rows of a run's table a measure reads: the run's dimensions as the analysis sees them, and
-the one function that derives every view a measure declares (``view``).
+the one function that selects the rows of every input a measure declares (``rows``).
 
 A run varies how a case is put to its agents along **dimensions**. The presentation dimensions are
 ``louder.dimensions``' (wording, reasoning level, choice order, signal, intervention, and any
 registered later); the analysis adds three that the runs record by their own machinery: the
 **round** of a network run, the policy **variant** and a human study's paired **respondent** agents.
-A measure's ``Input`` (``louder.analysis.engine.registry``) says, per dimension, which rows it reads:
+A measure's ``Input`` (``louder.analysis.engine.declarations``) says, per dimension, which rows it reads:
 
 * ``reference`` — the rows of the reference level only: each agent answers once per level of a
   crossed dimension (every wording, reasoning level, intervention) and once per round, so pooling
@@ -18,7 +18,7 @@ A measure's ``Input`` (``louder.analysis.engine.registry``) says, per dimension,
   condition ("contextualized [names]": each signal has agents of its own, never pooled), a variant
   other than ``base`` as its own scenario ("scenario [variant]").
 
-Each dimension has a default — the per-case view of cases.csv: crossed dimensions, rounds and
+Each dimension has a default — the per-case selection of cases.csv: crossed dimensions, rounds and
 respondents at their reference, choice orders whole (each agent sees one: nothing to pool), signals
 and variants keyed. A new dimension of ``louder.dimensions`` gets its default from its design
 (crossed: reference, split: whole, own agents: keyed) and changes no measure that does not name it.
@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-WHOLE, REFERENCE, KEYED = "whole", "reference", "keyed"  # what a view does with one dimension
+WHOLE, REFERENCE, KEYED = "whole", "reference", "keyed"  # what an input does with one dimension
 ALL = "*"  # ``Input(whole=ALL)``: every dimension kept whole (unless named as reference or keyed)
 
 
@@ -84,7 +84,7 @@ class Axis:
 def _rounds(frame: pd.DataFrame) -> pd.DataFrame:
     first = frame["round"] == 0
     if first.all() and isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
-        return frame  # already round 0 only (read so: ``Analysis.view``): the same rows, not a copy of them
+        return frame  # already round 0 only (read so: ``Analysis.rows``): the same rows, not a copy of them
     return frame[first].reset_index(drop=True)
 
 
@@ -110,16 +110,12 @@ def _from_dimension(d) -> Axis:
 
 
 def axes() -> list[Axis]:
-    """Every dimension, in the order ``view`` reads them: rounds first; then ``louder.dimensions``'
+    """Every dimension, in the order ``rows`` reads them: rounds first; then ``louder.dimensions``'
     dimensions, the last registered first (each was added around the ones before it, as
     interventions around reasoning levels around wordings); then variants and respondents."""
     from louder.dimensions import registered
 
     return [ROUND, *(_from_dimension(d) for d in reversed(registered())), VARIANT, RESPONDENT]
-
-
-def dimension_ids() -> list[str]:
-    return [a.id for a in axes()]
 
 
 def check(name: str, whole: Sequence[str], reference: Sequence[str], keyed: Sequence[str]) -> str | None:
@@ -141,7 +137,7 @@ def check(name: str, whole: Sequence[str], reference: Sequence[str], keyed: Sequ
     return f"input {name} names dimension {twice} twice" if twice else None
 
 
-def view(frame: pd.DataFrame | None, selection) -> pd.DataFrame | None:
+def rows(frame: pd.DataFrame | None, selection) -> pd.DataFrame | None:
     """The rows of ``frame`` that ``selection`` (an ``Input``) reads: each dimension in the order of
     ``axes`` read as the selection says, else as its default; a raw selection reads the file as written."""
     if frame is None or not set(selection.columns) <= set(frame.columns):
@@ -151,6 +147,14 @@ def view(frame: pd.DataFrame | None, selection) -> pd.DataFrame | None:
     for axis in axes():
         frame = axis.apply(frame, selection.mode(axis.id, axis.default))
     return frame
+
+
+def view(frame: pd.DataFrame | None, selection) -> pd.DataFrame | None:
+    import warnings
+
+    warnings.warn("louder.analysis.engine.select.view is now select.rows (the old name goes in a later release)",
+                  FutureWarning, stacklevel=2)
+    return rows(frame, selection)
 
 
 def keyed(frame: pd.DataFrame | None, *dimensions: str) -> pd.DataFrame | None:

@@ -11,32 +11,22 @@ import html
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Input,
-    Measure,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.report.draw import case_panels, panels_legend, rate_panel
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.anchoring import DPD_COLUMNS, anchoring
 
-# the case view with the respondents' paired agents, which every other input leaves out
+# the case selection with the respondents' paired agents, which every other input leaves out
 INPUTS = (Input("humans", raw=True, doc="humans.parquet: the study's respondents"),
           Input("paired", "decisions.parquet", whole=("respondent",), doc="the decisions with the paired agents'"),
           Input("unlabelled", raw=True, doc="unlabelled.parquet: the profiles without a human answer (their weights)"))
 
 
 def build(a) -> dict[str, pd.DataFrame]:
-    """anchoring: the paired agents and the usual ones of the case view against the respondents."""
+    """anchoring: the paired agents and the usual ones of the case selection against the respondents."""
     if a.paired is None:
         return {}
     t = anchoring(a.paired, a.humans, B=a.bootstrap, seed=a.seed, unlabelled=a.unlabelled)
@@ -133,30 +123,30 @@ def _gained(r) -> str:
     return "–" if pd.isna(r["ess_gained"]) else f"{round(r['ess_gained']) + 0.0:.0f}"  # never "-0"
 
 
-VIEW = View(
+CONSOLE = Console(
     "anchoring", "Anchoring to a human study: target rate [95 % CI] of the humans, the agents and both by "
                 "prediction-powered inference; DPD of the PPI rates, magnitude ratio agents ÷ humans — "
                 "docs/how-to/anchor-to-humans.md", (
         key("model"), key("condition"), key("scenario"), key("group"), key("agents"),
-        Show("attribute", "attribute", priority=1),
-        Show("n humans", "n_humans", number=True),
-        Show("humans", with_interval("rate_humans", "ci_low_humans", "ci_high_humans", 2), number=True, priority=1,
+        Cell("attribute", "attribute", priority=1),
+        Cell("n humans", "n_humans", number=True),
+        Cell("humans", with_interval("rate_humans", "ci_low_humans", "ci_high_humans", 2), number=True, priority=1,
              name="rate_humans"),
-        Show("agents", with_interval("rate_agents", "ci_low_agents", "ci_high_agents", 2), number=True,
+        Cell("agents", with_interval("rate_agents", "ci_low_agents", "ci_high_agents", 2), number=True,
              name="rate_agents"),
-        Show("PPI", with_interval("rate_ppi", "ci_low_ppi", "ci_high_ppi", 2), number=True, priority=1,
+        Cell("PPI", with_interval("rate_ppi", "ci_low_ppi", "ci_high_ppi", 2), number=True, priority=1,
              name="rate_ppi"),
-        Show("ess gained", _gained, number=True, priority=3, name="ess_gained"),
-        Show("width ÷ humans", lambda r: _pct(r["width_ratio"]), number=True, name="width_ratio"),
-        Show("worth", lambda r: number(r["worth"], 2), number=True, name="worth"),
-        Show("agreement", lambda r: number(r["agreement"], 2), number=True, priority=3, name="agreement"),
-        Show("DPD humans", with_interval("dpd_humans", "dpd_ci_low_humans", "dpd_ci_high_humans", 2), number=True,
+        Cell("ess gained", _gained, number=True, priority=3, name="ess_gained"),
+        Cell("width ÷ humans", lambda r: _pct(r["width_ratio"]), number=True, name="width_ratio"),
+        Cell("worth", lambda r: number(r["worth"], 2), number=True, name="worth"),
+        Cell("agreement", lambda r: number(r["agreement"], 2), number=True, priority=3, name="agreement"),
+        Cell("DPD humans", with_interval("dpd_humans", "dpd_ci_low_humans", "dpd_ci_high_humans", 2), number=True,
              priority=3, name="dpd_humans"),
-        Show("DPD PPI", with_interval("dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi", 2), number=True, priority=1,
+        Cell("DPD PPI", with_interval("dpd_ppi", "dpd_ci_low_ppi", "dpd_ci_high_ppi", 2), number=True, priority=1,
              name="dpd_ppi"),
-        Show("DPD width ÷ humans", lambda r: _pct(r["dpd_width_ratio"]), number=True, priority=3,
+        Cell("DPD width ÷ humans", lambda r: _pct(r["dpd_width_ratio"]), number=True, priority=3,
              name="dpd_width_ratio"),
-        Show("ratio agents ÷ humans", with_interval("ratio", "ratio_ci_low", "ratio_ci_high", 2), number=True,
+        Cell("ratio agents ÷ humans", with_interval("ratio", "ratio_ci_low", "ratio_ci_high", 2), number=True,
              name="ratio")),
     position=42)
 
@@ -207,6 +197,6 @@ register(Measure(
             Column(("ratio", "ratio_ci_low", "ratio_ci_high"), "the magnitude ratio, agents' DPD ÷ humans' DPD, with "
                                                                "its interval (infinite above when the humans' DPD "
                                                                "interval reaches 0)")),),),
-    build=build, inputs=INPUTS, needs=("humans",), views=(VIEW,), section=report_section, position=62,
-    figures=(Plot("rates", lambda a, t: anchoring_figure(t), "Per case and attribute: the humans-only, agents-only "
+    build=build, inputs=INPUTS, needs=("humans",), console=(CONSOLE,), section=report_section, position=62,
+    figures=(Figure("rates", lambda a, t: anchoring_figure(t), "Per case and attribute: the humans-only, agents-only "
                   "and prediction-powered target rates, each a point with its 95 % interval."),)))

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import html
 
-from louder.analysis.engine.registry import Input, Measure, register
+from louder.analysis.engine.declarations import Input, Measure
+from louder.analysis.engine.registry import register
 from louder.analysis.report.html import note, section
 from louder.analysis.stats.network import archetype_note
 

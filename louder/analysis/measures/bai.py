@@ -4,11 +4,18 @@ prompts, ``association_decision_link.csv``. The statistics are ``louder.analysis
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.bai import association_decision_link, association_stats, decision_stats
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure as MplFigure
 
 STAT_COLUMNS_DOC = (
     Column(("test", "model"), "the test and model"),
@@ -65,21 +72,55 @@ def report_section(a) -> str:
     return section("Word association and relative decision tests (Bai et al.)", *parts) if parts else ""
 
 
+def sibling_figure(stats: pd.DataFrame, association: pd.DataFrame | None, test: str) -> MplFigure | None:
+    """Per model: mean score per stereotype with its 95 % interval, coloured by category, the
+    unbiased value dashed (cf. Figs. 2 and 3 of Bai et al.)."""
+    from matplotlib.figure import Figure as MplFigure
+
+    from louder.analysis.report import palette as P
+    from louder.analysis.report.draw import CATEGORY_COLORS, interval
+
+    convention = "authors" if test == "association" else "valid_only"
+    data = stats[(stats["level"] == "stereotype") & (stats["convention"] == convention)]
+    if data.empty:
+        return None
+    cats = (association.drop_duplicates("stereotype").set_index("stereotype")["category"]
+            if association is not None else pd.Series(dtype=str))
+    models = sorted(data["model"].unique())
+    fig = MplFigure(figsize=(max(6.0, 0.45 * data["name"].nunique() + 2), 3.0 * len(models)), layout="constrained")
+    axes = fig.subplots(len(models), 1, squeeze=False)[:, 0]
+    null = 0.0 if test == "association" else 0.5
+    for ax, model in zip(axes, models):
+        sub = data[data["model"] == model].assign(category=lambda d: d["name"].map(cats).fillna("race"))
+        sub = sub.sort_values(["category", "name"])
+        xs = np.arange(len(sub))
+        ax.bar(xs, sub["mean"], color=[CATEGORY_COLORS.get(c, P.GREY) for c in sub["category"]], alpha=0.35)
+        for x, (_, r) in zip(xs, sub.iterrows()):
+            interval(ax, r["mean"], x, r["ci_low"], r["ci_high"], color=CATEGORY_COLORS.get(r["category"], P.GREY),
+                     ms=3, horizontal=False)
+        ax.axhline(null, color=P.BLACK, ls="--", lw=1)
+        ax.set_xticks(xs, sub["name"], rotation=60, ha="right", fontsize=7)
+        ax.set_ylim(-1.05 if test == "association" else 0, 1.05)
+        label = "association bias (−1…1)" if test == "association" else "decision bias (0…1)"
+        ax.set_ylabel(label)
+        ax.set_title(f"{model}: {'word association' if test == 'association' else 'relative decision'} test "
+                     "(vermillion: race, purple: gender, green: religion, blue: health; 95 % CI)", fontsize=8)
+    return fig
+
+
 def _sibling(test: str):
     table, answers = ("association_stats", "association") if test == "association" else ("decision_stats",
                                                                                         "decision_test")
 
     def draw(a):
-        from louder.analysis.report import draw as figures
-
-        return figures.sibling_figure(a.tables[table], getattr(a, answers), test)
+        return sibling_figure(a.tables[table], getattr(a, answers), test)
     return draw
 
 
 FIGURES = (
-    Plot("association", _sibling("association"), "Bars per stereotype: the mean word-association bias score with its "
+    Figure("association", _sibling("association"), "Bars per stereotype: the mean word-association bias score with its "
                                                   "95 % interval, coloured by category, 0 (unbiased) dashed."),
-    Plot("decision", _sibling("decision"), "Bars per stereotype: the mean relative-decision score with its 95 % "
+    Figure("decision", _sibling("decision"), "Bars per stereotype: the mean relative-decision score with its 95 % "
                                            "interval, coloured by category, 0.5 (unbiased) dashed."))
 
 register(Measure(

@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Finding,
-    Input,
-    Measure,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.report.console import key, number
 from louder.analysis.report.html import note, section, table
 from louder.analysis.report.words import report_html
 from louder.analysis.stats.cases import (
@@ -41,9 +33,12 @@ from louder.analysis.stats.choices import independence_table
 from louder.analysis.stats.keys import CASE_KEYS, COUNT_COLUMNS, truthy
 from louder.analysis.stats.prob_dpd import prob_dpd_table
 from louder.analysis.stats.sequential_cases import of_run, with_sequential
-from louder.config import recorded
+from louder.sections import recorded
 
-INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view"),
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure as MplFigure
+
+INPUTS = (Input("decisions", doc="the agents' decisions, the per-case selection"),
           Input("probes", doc="the explicit probe's answers (under no intervention)"),
           Input("final", "sequential.csv", raw=True, doc="a sequential run's cases"),
           Input("waves", "sequential_waves.csv", raw=True, doc="… and their waves"))
@@ -176,6 +171,78 @@ def _words(a) -> str:
             report_html(a.decisions, k=2, seed=a.seed, run=str(a.run_dir)))
 
 
+def dpd_figure(cases: pd.DataFrame, probability: bool = False) -> MplFigure | None:
+    """A forest plot per model: each case's DPD with its 95 % interval, implicit (every persona condition)
+    beside explicit, grouped by scenario × group; the paper's parity threshold as a black tick, ✱ when the
+    case is significant (Holm). ``probability``: the implicit rows show the probability DPD (``dpd_p``, the
+    test a score-mode run of argmax picks rests on: ``cases.headline``) and the sampled DPD beside it as a
+    hollow mark."""
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.lines import Line2D
+
+    from louder.analysis.report import palette as P
+    from louder.analysis.report.draw import KIND_COLORS, MARK, interval, plain
+
+    if cases.empty:
+        return None
+    data = cases if "h_dpd" in cases.columns else headline(cases, probability)
+    data = data[data["h_dpd"].notna()]
+    if data.empty:
+        return None
+    models = sorted(data["model"].unique())
+    heights = [len(data[data["model"] == m]) + data.loc[data["model"] == m, ["scenario", "group"]].drop_duplicates()
+               .shape[0] for m in models]
+    fig = MplFigure(figsize=(8.4, 0.24 * sum(heights) + 1.1 * len(models) + 0.6), layout="constrained")
+    axes = fig.subplots(len(models), 1, squeeze=False, height_ratios=[max(h, 2) for h in heights])[:, 0]
+    probability_shown = explicit_shown = tick_shown = sig_shown = False
+    for ax, model in zip(axes, models):
+        sub = data[data["model"] == model]
+        several = sub.loc[sub["kind"] == "implicit", "condition"].nunique() > 1  # else the row says "agents"
+        y, ticks, labels = 0.0, [], []
+        for (scenario, group), g in sub.groupby(["scenario", "group"], sort=True):
+            g = g.assign(_k=(g["kind"] == "explicit").astype(int)).sort_values(["_k", "condition"])
+            for _, r in g.iterrows():
+                y -= 1
+                kind = r["kind"]
+                color = KIND_COLORS.get(kind, P.BLACK)
+                test = r.get("test", "sampled")
+                interval(ax, r["h_dpd"], y, r["h_ci_low"], r["h_ci_high"], color=color,
+                         marker="s" if kind == "explicit" else "o")
+                explicit_shown |= kind == "explicit"
+                if test == "probability":
+                    probability_shown = True
+                    if pd.notna(r["dpd"]):
+                        ax.plot(r["dpd"], y, "o", color=P.GREY, mfc=P.WHITE, mec=P.GREY, ms=5)
+                elif pd.notna(r.get("threshold", np.nan)):
+                    ax.plot(r["threshold"], y, marker="|", color=P.BLACK, ms=11, mew=1.6)
+                    tick_shown = True
+                if bool(r["h_significant"]):
+                    sig_shown = True
+                    ax.text(1.035, y, MARK, ha="center", va="center", fontsize=9, color=P.SIGNIFICANT)
+                ticks.append(y)
+                labels.append(f"{plain(scenario)} × {plain(group)} · " + (
+                    "asked directly" if kind == "explicit" else plain(r["condition"]) if several else "agents"))
+            y -= 0.6
+        ax.set_yticks(ticks, labels, fontsize=7)
+        ax.set_ylim(y + 0.2, 0.2 - 0.6)
+        ax.set_xlim(-0.02, 1.07)
+        ax.axvline(0, color=P.LIGHT, lw=0.8, zorder=0)
+        ax.grid(axis="x", color=P.GRID, lw=0.6)
+        ax.set_axisbelow(True)
+        ax.set_title(f"{model}: DPD per case, 95 % interval", fontsize=9, loc="left")
+    shown = [(data["kind"] == "implicit").any(), probability_shown, explicit_shown, tick_shown, sig_shown]
+    handles = [h for h, on in zip([
+        Line2D([], [], color=P.IMPLICIT, marker="o", ls="-", label="implicit (agents)"),
+        Line2D([], [], color=P.GREY, marker="o", mfc=P.WHITE, ls="", label="sampled DPD of the argmax picks"),
+        Line2D([], [], color=P.EXPLICIT, marker="s", ls="-", label="explicit (asked directly)"),
+        Line2D([], [], color=P.BLACK, marker="|", ls="", ms=10, mew=1.6, label="parity threshold"),
+        Line2D([], [], color=P.SIGNIFICANT, marker="$✱$", ls="", label="significant (Holm p < 0.05)")], shown) if on]
+    axes[-1].set_xlabel("DPD: largest − smallest rate across the attributes" +
+                        (" (implicit: probability DPD, dpd_p)" if probability_shown else ""))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7, frameon=False)
+    return fig
+
+
 def _dpd_alt(a, t: pd.DataFrame) -> str:
     models = sorted(t["model"].unique())
     imp, exp = t[t["kind"] == "implicit"], t[t["kind"] == "explicit"]
@@ -186,12 +253,10 @@ def _dpd_alt(a, t: pd.DataFrame) -> str:
 
 
 def _dpd_figure(a, t: pd.DataFrame):
-    from louder.analysis.report import draw as figures
-
-    return figures.dpd_figure(t)
+    return dpd_figure(t)
 
 
-FIGURES = (Plot("dpd", _dpd_figure, _dpd_alt),)
+FIGURES = (Figure("dpd", _dpd_figure, _dpd_alt),)
 
 
 def _mdd(r) -> str:
@@ -305,27 +370,27 @@ def _console(a) -> pd.DataFrame:
     return t.assign(_probability=(t["test"] == PROBABILITY).any())
 
 
-VIEW = View(
+CONSOLE = Console(
     "cases", lambda a: CONSOLE_JOINT_TITLE if population_run(a.tables) else CONSOLE_TITLE + (
         PROBABILITY_TITLE if probability_test(a) else ""), (
-        Show("kind", "kind", priority=3, identity=True),
+        Cell("kind", "kind", priority=3, identity=True),
         *map(key, CASE_KEYS),
-        Show("test", _test, priority=1),
-        Show("dpd", lambda r: number(r["h_dpd"]), number=True, priority=1),
-        Show("threshold", lambda r: number(r["threshold"]), number=True, priority=3),
-        Show("p", lambda r: number(r["h_p"], 4), number=True, name="p_value"),
-        Show("p_holm", lambda r: number(r["h_p_holm"], 4), number=True, priority=1),
-        Show("sig", lambda r: "yes" if truthy(r["h_significant"]) else "no", priority=1,
+        Cell("test", _test, priority=1),
+        Cell("dpd", lambda r: number(r["h_dpd"]), number=True, priority=1),
+        Cell("threshold", lambda r: number(r["threshold"]), number=True, priority=3),
+        Cell("p", lambda r: number(r["h_p"], 4), number=True, name="p_value"),
+        Cell("p_holm", lambda r: number(r["h_p_holm"], 4), number=True, priority=1),
+        Cell("sig", lambda r: "yes" if truthy(r["h_significant"]) else "no", priority=1,
              style=lambda r: "bold red" if truthy(r["h_significant"]) else None, name="significant"),
-        Show("sampled dpd (p)", lambda r: f"{number(r['dpd'])} ({number(r['p_value'], 4)})"
+        Cell("sampled dpd (p)", lambda r: f"{number(r['dpd'])} ({number(r['p_value'], 4)})"
              if r["test"] == PROBABILITY else "", number=True, name="sampled"),
-        Show("dpd_p [95 % CI]", lambda r: "–" if pd.isna(r["dpd_p"]) else
+        Cell("dpd_p [95 % CI]", lambda r: "–" if pd.isna(r["dpd_p"]) else
              f"{r['dpd_p']:.3f} [{r['ci_low_p']:.3f}, {r['ci_high_p']:.3f}]", name="dpd_p"),
-        Show("p_p", lambda r: number(r["p_value_p"], 4), number=True, priority=3, name="p_value_p"),
-        Show("mdd", _mdd, number=True, priority=3),
-        Show("power", _power, priority=1, style=lambda r: "yellow" if _power(r) == "underpowered" else None),
-        Show("valid", lambda r: str(int(r["n_valid"])), number=True, priority=1, name="n_valid"),
-        Show("inv/ref/err", lambda r: f"{int(r['n_invalid'])}/{int(r['n_refused'])}/{int(r['n_error'])}",
+        Cell("p_p", lambda r: number(r["p_value_p"], 4), number=True, priority=3, name="p_value_p"),
+        Cell("mdd", _mdd, number=True, priority=3),
+        Cell("power", _power, priority=1, style=lambda r: "yellow" if _power(r) == "underpowered" else None),
+        Cell("valid", lambda r: str(int(r["n_valid"])), number=True, priority=1, name="n_valid"),
+        Cell("inv/ref/err", lambda r: f"{int(r['n_invalid'])}/{int(r['n_refused'])}/{int(r['n_error'])}",
              number=True, name="n_invalid"),
     ), position=20, source=_console)
 
@@ -360,5 +425,5 @@ register(Measure(
                                   "row)"),
         Column("stop_reason", "sequential runs: `disparity`, `parity within D` or `undecided`"),
         Column("waves", "sequential runs: the waves the case ran"))),),
-    build=build, inputs=INPUTS, after=("attributes",), views=(VIEW,), section=report_section, position=40,
+    build=build, inputs=INPUTS, after=("attributes",), console=(CONSOLE,), section=report_section, position=40,
     figures=FIGURES, findings=findings))

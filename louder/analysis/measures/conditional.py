@@ -7,20 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Input,
-    Measure,
-    Option,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats import conditional as C
 from louder.analysis.stats.keys import truthy
@@ -100,16 +89,16 @@ def _flag(r) -> str | None:
     return "bold red" if r["verdict"] == "persists" else "green" if str(r["verdict"]).startswith("explained") else None
 
 
-VIEW = View("conditional", "Parity given a legitimate factor: each group's DPD within the strata of the control "
+CONSOLE = Console("conditional", "Parity given a legitimate factor: each group's DPD within the strata of the control "
                            "group (--control), beside its raw DPD", (
     key("model"), key("condition"), key("scenario"), key("variant"),
-    Show("group", "group", priority=1),
-    Show("control", "control", priority=1),
-    Show("raw dpd", lambda r: number(r["dpd_raw"]), number=True, priority=1, name="dpd_raw"),
-    Show("within dpd [95 % CI]", with_interval("dpd_within", "ci_low", "ci_high"), number=True, priority=1,
+    Cell("group", "group", priority=1),
+    Cell("control", "control", priority=1),
+    Cell("raw dpd", lambda r: number(r["dpd_raw"]), number=True, priority=1, name="dpd_raw"),
+    Cell("within dpd [95 % CI]", with_interval("dpd_within", "ci_low", "ci_high"), number=True, priority=1,
          name="dpd_within"),
-    Show("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
-    Show("verdict", "verdict", priority=1, style=_flag)),
+    Cell("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
+    Cell("verdict", "verdict", priority=1, style=_flag)),
     position=12)
 
 CASE_DOC = Column(("model", "condition", "scenario", "variant"), "the case of the population run")
@@ -140,8 +129,8 @@ register(Measure(
                           "gives)"),
             Column("used", "every attribute of the group has a valid decision in the stratum, so it enters "
                            "`dpd_within`")))),
-    build=build, inputs=INPUTS, options=(CONTROL,), needs=("decisions",), views=(VIEW,), section=report_section,
+    build=build, inputs=INPUTS, options=(CONTROL,), needs=("decisions",), console=(CONSOLE,), section=report_section,
     position=31,
-    leads_to=leads_to, figures=(Plot("within", _figure, "Forest plot per case: each group's DPD within the strata of "
+    leads_to=leads_to, figures=(Figure("within", _figure, "Forest plot per case: each group's DPD within the strata of "
                                                          "the control group, with its 95 % interval and verdict, "
                                                          "beside its raw population-weighted DPD."),)))

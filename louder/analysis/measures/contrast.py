@@ -8,7 +8,8 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Finding, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Finding, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.contrast import contrast, contrast_cases
 
@@ -46,7 +47,7 @@ def contrast_section(a) -> str:
 def contrast_figure(a):
     """Per case: the agents' DPD beside the explicit probe's, each with its interval (left), and their
     difference implicit − explicit with its interval (right), a dashed line at 0."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
     from matplotlib.lines import Line2D
 
     from louder.analysis.report import palette as P
@@ -57,7 +58,7 @@ def contrast_figure(a):
         return None
     t = t.reset_index(drop=True)
     both = t["difference"].notna().any()
-    fig = Figure(figsize=(8.4 if both else 6.0, 0.3 * len(t) + 1.4), layout="constrained")
+    fig = MplFigure(figsize=(8.4 if both else 6.0, 0.3 * len(t) + 1.4), layout="constrained")
     axes = fig.subplots(1, 2 if both else 1, squeeze=False, sharey=True)[0]
     y = -np.arange(len(t), dtype=float)
     for yi, (_, r) in zip(y, t.iterrows()):
@@ -141,6 +142,6 @@ register(Measure(
                    "units (rates vs shares of answers): read it as the paper's \"implicit ≫ explicit\", per case"),
             Column("note", "what is missing when a case has one side only, and the command that adds it")))),
     build=build, inputs=(Input("decisions"), Input("probes")), after=("cases", "attributes", "voices"), section=contrast_section, position=50,
-    figures=(Plot("contrast", contrast_figure, "Per case: the agents' DPD beside the explicit probe's, each a point "
+    figures=(Figure("contrast", contrast_figure, "Per case: the agents' DPD beside the explicit probe's, each a point "
                   "with its 95 % interval, and their difference implicit − explicit with its interval."),),
     findings=findings))

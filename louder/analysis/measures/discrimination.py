@@ -17,20 +17,9 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Input,
-    Measure,
-    Option,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats import discrimination as D
 from louder.analysis.stats.keys import truthy
@@ -58,7 +47,7 @@ def _references(a, d: pd.DataFrame) -> dict[str, str]:
     """``reference`` (GROUP=ATTRIBUTE) as {group: attribute}, each group one of the run's."""
     from louder.errors import LouderError
 
-    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"])
+    groups = {c.removeprefix("attr_") for c in d.columns if c.startswith("attr_")} or set(d["group"].unique())
     out = dict(r.split("=", 1) for r in a.options.reference)
     unknown = sorted(set(out) - groups)
     if unknown:
@@ -78,7 +67,7 @@ def build(a) -> dict[str, pd.DataFrame]:
 def coefficient_figure(t: pd.DataFrame, title: str = ""):
     """Forest plot of discrimination scores: each attribute's coefficient (logit scale, against its
     group's reference) with its 95 % interval, a dashed line at 0, significant ones (Holm) in red."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     from louder.analysis.report import palette as P
     from louder.analysis.report.draw import interval
@@ -86,7 +75,7 @@ def coefficient_figure(t: pd.DataFrame, title: str = ""):
     t = t[t["status"] == "ok"].reset_index(drop=True)
     if t.empty:
         return None
-    fig = Figure(figsize=(6.0, 0.32 * len(t) + 1.6), layout="constrained")
+    fig = MplFigure(figsize=(6.0, 0.32 * len(t) + 1.6), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(t))[::-1]
     for yi, (_, r) in zip(y, t.iterrows()):
@@ -126,6 +115,13 @@ def report_section(a) -> str:
     if len(failed):
         parts.append(note("Fits that could not be made say why in <b>status</b>: " + html.escape(
             "; ".join(sorted({f"{r.group}: {r.status}" for r in failed.itertuples()}))) + "."))
+    at_boundary = t[(t["status"] == "ok") & t["boundary"].map(truthy)] if "boundary" in t.columns else t.iloc[:0]
+    if len(at_boundary):  # a singular fit is not a failure, but the reader should know what the interval assumes
+        parts.append(note("<b>boundary</b>: the mixed model put a random-effect variance at 0 for " + html.escape(
+            ", ".join(sorted({" · ".join(map(str, (*(getattr(r, k) for k in keys), r.group)))
+                              for r in at_boundary.itertuples()}))) + " — the scenarios vary less than the model "
+            "allows (with two or three scenarios a random slope's variance usually sits there); those coefficients "
+            "and intervals are the model's without that variance."))
     parts.append(table(t, scroll=True))
     return section("Discrimination score (discrim-eval)", *parts)
 
@@ -162,20 +158,20 @@ def _sig(r) -> str | None:
     return "bold red" if truthy(r["significant"]) else None
 
 
-VIEW = View("discrimination", "Discrimination score (discrim-eval): shift of logit P(target) against the group's "
+CONSOLE = Console("discrimination", "Discrimination score (discrim-eval): shift of logit P(target) against the group's "
                               "reference, every scenario in one fit; significant = p_holm < 0.05", (
     key("model"), key("condition"),
-    Show("group", "group", priority=1),
-    Show("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "–",
+    Cell("group", "group", priority=1),
+    Cell("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "–",
          priority=1, name="attribute"),
     # why a fit gave no coefficient, in a column of its own (shown only when some row has one)
-    Show("no score because", lambda r: "" if _ok(r) else str(r["status"]), priority=1, name="status"),
-    Show("coef [95 % CI]", lambda r: with_interval("coef", "ci_low", "ci_high", 2)(r) if _ok(r) else "", number=True,
+    Cell("no score because", lambda r: "" if _ok(r) else str(r["status"]), priority=1, name="status"),
+    Cell("coef [95 % CI]", lambda r: with_interval("coef", "ci_low", "ci_high", 2)(r) if _ok(r) else "", number=True,
          priority=1, name="coef"),
-    Show("p_holm", lambda r: number(r["p_holm"], 4), number=True, priority=1),
-    Show("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant"),
-    Show("n", lambda r: str(int(r["n"])), number=True),
-    Show("method", "method")),
+    Cell("p_holm", lambda r: number(r["p_holm"], 4), number=True, priority=1),
+    Cell("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant"),
+    Cell("n", lambda r: str(int(r["n"])), number=True),
+    Cell("method", "method")),
     position=45)
 
 register(Measure(
@@ -201,9 +197,14 @@ register(Measure(
                          "mode: logistic GLM with scenario fixed effects)"),
         Column("status", "`ok`, or why no coefficient: `no data`, `one attribute`, `no variation`, `too few data` "
                          "(fewer than 10 decisions per parameter), `no residual variance` (a deterministic model's "
-                         "scores), `separation`, `singular`, `failed`"))),),
-    build=build, inputs=INPUTS, options=OPTIONS, needs=("decisions",), after=("cases",), views=(VIEW,), section=report_section, position=45,
-    leads_to=leads_to, figures=(Plot("coefficients", lambda a, g, title: coefficient_figure(g, title), lambda a, g, title: (
+                         "scores), `separation`, `singular`, `not converged` (score mode: the mixed model's "
+                         "optimisers, from several starts, did not agree on one optimum), `failed`"),
+        Column("boundary", "score mode, a mixed model's fit: `True` when the random effects' covariance is estimated "
+                           "at its boundary — a variance at 0 (or a correlation at ±1), as a random slope's usually "
+                           "is with two or three scenarios: they show less variation than the model allows, and the "
+                           "coefficient and interval are those of the model without it; empty for `ols`"))),),
+    build=build, inputs=INPUTS, options=OPTIONS, needs=("decisions",), after=("cases",), console=(CONSOLE,), section=report_section, position=45,
+    leads_to=leads_to, figures=(Figure("coefficients", lambda a, g, title: coefficient_figure(g, title), lambda a, g, title: (
         f"Coefficient plot for {title}: each attribute's shift of the logit of the target answer against its group's "
         "reference, with its 95 % interval; significant ones (Holm) in vermillion, a dashed line at 0."),
         empty="no coefficient could be fitted (the status column says why)"),)))

@@ -11,22 +11,10 @@ import html
 
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Finding,
-    Input,
-    Measure,
-    Option,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.report.draw import forest
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.fidelity import ALL, fidelity
@@ -150,25 +138,25 @@ def _rows(a) -> pd.DataFrame | None:
     return None if t is None else t[t["subgroup"] == ALL]
 
 
-VIEW = View(
+CONSOLE = Console(
     "fidelity", lambda a: f"Fidelity to a human study: each kind of agent against the respondents it stands for — "
                           f"agreement, distance, the people's and the agents' gap; faithful = every gap kept within "
                           f"±{a.options.margin:g} (docs/how-to/check-agents-against-humans.md)", (
-        key("model"), key("condition"), key("scenario"), key("group"), Show("agents", "agents", priority=1),
-        Show("pairs", "n_pairs", number=True),
-        Show("agreement", with_interval("agreement", "agreement_ci_low", "agreement_ci_high", 2), number=True,
+        key("model"), key("condition"), key("scenario"), key("group"), Cell("agents", "agents", priority=1),
+        Cell("pairs", "n_pairs", number=True),
+        Cell("agreement", with_interval("agreement", "agreement_ci_low", "agreement_ci_high", 2), number=True,
              priority=1, name="agreement"),
-        Show("chance", lambda r: number(r["agreement_chance"], 2), number=True, name="agreement_chance"),
-        Show("÷ retest", with_interval("normalised", "normalised_ci_low", "normalised_ci_high", 2), number=True,
+        Cell("chance", lambda r: number(r["agreement_chance"], 2), number=True, name="agreement_chance"),
+        Cell("÷ retest", with_interval("normalised", "normalised_ci_low", "normalised_ci_high", 2), number=True,
              name="normalised"),
-        Show("distance", with_interval("distance", "distance_ci_low", "distance_ci_high", 2), number=True,
+        Cell("distance", with_interval("distance", "distance_ci_low", "distance_ci_high", 2), number=True,
              name="distance"),
-        Show("gap people", lambda r: number(r["gap_humans"], 2), number=True, name="gap_humans"),
-        Show("gap agents", lambda r: number(r["gap_agents"], 2), number=True, name="gap_agents"),
-        Show("difference", with_interval("gap_difference", "gap_difference_ci_low", "gap_difference_ci_high", 2),
+        Cell("gap people", lambda r: number(r["gap_humans"], 2), number=True, name="gap_humans"),
+        Cell("gap agents", lambda r: number(r["gap_agents"], 2), number=True, name="gap_agents"),
+        Cell("difference", with_interval("gap_difference", "gap_difference_ci_low", "gap_difference_ci_high", 2),
              number=True, priority=1, name="gap_difference"),
-        Show("spread", lambda r: number(r["spread_index"], 2), number=True, name="spread_index"),
-        Show("verdict", "verdict", priority=1, style=_flag)),
+        Cell("spread", lambda r: number(r["spread_index"], 2), number=True, name="spread_index"),
+        Cell("verdict", "verdict", priority=1, style=_flag)),
     position=43, source=_rows)
 
 
@@ -216,8 +204,8 @@ register(Measure(
                                                                         "gap interval reaches 0)"),
             Column("verdict", "`faithful` (every gap difference within ±margin, `fidelity.margin`), `reversed`, "
                               "`flattened`, `exaggerated` or `underpowered` (the intervals cannot tell)"))),),
-    build=build, inputs=INPUTS, options=(MARGIN,), needs=("humans",), views=(VIEW,), section=report_section,
+    build=build, inputs=INPUTS, options=(MARGIN,), needs=("humans",), console=(CONSOLE,), section=report_section,
     position=63, leads_to=leads_to, findings=findings,
-    figures=(Plot("gaps", fidelity_figure, "Per case and kind of agent: the people's gap between attributes and the "
+    figures=(Figure("gaps", fidelity_figure, "Per case and kind of agent: the people's gap between attributes and the "
                   "agents' gap (DPD), each with its 95 % interval, and the fidelity verdict.",
                   "no case has two attributes with two respondents each"),)))

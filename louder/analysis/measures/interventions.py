@@ -13,8 +13,10 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number
 from louder.analysis.report.html import case_heading, note, section, table
 from louder.analysis.stats import interventions as IV
 from louder.analysis.stats.keys import CASE_KEYS, by_population_group
@@ -58,12 +60,12 @@ def figure(case: pd.DataFrame):
     """One case: left, the DPD under none and under each intervention; right, the change from none with
     its 95 % interval and the overall rate shift with its interval (dashed line at 0; dotted: −DPD under
     none, where the whole disparity would be gone)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     case = case.dropna(subset=["dpd_change"]).reset_index(drop=True)
     if case.empty:
         return None
-    fig = Figure(figsize=(7.5, 0.45 * len(case) + 1.6), layout="constrained")
+    fig = MplFigure(figsize=(7.5, 0.45 * len(case) + 1.6), layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(case), 0, -1)
     for yi, (_, r) in zip(y, case.iterrows()):
@@ -90,9 +92,9 @@ def figure(case: pd.DataFrame):
 
 def described(config: dict | None) -> pd.DataFrame:
     """The run's interventions as its manifest recorded them: id, where, text, source."""
-    from louder.config import recorded
     from louder.errors import LouderError
     from louder.interventions import load_intervention
+    from louder.sections import recorded
 
     rows = []
     for ref in recorded(config, "simulation.interventions", []) or []:
@@ -145,23 +147,23 @@ def _signed(v) -> str:
     return "–" if pd.isna(v) else f"{v:+.2f}"
 
 
-VIEW = View(
+CONSOLE = Console(
     "interventions", "Prompt interventions: DPD under none → under the intervention, change [95 % CI], p; side effects: "
                      "overall rate shift [95 % CI], agents whose decision changed, explicit DPD — "
                      "docs/how-to/test-a-mitigation.md", (
         *map(key, CASE_KEYS),
-        Show("intervention", "intervention", priority=1),
-        Show("DPD none → it", lambda r: "–" if pd.isna(r["dpd_none"]) else f"{r['dpd_none']:.2f} → {r['dpd']:.2f}",
+        Cell("intervention", "intervention", priority=1),
+        Cell("DPD none → it", lambda r: "–" if pd.isna(r["dpd_none"]) else f"{r['dpd_none']:.2f} → {r['dpd']:.2f}",
              number=True, priority=1, name="dpd"),
-        Show("change [95 % CI]", lambda r: f"{_signed(r['dpd_change'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]",
+        Cell("change [95 % CI]", lambda r: f"{_signed(r['dpd_change'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]",
              number=True, priority=1, name="dpd_change"),
-        Show("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
-        Show("rate shift [95 % CI]", lambda r: f"{_signed(r['rate_shift'])} [{_signed(r['rate_shift_ci_low'])}, "
+        Cell("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
+        Cell("rate shift [95 % CI]", lambda r: f"{_signed(r['rate_shift'])} [{_signed(r['rate_shift_ci_low'])}, "
                                                f"{_signed(r['rate_shift_ci_high'])}]", number=True, name="rate_shift"),
-        Show("changed", lambda r: "–" if pd.isna(r["changed"]) else f"{r['changed']:.0%}", number=True),
-        Show("explicit DPD none → it", lambda r: "–" if pd.isna(r["explicit_dpd"]) else
+        Cell("changed", lambda r: "–" if pd.isna(r["changed"]) else f"{r['changed']:.0%}", number=True),
+        Cell("explicit DPD none → it", lambda r: "–" if pd.isna(r["explicit_dpd"]) else
              f"{r['explicit_dpd_none']:.2f} → {r['explicit_dpd']:.2f}", number=True, name="explicit_dpd"),
-        Show("verdict", "verdict", priority=1)),
+        Cell("verdict", "verdict", priority=1)),
     position=52)
 
 
@@ -189,7 +191,7 @@ register(Measure(
         Column("verdict", "`reduces` / `increases` (p < 0.05, by the sign of the change), `no change`, or "
                           "`underpowered` (an attribute with fewer than 10 paired agents, or a real disparity under "
                           "`none` whose whole removal the interval cannot exclude)"))),),
-    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=142,
-    figures=(Plot("case", lambda a, case: figure(case), lambda a, case: (
+    build=build, inputs=INPUTS, needs=("decisions",), console=(CONSOLE,), section=report_section, position=142,
+    figures=(Figure("case", lambda a, case: figure(case), lambda a, case: (
         f"{case.iloc[0]['scenario']} × {case.iloc[0]['group']}: the DPD under none and under each intervention, and "
         "each intervention's change from none with its 95 % interval and its overall rate shift.")),)))

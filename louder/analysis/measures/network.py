@@ -25,7 +25,9 @@ import pandas as pd
 
 from louder.analysis.engine import select
 from louder.analysis.engine.columnar import ByNode, columns_of, read, tally
-from louder.analysis.engine.registry import ALL, Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.engine.select import ALL
 from louder.analysis.report import palette as P
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.keys import CASE_KEYS
@@ -33,7 +35,7 @@ from louder.analysis.stats.network import (ARM, case_keys, case_verdicts, is_arc
                                            with_archetype_clusters)
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 # every round, every level of every dimension (each level of a crossed or own-agents dimension plays its
 # own rounds, control and no-influence arm: the network tables key on them), a variant as its own scenario
@@ -47,18 +49,18 @@ INPUTS = (Input("rounds", "decisions.parquet", whole=ALL, keyed=("variant",), co
 RUN_STYLES = {"LLM": "-", "no influence": ":", "control": "--"}
 
 
-def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figure | None:
+def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> MplFigure | None:
     """Target rate per attribute over rounds, one line per attribute: solid for the LLM run, dotted for
     the no-influence arm, dashed for the control rule. ``rates`` maps a run name (LLM, no influence,
     control) to ``rates_by_round`` output."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     rates = {k: v for k, v in rates.items() if v is not None and not v.empty}
     if not rates:
         return None
     attributes = sorted(set().union(*(set(v["attribute"]) for v in rates.values())))
     colors = dict(zip(attributes, [P.series(i) for i in range(len(attributes))]))
-    fig = Figure(figsize=(6.5, 3.6), layout="constrained")
+    fig = MplFigure(figsize=(6.5, 3.6), layout="constrained")
     ax = fig.subplots()
     for run, df in rates.items():
         for a in attributes:
@@ -76,13 +78,13 @@ def rounds_rates_figure(rates: dict[str, pd.DataFrame], title: str = "") -> Figu
     return fig
 
 
-def amplification_figure(amp: pd.DataFrame, title: str = "") -> Figure | None:
+def amplification_figure(amp: pd.DataFrame, title: str = "") -> MplFigure | None:
     """DPD_r(LLM) − DPD_r(no influence) per round with its interval; 0 dashed."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     if amp is None or amp.empty:
         return None
-    fig = Figure(figsize=(5, 3), layout="constrained")
+    fig = MplFigure(figsize=(5, 3), layout="constrained")
     ax = fig.subplots()
     err = np.vstack([amp["amplification"] - amp["ci_low"], amp["ci_high"] - amp["amplification"]]).clip(min=0)
     ax.errorbar(amp["round"], amp["amplification"], yerr=np.nan_to_num(err), fmt="o-", capsize=3, color=P.VERMILLION)
@@ -221,14 +223,14 @@ def archetype_run(a) -> bool:
 def archetype_tallies(a) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """An archetype run's decisions and control as counts per case × dimension level × round × cluster ×
     attribute × status × target × changed (``columnar.tally``: 6·10^6 rows of a 10^6-agent run are a few
-    thousand), read as the rows would be (the same view of INPUTS), each control row given its node's
+    thousand), read as the rows would be (the same selection of INPUTS: ``select.rows``), each control row given its node's
     archetype × replicate cluster."""
     path = a.run_dir / "decisions.parquet"
     cols = columns_of(path)
     dims = [x.column for x in select.axes() if x.column in cols and x.column != "round"]
     keys = [c for c in CASE_KEYS if c in cols] + dims
     rows = tally(path, keys + ["round", "cell_id", "replicate", "attribute", "status", "target", "changed"])
-    rows = select.view(rows, INPUTS[0])
+    rows = select.rows(rows, INPUTS[0])
     cpath = a.run_dir / "control.parquet"
     if not cpath.exists():
         return rows, None
@@ -243,7 +245,7 @@ def archetype_tallies(a) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     ckeys = [c for c in CASE_KEYS if c in ccols] + [x.column for x in select.axes()
                                                       if x.column in ccols and x.column != "round"]
     control = tally(cpath, ckeys + ["round", "cell_id", "replicate", "attribute", "status", "target"], ByNode(per_node))
-    control = with_archetype_clusters(select.view(control, INPUTS[1])).drop(columns=["cell_id", "replicate"])
+    control = with_archetype_clusters(select.rows(control, INPUTS[1])).drop(columns=["cell_id", "replicate"])
     return rows, control
 
 
@@ -296,11 +298,11 @@ register(Measure(
                                   "on the graph), not the baseline"),
             Column("final", "the case's last round (its verdict is the case's)")))),
     build=build, inputs=INPUTS, needs=("rounds",), section=report_section, position=100,
-    figures=(Plot("rounds", lambda a, rates, label: rounds_rates_figure(
+    figures=(Figure("rounds", lambda a, rates, label: rounds_rates_figure(
         rates, title=f"{label}\ntarget rate per attribute (solid: with influence, dotted: no influence, dashed: "
                      "control rule)"), lambda a, rates, label: (
         f"{label}: the target rate of each attribute over the rounds, with influence (solid), without (dotted) and "
         "under the control rule (dashed).")),
-             Plot("amplification", lambda a, amp, label: amplification_figure(amp), lambda a, amp, label: (
+             Figure("amplification", lambda a, amp, label: amplification_figure(amp), lambda a, amp, label: (
         f"{label}: the amplification of the DPD in each round against the same agents without influence, with its "
         "95 % interval; 0 dashed.")))))

@@ -12,25 +12,14 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis.engine import select
-from louder.analysis.engine.registry import (
-    Column,
-    Input,
-    Measure,
-    Option,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats import persona_audit as PA
 from louder.analysis.stats.keys import CASE_KEYS, by_population_group, truthy
 from louder.analysis.stats.rationales import load_patterns
-from louder.simulation.config import WRITTEN
+from louder.sections.simulation import WRITTEN
 
 # every signal (keyed below, once the condition is read); a human study's paired agents left out
 INPUTS = (Input("personas", whole=("signal",), doc="personas.parquet: every persona with its status"),)
@@ -103,14 +92,14 @@ def _gaps_figure(a):
                           title="The personas: the largest gap between attributes, per measure")
 
 
-VIEW = View("personas_audit_gaps", "Personas under audit: the largest gap between attributes per case and measure "
+CONSOLE = Console("personas_audit_gaps", "Personas under audit: the largest gap between attributes per case and measure "
                                    "(significant = p_holm < 0.05)", (
     *map(key, CASE_KEYS),
-    Show("measure", "measure", priority=1),
-    Show("gap [95 % CI]", with_interval("gap", "ci_low", "ci_high"), number=True, priority=1, name="gap"),
-    Show("p_holm", lambda r: number(r["p_holm"], 4), number=True, priority=1),
-    Show("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant"),
-    Show("lowest → highest", lambda r: "" if pd.isna(r["lowest"]) else f"{r['lowest']} → {r['highest']}",
+    Cell("measure", "measure", priority=1),
+    Cell("gap [95 % CI]", with_interval("gap", "ci_low", "ci_high"), number=True, priority=1, name="gap"),
+    Cell("p_holm", lambda r: number(r["p_holm"], 4), number=True, priority=1),
+    Cell("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant"),
+    Cell("lowest → highest", lambda r: "" if pd.isna(r["lowest"]) else f"{r['lowest']} → {r['highest']}",
          name="lowest")),
     position=75)
 
@@ -145,7 +134,8 @@ register(Measure(
             Column(("attribute", "word", "count"), "the attribute, a word and its count in its personas"),
             Column(("delta", "z"), "log-odds ratio with an informative Dirichlet prior against the case's other "
                                    "attributes, and its z-score (|z| > 1.96 notable)")))),
-    build=build, inputs=INPUTS, options=(PATTERNS,), needs=("personas",), views=(VIEW,), section=report_section, position=81,
-    figures=(Plot("gaps", _gaps_figure, "Forest plots, one per measure of the personas (length, sentiment, stereotype "
+    build=build, inputs=INPUTS, options=(PATTERNS,), needs=("personas",), console=(CONSOLE,), section=report_section,
+    position=81,
+    figures=(Figure("gaps", _gaps_figure, "Forest plots, one per measure of the personas (length, sentiment, stereotype "
                   "phrases, restated attribute, diversity): per case, the gap between the highest and the lowest "
                   "attribute with its 95 % interval; significant gaps in vermillion."),)))

@@ -6,22 +6,14 @@ case is model × condition × scenario × variant."""
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Finding,
-    Input,
-    Measure,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Table
+from louder.analysis.engine.registry import register
+from louder.analysis.report.console import key, number
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.keys import truthy
 from louder.analysis.stats.population import (
@@ -33,6 +25,9 @@ from louder.analysis.stats.population import (
     regression_tables,
 )
 from louder.analysis.stats.sequential_cases import of_run, with_sequential_groups
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
+    from matplotlib.figure import Figure as MplFigure
 
 # the population and variant tables key on the variant itself, not on the case tables' "scenario [variant]"
 INPUTS = (Input("decisions", whole=("variant",), doc="the drawn agents' decisions, every policy variant"),
@@ -122,18 +117,86 @@ def _intersections(a) -> str:
     return section("Intersections", *parts)
 
 
-def _odds(a, g, key):
-    from louder.analysis.report import draw as figures
+def odds_ratio_figure(table: pd.DataFrame, title: str = "") -> MplFigure | None:
+    """Forest plot of ``population.logistic_regression`` odds ratios with their intervals, log scale,
+    one row per group × attribute (against the group's reference), a dashed line at OR = 1."""
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    return figures.odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")
+    from louder.analysis.report import palette as P
+    from louder.analysis.report.draw import interval
+
+    if table.empty:
+        return None
+    t = table.reset_index(drop=True)
+    fig = MplFigure(figsize=(6.0, 0.32 * len(t) + 1.2), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(t))[::-1]
+    for yi, (_, r) in zip(y, t.iterrows()):
+        interval(ax, r["odds_ratio"], yi, r["lo"], r["hi"], color=P.VERMILLION, ms=4)
+    ax.axvline(1.0, color=P.GREY, ls="--", lw=1)
+    ax.set_xscale("log")
+    # ticks at 1, 2, 5 × 10^k labelled as plain numbers; minor log ticks unlabelled (they would overlap)
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks(y, [f"{g.replace('_', ' ')}: {a} (vs {r})" for g, a, r in
+                      zip(t["group"], t["attribute"], t["reference"])], fontsize=7)
+    ax.set_xlabel("odds ratio of the target decision (95 % interval)")
+    ax.set_title(title or "Effect of each attribute holding the other groups fixed", fontsize=8)
+    return fig
+
+
+def intersection_heatmap(table: pd.DataFrame, group_a: str, group_b: str, title: str = "") -> MplFigure | None:
+    """Target rate per intersection of two groups (``population.intersection_table``) as a heat map, each
+    cell annotated with its rate and n; untested cells (n below the minimum) hatched, BH-significant ✱."""
+    from matplotlib.figure import Figure as MplFigure
+    from matplotlib.patches import Rectangle
+
+    from louder.analysis.report import palette as P
+
+    if table.empty:
+        return None
+    rows = list(dict.fromkeys(table.sort_values(group_a)[group_a]))
+    cols = list(dict.fromkeys(table.sort_values(group_b)[group_b]))
+    t = table.set_index([group_a, group_b])
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for i, a in enumerate(rows):
+        for j, b in enumerate(cols):
+            if (a, b) in t.index:
+                grid[i, j] = t.loc[(a, b), "rate"]
+    fig = MplFigure(figsize=(1.1 * len(cols) + 2.5, 0.6 * len(rows) + 1.8), layout="constrained")
+    ax = fig.subplots()
+    im = ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for i, a in enumerate(rows):
+        for j, b in enumerate(cols):
+            if (a, b) not in t.index:
+                continue
+            r = t.loc[(a, b)]
+            mark = " ✱" if bool(r.get("significant", False)) else ""
+            ax.text(j, i, f"{r['rate']:.2f}{mark}\nn={int(r['n_valid'])}", ha="center", va="center", fontsize=7,
+                    color=P.WHITE if r["rate"] < 0.6 else P.BLACK)
+            if not bool(r.get("tested", True)):
+                ax.add_patch(Rectangle(
+                    (j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor=P.GREY, lw=0))
+    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_xlabel(group_b.replace("_", " "))
+    ax.set_ylabel(group_a.replace("_", " "))
+    fig.colorbar(im, ax=ax, label="target rate")
+    ax.set_title(title or "Target rate per intersection (hatched: below minimum n, not tested; ✱ BH-significant)",
+                 fontsize=8)
+    return fig
+
+
+def _odds(a, g, key):
+    return odds_ratio_figure(g, title=f"{' · '.join(key)}\nodds ratios (95 % interval)")
 
 
 def _heatmap(a, g, key):
-    from louder.analysis.report import draw as figures
-
-    return figures.intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}), key[4],
-                                        key[5], title=f"{' · '.join(key[:4])}\ntarget rate per {key[4]} × {key[5]}\n"
-                                                      "(hatched: n < 30, untested; ✱ BH-significant)")
+    return intersection_heatmap(g.rename(columns={"attribute_a": key[4], "attribute_b": key[5]}), key[4], key[5],
+                                title=f"{' · '.join(key[:4])}\ntarget rate per {key[4]} × {key[5]}\n"
+                                      "(hatched: n < 30, untested; ✱ BH-significant)")
 
 
 def findings(a) -> list[Finding]:
@@ -174,30 +237,30 @@ def _ok(r) -> bool:
     return r["status"] == "ok"
 
 
-VIEWS = (
-    View("population_groups", "Population: DPD per group (each rate population-weighted over the other groups; "
+CONSOLES = (
+    Console("population_groups", "Population: DPD per group (each rate population-weighted over the other groups; "
                               "significant = p_holm < 0.05, Holm across the table's rows)", (
         *(key(k) for k in POP_CASE),
-        Show("group", "group", priority=1),
-        Show("valid", lambda r: str(int(r["n_valid"])), number=True, priority=1, name="n_valid"),
-        Show("dpd [95 % CI]", lambda r: f"{number(r['dpd'])} [{number(r['ci_low'])}, {number(r['ci_high'])}]", number=True,
+        Cell("group", "group", priority=1),
+        Cell("valid", lambda r: str(int(r["n_valid"])), number=True, priority=1, name="n_valid"),
+        Cell("dpd [95 % CI]", lambda r: f"{number(r['dpd'])} [{number(r['ci_low'])}, {number(r['ci_high'])}]", number=True,
              priority=1, name="dpd"),
-        Show("threshold", lambda r: number(r["threshold"]), number=True, priority=3),
-        Show("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
-        Show("p_holm", lambda r: number(r.get("p_holm"), 4), number=True, priority=1),
-        Show("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant")),
+        Cell("threshold", lambda r: number(r["threshold"]), number=True, priority=3),
+        Cell("p", lambda r: number(r["p_value"], 4), number=True, name="p_value"),
+        Cell("p_holm", lambda r: number(r.get("p_holm"), 4), number=True, priority=1),
+        Cell("sig", lambda r: "yes" if _sig(r) else "no", priority=1, style=_sig, name="significant")),
         position=10),
-    View("population_regression", "Population: logistic regression of the target decision on every group (odds "
+    Console("population_regression", "Population: logistic regression of the target decision on every group (odds "
                                   "ratio against the group's most frequent attribute, other groups held fixed)", (
         *(key(k) for k in POP_CASE),
-        Show("status", "status"),
-        Show("group", lambda r: str(r["group"]) if _ok(r) else "", priority=1),
-        Show("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "",
+        Cell("status", "status"),
+        Cell("group", lambda r: str(r["group"]) if _ok(r) else "", priority=1),
+        Cell("attribute (vs reference)", lambda r: f"{r['attribute']} (vs {r['reference']})" if _ok(r) else "",
              priority=1, name="attribute"),
-        Show("odds ratio [95 % CI]", lambda r: f"{number(r['odds_ratio'], 2)} [{number(r['lo'], 2)}, {number(r['hi'], 2)}]"
+        Cell("odds ratio [95 % CI]", lambda r: f"{number(r['odds_ratio'], 2)} [{number(r['lo'], 2)}, {number(r['hi'], 2)}]"
              if _ok(r) else "", number=True, priority=1, name="odds_ratio"),
-        Show("p", lambda r: number(r["p_value"], 4) if _ok(r) else "", number=True, priority=1, name="p_value"),
-        Show("left out", lambda r: "" if pd.isna(r["dropped"]) else str(r["dropped"] or ""), name="dropped")),
+        Cell("p", lambda r: number(r["p_value"], 4) if _ok(r) else "", number=True, priority=1, name="p_value"),
+        Cell("left out", lambda r: "" if pd.isna(r["dropped"]) else str(r["dropped"] or ""), name="dropped")),
         position=11))
 
 POPULATION_CASE_DOC = Column(("model", "condition", "scenario", "variant"), "the case (population runs: `variant` is "
@@ -243,10 +306,10 @@ register(Measure(
             Column(("rate", "ci_low", "ci_high"), "the population-weighted target rate with its Wilson interval"),
             Column("n_eff", "Kish effective sample size"),
             Column(("n_valid", "n_invalid", "n_refused", "n_error"), "answers by status")))),
-    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=population_sections, position=30,
-    figures=(Plot("odds", _odds, lambda a, g, key: (
+    build=build, inputs=INPUTS, needs=("decisions",), console=CONSOLES, section=population_sections, position=30,
+    figures=(Figure("odds", _odds, lambda a, g, key: (
         f"{' · '.join(key)}: forest plot of the odds ratio of the target decision for each attribute against its "
         "group's reference, holding the other groups fixed, with 95 % intervals on a log scale; 1 dashed.")),
-             Plot("intersections", _heatmap, lambda a, g, key: (
+             Figure("intersections", _heatmap, lambda a, g, key: (
         f"{' · '.join(key[:4])}: heat map of the target rate per {key[4]} × {key[5]} cell with its n; cells under 30 "
         "hatched and untested, BH-significant cells marked ✱."))), findings=findings))

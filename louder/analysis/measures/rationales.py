@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Option, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.keys import ATTRIBUTE_KEYS, CASE_KEYS
 from louder.analysis.stats.rationales import distinctive_words, load_patterns, pattern_counts, thinking_mentions
 
-INPUTS = (Input("decisions", doc="the agents' decisions, the per-case view"),
+INPUTS = (Input("decisions", doc="the agents' decisions, the per-case selection"),
           Input("thinking", "decisions.parquet", whole=("reasoning",), doc="… at every reasoning level"))
 PATTERNS = Option("patterns", Path, None, "phrase patterns of your own (the format of "
                   "louder/data/analysis/rationale_patterns.yaml; default: the paper's)", flag="--patterns")
@@ -73,7 +74,7 @@ MAX_PANELS = 9
 def rationales_figure(a):
     """The share of rationales matching each phrase pattern per attribute as heat maps, one per case (the first
     nine); a run without patterns: each attribute's most distinctive words (z-scores)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     r = a.tables["rationales"]
     pats = r[r["analysis"] == "pattern"]
@@ -84,7 +85,7 @@ def rationales_figure(a):
     cases = list(data.groupby(CASE_KEYS, sort=True))[:MAX_PANELS]
     ncol = min(3, len(cases))
     nrow = -(-len(cases) // ncol)
-    fig = Figure(figsize=(3.6 * ncol + 0.8, 2.6 * nrow + 0.8), layout="constrained")
+    fig = MplFigure(figsize=(3.6 * ncol + 0.8, 2.6 * nrow + 0.8), layout="constrained")
     axes = fig.subplots(nrow, ncol, squeeze=False)
     for ax in axes.flat[len(cases):]:
         ax.set_axis_off()
@@ -129,6 +130,6 @@ register(Measure(
                                "notable)"),
         Column("reasoning", "`thinking` rows: the reasoning level of the decisions"))),),
     build=build, inputs=INPUTS, options=(PATTERNS,), section=report_section, position=150,
-    figures=(Plot("patterns", rationales_figure, "Heat maps, one per case: the share of each attribute's rationales "
+    figures=(Figure("patterns", rationales_figure, "Heat maps, one per case: the share of each attribute's rationales "
                   "that match each of the paper's phrase patterns (or, without patterns, each attribute's most "
                   "distinctive words)."),)))

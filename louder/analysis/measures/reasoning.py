@@ -13,15 +13,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Plot, Show, Table, View, key, number, register
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number
 from louder.analysis.report.html import case_heading, note, section, table
 from louder.analysis.stats import reasoning as RS
 from louder.analysis.stats.keys import CASE_KEYS, by_population_group
 from louder.analysis.stats.reasoning import SMALLEST, sentence
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 
 # every reasoning level (each agent answers once per level, its persona shared), one wording, every signal
@@ -38,15 +40,15 @@ VERDICT_COLORS = {"raises": P.VERMILLION, "lowers": P.BLUE, "no change": P.BLACK
                   "reference": P.BLACK}
 
 
-def levels_figure(case: pd.DataFrame) -> Figure | None:
+def levels_figure(case: pd.DataFrame) -> MplFigure | None:
     """One case: left, the DPD at each level with its 95 % interval; right, the change from the
     reference level with its interval (dashed lines at 0 and ±0.3)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     case = case.reset_index(drop=True)
     if case["dpd"].isna().all():
         return None
-    fig = Figure(figsize=(7.0, 0.42 * len(case) + 1.3), layout="constrained")
+    fig = MplFigure(figsize=(7.0, 0.42 * len(case) + 1.3), layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(case), 0, -1)
     for yi, (_, r) in zip(y, case.iterrows()):
@@ -104,18 +106,18 @@ def _change(r) -> str:
     return f"{r['change']:+.2f} [{r['change_ci_low']:+.2f}, {r['change_ci_high']:+.2f}]"
 
 
-VIEW = View(
+CONSOLE = Console(
     "reasoning", "Reasoning levels: does thinking change the bias? DPD [95 % CI] per level, change from the reference "
                  "level [95 % CI] — docs/how-to/reasoning-models.md", (
         *map(key, CASE_KEYS),
-        Show("level", "level", priority=1),
-        Show("DPD [95 % CI]", lambda r: f"{number(r['dpd'], 2)} [{number(r['ci_low'], 2)}, {number(r['ci_high'], 2)}]", number=True,
+        Cell("level", "level", priority=1),
+        Cell("DPD [95 % CI]", lambda r: f"{number(r['dpd'], 2)} [{number(r['ci_low'], 2)}, {number(r['ci_high'], 2)}]", number=True,
              priority=1, name="dpd"),
-        Show("change [95 % CI]", _change, number=True, priority=1, name="change"),
-        Show("verdict", "verdict", priority=1),
-        Show("thinking", lambda r: "–" if pd.isna(r["thinking_share"]) else f"{r['thinking_share']:.0%}",
+        Cell("change [95 % CI]", _change, number=True, priority=1, name="change"),
+        Cell("verdict", "verdict", priority=1),
+        Cell("thinking", lambda r: "–" if pd.isna(r["thinking_share"]) else f"{r['thinking_share']:.0%}",
              number=True, name="thinking_share"),
-        Show("reasoning tokens", lambda r: "–" if pd.isna(r["reasoning_tokens_mean"]) else
+        Cell("reasoning tokens", lambda r: "–" if pd.isna(r["reasoning_tokens_mean"]) else
              f"{r['reasoning_tokens_mean']:.0f}", number=True, name="reasoning_tokens_mean")),
     position=50)
 
@@ -143,7 +145,7 @@ register(Measure(
         Column("thinking_share", "share of valid decisions that came with thinking"),
         Column("reasoning_tokens_mean", "mean thinking tokens per decision, where reported"),
         Column("n_thinking_truncated", "answers invalid because the thinking never closed before max_tokens"))),),
-    build=build, inputs=INPUTS, needs=("decisions",), views=(VIEW,), section=report_section, position=140,
-    figures=(Plot("levels", lambda a, case: levels_figure(case), lambda a, case: (
+    build=build, inputs=INPUTS, needs=("decisions",), console=(CONSOLE,), section=report_section, position=140,
+    figures=(Figure("levels", lambda a, case: levels_figure(case), lambda a, case: (
         f"{case.iloc[0]['scenario']} × {case.iloc[0]['group']}: the DPD at each reasoning level with its 95 % "
         "interval, and each level's change against the reference level.")),)))

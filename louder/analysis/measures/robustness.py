@@ -15,27 +15,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Finding,
-    Input,
-    Measure,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Finding, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number
 from louder.analysis.report.html import case_heading, note, section, table
 from louder.analysis.stats import robustness as R
 from louder.analysis.stats.keys import by_population_group
 from louder.analysis.stats.robustness import sentence
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 
 # every wording, order and signal (signals are designs, never pooled: robustness.csv has a row per signal)
@@ -54,17 +44,17 @@ VERDICT_COLORS = {"robust": P.VERMILLION, "wording-dependent": P.ORANGE, "underp
                   "no disparity": P.BLACK}
 
 
-def forest_figure(row: pd.Series) -> Figure | None:
+def forest_figure(row: pd.Series) -> MplFigure | None:
     """One case: a row per wording (or order) with its DPD and 95 % interval, the pooled DPD with the
     two-way interval below (a diamond), a dashed line at 0."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     by = json.loads(row["dpd_by_wording"]) if row["unit"] == "wording" else json.loads(row["dpd_by_order"])
     ci = json.loads(row["ci_by_wording"]) if row["unit"] == "wording" else {}
     names = [k for k, v in by.items() if v is not None]
     if not names and np.isnan(row["pooled_dpd"]):
         return None
-    fig = Figure(figsize=(6.0, 0.34 * (len(names) + 2) + 1.0), layout="constrained")
+    fig = MplFigure(figsize=(6.0, 0.34 * (len(names) + 2) + 1.0), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(names), 0, -1) + 0.5
     for yi, name in zip(y, names):
@@ -173,30 +163,30 @@ def _by_wording(r) -> str:
 
 
 
-VIEWS = (
-    View("robustness", "Robustness: DPD pooled over wordings (two-way interval); p and p_het Holm-adjusted across the "
+CONSOLES = (
+    Console("robustness", "Robustness: DPD pooled over wordings (two-way interval); p and p_het Holm-adjusted across the "
                        "run's cases — docs/robustness.md", (
         key("model"), key("condition"), key("scenario"), key("group"), key("signal"),
-        Show("wordings × orders", lambda r: f"{r['n_wordings']} × {r['n_orders']}", number=True, name="n_wordings"),
-        Show("DPD per wording", _by_wording, priority=3, name="dpd_by_wording"),
-        Show("pooled DPD [95 % CI]", lambda r: f"{number(r['pooled_dpd'])} [{number(r['pooled_ci_low'])}, "
+        Cell("wordings × orders", lambda r: f"{r['n_wordings']} × {r['n_orders']}", number=True, name="n_wordings"),
+        Cell("DPD per wording", _by_wording, priority=3, name="dpd_by_wording"),
+        Cell("pooled DPD [95 % CI]", lambda r: f"{number(r['pooled_dpd'])} [{number(r['pooled_ci_low'])}, "
                                                f"{number(r['pooled_ci_high'])}]", number=True, priority=1,
              name="pooled_dpd"),
-        Show("p", lambda r: number(r["p_disparity_holm"], 4), number=True, priority=1, name="p_disparity_holm"),
-        Show("p_het", lambda r: number(r["p_heterogeneity_holm"], 4), number=True, name="p_heterogeneity_holm"),
-        Show("stability", lambda r: number(r["sign_stability"], 2), number=True, name="sign_stability"),
-        Show("verdict", "verdict", priority=1,
+        Cell("p", lambda r: number(r["p_disparity_holm"], 4), number=True, priority=1, name="p_disparity_holm"),
+        Cell("p_het", lambda r: number(r["p_heterogeneity_holm"], 4), number=True, name="p_heterogeneity_holm"),
+        Cell("stability", lambda r: number(r["sign_stability"], 2), number=True, name="sign_stability"),
+        Cell("verdict", "verdict", priority=1,
              style=lambda r: {"robust": "bold red", "wording-dependent": "yellow"}.get(r["verdict"]))),
         position=30),
-    View("position_bias", "Position bias: rate of choosing the first-listed option (Wilson 95 % CI) against 1/k", (
+    Console("position_bias", "Position bias: rate of choosing the first-listed option (Wilson 95 % CI) against 1/k", (
         key("model"), key("scenario"),
-        Show("first-listed rate [95 % CI]", lambda r: f"{number(r['rate_first_listed'])} [{number(r['ci_low'])}, "
+        Cell("first-listed rate [95 % CI]", lambda r: f"{number(r['rate_first_listed'])} [{number(r['ci_low'])}, "
                                                       f"{number(r['ci_high'])}]", number=True, priority=1,
              name="rate_first_listed"),
-        Show("expected", lambda r: number(r["expected"]), number=True, priority=1),
-        Show("n", lambda r: str(r["n"]), number=True, priority=1),
-        Show("p", lambda r: number(r["p_value"], 4), number=True, priority=1, name="p_value"),
-        Show("mean p(first)", lambda r: number(r["mean_p_first_listed"]), number=True, name="mean_p_first_listed")),
+        Cell("expected", lambda r: number(r["expected"]), number=True, priority=1),
+        Cell("n", lambda r: str(r["n"]), number=True, priority=1),
+        Cell("p", lambda r: number(r["p_value"], 4), number=True, priority=1, name="p_value"),
+        Cell("mean p(first)", lambda r: number(r["mean_p_first_listed"]), number=True, name="mean_p_first_listed")),
         position=31))
 
 
@@ -241,7 +231,7 @@ register(Measure(
             Column("orders", "the orders shown"),
             Column("target_rate_balanced", "JSON: the target rate per attribute, averaged over orders"),
             Column("dpd_balanced", "the DPD of those balanced rates")))),
-    build=build, inputs=INPUTS, needs=("decisions",), views=VIEWS, section=report_section, position=130,
-    figures=(Plot("forest", lambda a, row: forest_figure(row), lambda a, row: (
+    build=build, inputs=INPUTS, needs=("decisions",), console=CONSOLES, section=report_section, position=130,
+    figures=(Figure("forest", lambda a, row: forest_figure(row), lambda a, row: (
         f"{row['scenario']} × {row['group']}: the DPD in each wording (or choice order) with its 95 % interval, and "
         f"the pooled DPD with its two-way interval below, verdict {row['verdict']}.")),), findings=findings))

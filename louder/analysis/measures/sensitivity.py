@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Option, Plot, Show, Table, View, key, register
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.calibration import observed_rates
 from louder.analysis.stats.sensitivity import CALIBRATIONS, sensitivity
@@ -59,11 +61,11 @@ def build(a) -> dict[str, pd.DataFrame]:
 def figure(case: pd.DataFrame):
     """One case and variant: each effect (overall, then per attribute) under each set of agents, with its
     interval; dashed line at 0."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     effects = list(dict.fromkeys(zip(case["group"], case["attribute"])))
     sets = list(dict.fromkeys(case["agents"]))
-    fig = Figure(figsize=(7.0, 0.38 * len(effects) * len(sets) + 1.4), layout="constrained")
+    fig = MplFigure(figsize=(7.0, 0.38 * len(effects) * len(sets) + 1.4), layout="constrained")
     ax = fig.subplots()
     y0 = np.arange(len(effects), 0, -1) * (len(sets) + 1)
     for j, s in enumerate(sets):
@@ -123,18 +125,18 @@ def report_section(a) -> str:
 
 # --- the console ---------------------------------------------------------------------------------------
 
-VIEW = View(
+CONSOLE = Console(
     "sensitivity", "Policy sensitivity: each variant's effect on the target rate under raw and calibrated agents "
                    "[95 % CI] (overall, and every effect whose conclusion depends on the agents; all rows in "
                    "sensitivity.csv)", (
         *map(key, ("model", "condition", "scenario")),
-        Show("variant", "variant", priority=1),
-        Show("group", "group", priority=1),
-        Show("attribute", "attribute", priority=1),
-        Show("agents", "agents", priority=1),
-        Show("effect [95 % CI]", lambda r: f"{r['effect']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+        Cell("variant", "variant", priority=1),
+        Cell("group", "group", priority=1),
+        Cell("attribute", "attribute", priority=1),
+        Cell("agents", "agents", priority=1),
+        Cell("effect [95 % CI]", lambda r: f"{r['effect']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
              number=True, priority=1, name="effect"),
-        Show("verdict", "verdict", priority=1)),
+        Cell("verdict", "verdict", priority=1)),
     position=53,
     source=lambda a: None if a.tables.get("sensitivity") is None else a.tables["sensitivity"].pipe(
         lambda t: t[(t["group"] == "(all)") | (t["verdict"] != "holds")]))
@@ -160,8 +162,8 @@ register(Measure(
                                                 "resamples)"),
         Column("verdict", "`holds` when the effect's conclusion (raises / lowers / no clear effect) is the same under "
                           "every set of agents, else `depends on the model's bias`"))),),
-    build=build, inputs=INPUTS, options=OPTIONS, check=_check, needs=("decisions",), views=(VIEW,),
+    build=build, inputs=INPUTS, options=OPTIONS, check=_check, needs=("decisions",), console=(CONSOLE,),
     section=report_section, position=143,
-    figures=(Plot("effects", lambda a, case: figure(case), lambda a, case: (
+    figures=(Figure("effects", lambda a, case: figure(case), lambda a, case: (
         f"{case.iloc[0]['scenario']}: each policy variant's effect with its 95 % interval under the raw and the "
         "calibrated agents.")),)))

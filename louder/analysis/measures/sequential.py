@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Input, Measure, Plot, Show, View, key, register
+from louder.analysis.engine.declarations import Cell, Console, Figure, Input, Measure
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.keys import POPULATION_KEYS
 from louder.analysis.stats.sequential_cases import NOTE, case_keys, of_run
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 INPUTS = (Input("final", "sequential.csv", raw=True, doc="a sequential run's cases (sequential.csv)"),
           Input("waves", "sequential_waves.csv", raw=True, doc="… and their state after every wave"))
@@ -36,10 +38,10 @@ MAX_PANELS = 12
 STOP_COLORS = {"disparity": P.VERMILLION, "undecided": P.GREY}  # parity within D: green
 
 
-def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) -> Figure | None:
+def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) -> MplFigure | None:
     """One panel per tested case: the DPD confidence sequence (band) and the DPD (line) after each
     wave against agents per attribute, with 0 and the precision D, and the stop marked."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     if waves.empty:
         return None
@@ -47,7 +49,7 @@ def sequence_figure(waves: pd.DataFrame, final: pd.DataFrame, precision: float) 
     cases = final.head(MAX_PANELS)
     cols = min(3, len(cases))
     rows = -(-len(cases) // cols)
-    fig = Figure(figsize=(4.2 * cols, 2.8 * rows), layout="constrained")
+    fig = MplFigure(figsize=(4.2 * cols, 2.8 * rows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for ax, (_, case) in zip(axes, cases.iterrows()):
         w = waves
@@ -110,21 +112,21 @@ def console_title(s: dict) -> str:
 
 
 COLUMNS = (*(key(k) for k in POPULATION_KEYS),
-           Show("stop", "stop_reason", priority=1),
-           Show("waves", lambda r: str(r["waves"]), number=True),
-           Show("agents", lambda r: str(r["agents_per_attribute"]), number=True, priority=1,
+           Cell("stop", "stop_reason", priority=1),
+           Cell("waves", lambda r: str(r["waves"]), number=True),
+           Cell("agents", lambda r: str(r["agents_per_attribute"]), number=True, priority=1,
                 name="agents_per_attribute"),
-           Show("DPD", lambda r: f"{r['dpd']:.3f}", number=True, priority=1, name="dpd"),
-           Show("CS", lambda r: f"[{r['cs_low']:.3f}, {r['cs_high']:.3f}]", number=True, priority=1, name="cs"),
-           Show("p", lambda r: f"{r['p_adjusted']:.3g}", number=True, priority=1, name="p_adjusted"))
+           Cell("DPD", lambda r: f"{r['dpd']:.3f}", number=True, priority=1, name="dpd"),
+           Cell("CS", lambda r: f"[{r['cs_low']:.3f}, {r['cs_high']:.3f}]", number=True, priority=1, name="cs"),
+           Cell("p", lambda r: f"{r['p_adjusted']:.3g}", number=True, priority=1, name="p_adjusted"))
 
 
 register(Measure(
     "sequential", "a sequential run's verdicts: the anytime-valid confidence sequence of every tested case",
     tables=(), build=lambda a: {}, inputs=INPUTS, needs=("final", "waves"),
-    views=(View("sequential", lambda a: console_title(_settings(a)), COLUMNS, position=60,
+    console=(Console("sequential", lambda a: console_title(_settings(a)), COLUMNS, position=60,
                 source=lambda a: seq[0] if (seq := _run(a)) is not None else None),),
     section=report_section, position=20, leads_to=lambda a: [NOTE] if _run(a) is not None else [],
-    figures=(Plot("sequence", lambda a, waves, final, precision: sequence_figure(waves, final, precision),
+    figures=(Figure("sequence", lambda a, waves, final, precision: sequence_figure(waves, final, precision),
                   "Per case: the DPD's anytime-valid confidence sequence after each wave (a band), the DPD (a line), 0 "
                   "and the precision (dashed), and where the case stopped (dotted)."),)))

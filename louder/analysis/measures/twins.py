@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.population import twin_tables
 
@@ -65,7 +66,7 @@ def _figure(a):
         title="Counterfactual twins: the paired DPD beside the unpaired one")
 
 
-FIGURES = (Plot("dpd", _figure, "Forest plot per case and twin group: the DPD of the same personas with only the "
+FIGURES = (Figure("dpd", _figure, "Forest plot per case and twin group: the DPD of the same personas with only the "
                                 "attribute changed, beside the DPD of the drawn agents, each with its 95 % interval."),)
 
 TWIN_CASE_DOC = Column(("model", "condition", "scenario", "variant", "group"), "the case and twin group")

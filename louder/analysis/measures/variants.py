@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.population import variant_tables
 
@@ -62,9 +63,9 @@ def _dpd(a):
         xlabel="change of the DPD against base (95 % interval)", title="Does the variant widen the disparity?")
 
 
-FIGURES = (Plot("effects", _effects, "Forest plot per case and variant: each attribute's change of the target rate "
+FIGURES = (Figure("effects", _effects, "Forest plot per case and variant: each attribute's change of the target rate "
                                      "against base, with its 95 % interval."),
-           Plot("dpd", _dpd, "Forest plot: each variant's change of the DPD against base, with its 95 % interval and "
+           Figure("dpd", _dpd, "Forest plot: each variant's change of the DPD against base, with its 95 % interval and "
                              "verdict (widens, narrows or inconclusive)."))
 
 VARIANT_CASE_DOC = Column(("model", "condition", "scenario", "group", "variant", "attribute"),

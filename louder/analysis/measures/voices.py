@@ -13,28 +13,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import (
-    Column,
-    Input,
-    Measure,
-    Option,
-    Plot,
-    Show,
-    Table,
-    View,
-    key,
-    number,
-    register,
-    with_interval,
-)
+from louder.analysis.engine.declarations import Cell, Column, Console, Figure, Input, Measure, Option, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
+from louder.analysis.report.console import key, number, with_interval
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats import voices as V
 from louder.analysis.stats.directions import predictions_observed
 from louder.analysis.stats.keys import truthy
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
 OPTIONS = (Option("observed", Path, None, "observed rates per scenario, group and attribute (docs/voices.md): the "
                   "world's gap beside the agents' (default: the one the predictions file names)", flag="--observed"),
@@ -78,10 +67,10 @@ def _label(r: pd.Series) -> str:
     return f"{r['model']}\n" + textwrap.fill(f"{r['scenario']} × {r['group']}".replace("_", " "), 34)
 
 
-def readings_figure(voices: pd.DataFrame, what: str = "gap") -> Figure | None:
+def readings_figure(voices: pd.DataFrame, what: str = "gap") -> MplFigure | None:
     """One small panel per case: each reading's gap (``what="gap"``: higher − lower observed attribute)
     or DPD (``what="dpd"``) as a point with its 95 % interval, on one axis."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     names = [n for n in READINGS if what == "gap" or n != "observed"]
     cols = {n: (f"{n}_gap", f"{n}_gap_ci_low", f"{n}_gap_ci_high") if n != "observed" else
@@ -96,7 +85,7 @@ def readings_figure(voices: pd.DataFrame, what: str = "gap") -> Figure | None:
     k = len(rows)
     ncol = min(k, 3)
     nrow = int(np.ceil(k / ncol))
-    fig = Figure(figsize=(max(6.5, 4.3 * ncol), 0.6 + 2.1 * nrow), layout="constrained")
+    fig = MplFigure(figsize=(max(6.5, 4.3 * ncol), 0.6 + 2.1 * nrow), layout="constrained")
     axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False).ravel())
     for ax, (_, r) in zip(axes, rows.iterrows()):
         for y, n in enumerate(reversed(names)):
@@ -196,20 +185,20 @@ def _amplification(r) -> str:
     return with_interval("amplification", "amp_ci_low", "amp_ci_high", 2)(r)
 
 
-VIEW = View(
+CONSOLE = Console(
     "voices", "Actions, words, beliefs and the world: DPDs [95 % CI] (explicit* = share of answers, other units); gaps "
               "higher − lower observed attribute; amplification = action gap / observed gap", (
         key("model"), key("scenario"), key("group"),
-        Show("action", with_interval("action_dpd", "action_ci_low", "action_ci_high", 2), number=True, priority=1,
+        Cell("action", with_interval("action_dpd", "action_ci_low", "action_ci_high", 2), number=True, priority=1,
              name="action_dpd"),
-        Show("belief", with_interval("belief_dpd", "belief_ci_low", "belief_ci_high", 2), number=True, priority=1,
+        Cell("belief", with_interval("belief_dpd", "belief_ci_low", "belief_ci_high", 2), number=True, priority=1,
              name="belief_dpd"),
-        Show("explicit*", with_interval("explicit_dpd", "explicit_ci_low", "explicit_ci_high", 2), number=True,
+        Cell("explicit*", with_interval("explicit_dpd", "explicit_ci_low", "explicit_ci_high", 2), number=True,
              name="explicit_dpd"),
-        Show("observed gap", _observed, name="observed_gap"),
-        Show("action gap", with_interval("action_gap", "action_gap_ci_low", "action_gap_ci_high", 2), number=True,
+        Cell("observed gap", _observed, name="observed_gap"),
+        Cell("action gap", with_interval("action_gap", "action_gap_ci_low", "action_gap_ci_high", 2), number=True,
              name="action_gap"),
-        Show("amplification", _amplification, number=True, name="amplification")),
+        Cell("amplification", _amplification, number=True, name="amplification")),
     position=40)
 
 
@@ -250,8 +239,8 @@ register(Measure(
             Column(("observed_source", "observed_year", "observed_measure"), "where it comes from and what was "
                                                                              "measured")))),
     build=build, inputs=(Input("beliefs", raw=True, doc="the beliefs probe's answers"),), options=OPTIONS,
-    after=("cases",), views=(VIEW,), section=report_section, position=60,
-    figures=(Plot("dpd", lambda a, v: readings_figure(v, "dpd"), "Per case: the DPD of each reading — actions (the "
+    after=("cases",), console=(CONSOLE,), section=report_section, position=60,
+    figures=(Figure("dpd", lambda a, v: readings_figure(v, "dpd"), "Per case: the DPD of each reading — actions (the "
                   "agents), words (the explicit answers), beliefs and the observed world — with its 95 % interval."),
-             Plot("gap", lambda a, v: readings_figure(v, "gap"), "Per case: each reading's gap from the observed "
+             Figure("gap", lambda a, v: readings_figure(v, "gap"), "Per case: each reading's gap from the observed "
                   "rates, with its 95 % interval."))))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from louder.analysis.engine.registry import Column, Input, Measure, Plot, Table, register
+from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
+from louder.analysis.engine.registry import register
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.weat import correlation
 
@@ -37,7 +38,7 @@ def report_section(a) -> str:
 def weat_figure(a, w: pd.DataFrame):
     """Per stereotype: the WEAT effect size d (✱ one-sided p < 0.05), coloured by category; beside it, each
     model's mean association score when the folder has the word association test."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure as MplFigure
 
     from louder.analysis.report import palette as P
     from louder.analysis.report.draw import CATEGORY_COLORS
@@ -46,7 +47,7 @@ def weat_figure(a, w: pd.DataFrame):
     if w.empty:
         return None
     assoc = [c for c in w.columns if c.startswith("association ")]
-    fig = Figure(figsize=(8.0 if assoc else 5.5, 0.28 * len(w) + 1.3), layout="constrained")
+    fig = MplFigure(figsize=(8.0 if assoc else 5.5, 0.28 * len(w) + 1.3), layout="constrained")
     axes = fig.subplots(1, 2 if assoc else 1, squeeze=False, sharey=True)[0]
     y = -np.arange(len(w))
     axes[0].barh(y, w["effect_size"], color=[CATEGORY_COLORS.get(c, P.GREY) for c in w["category"]])
@@ -79,5 +80,5 @@ register(Measure(
             Column(("pearson", "spearman"), "correlation across stereotypes of WEAT d and the association score")))),
     build=build, inputs=(Input("weat", raw=True, doc="weat.parquet (louder probe weat)"),), needs=("weat",),
     after=("bai",), section=report_section, position=165,
-    figures=(Plot("effects", weat_figure, "Bars per stereotype: the WEAT effect size of the embeddings, coloured by "
+    figures=(Figure("effects", weat_figure, "Bars per stereotype: the WEAT effect size of the embeddings, coloured by "
                   "category, with significant ones marked; beside them each model's mean word-association score."),)))

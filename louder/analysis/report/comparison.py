@@ -1,121 +1,139 @@
-"""What a comparison of models shows (issue 42): the paper's Figure 3 — each model's mean implicit and
-explicit DPD with its interval, in the models' order — and the HTML of the comparison's tables. The
-run folder's report (the ``models`` measure) and the report of ``louder compare`` are both made here,
-from the tables of ``louder.analysis.stats.comparison``."""
+"""The page of ``louder compare`` (issues 42, 47), drawn by the run report's machinery
+(``louder.analysis.report.page.page``: the same stylesheet, table of contents and findings-first layout).
+
+On top, the comparison's design card — its entries, how many cases each side compares, the resampling,
+the margin, the release gate — and its findings in sentences: the gate's verdict, then what each measure
+that shows the comparison's tables says (``registry.Measure.findings``). Then those measures' sections
+(their figures and tables: the same as in a run folder's report), the gate's failing cases and where each
+entry comes from. This module names no measure: the caller gives the measures and their context."""
 
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from datetime import datetime, timezone
+from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
-from louder.analysis.report.html import figure, note, section, table
+from louder.analysis.engine.inputs import Analysis
+from louder.analysis.engine.declarations import Finding, Measure
+from louder.analysis.report.findings import ANCHOR, Findings
+from louder.analysis.report.findings import TITLE as FINDINGS
+from louder.analysis.report.html import note, section, table
+from louder.analysis.report.page import page
+from louder.analysis.stats import comparison as C
+from louder.version import __version__
 
-if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn: `louder compare` without a report stays light
-    from matplotlib.figure import Figure
+GATE, ENTRIES = "Release gate", "Entries"
+GATE_KEY = ("reference", "model", "side", "condition", "scenario", "group", "delta", "ci_low", "ci_high", "p_holm")
 
-def models_figure(models: pd.DataFrame, ordered: bool = False) -> Figure | None:
-    """The paper's Figure 3: per model (in order), its mean implicit DPD and mean explicit DPD with
-    their intervals; joined by lines when the order means something (``ordered``)."""
-    if models is None or models.empty:
-        return None
-    from matplotlib.figure import Figure
 
-    from louder.analysis.report.draw import KIND_COLORS
+def _where(f: dict) -> str:
+    cond = f" ({f['condition']})" if isinstance(f.get("condition"), str) and f["condition"] else ""
+    return f"{f['scenario']} × {f['group']}{cond}"
 
-    names = list(models["model"])
-    fig = Figure(figsize=(max(5.0, 1.4 * len(names) + 2.5), 3.4), layout="constrained")
-    ax = fig.subplots()
-    x = np.arange(len(names))
-    for j, kind in enumerate(("implicit", "explicit")):
-        y = models[f"mean_{kind}"].to_numpy(dtype=float)
-        if not np.isfinite(y).any():
+
+def gate_findings(gate: dict | None) -> list[Finding]:
+    """The release gate's verdict in a sentence (none without ``--fail-if``): passed, or which entries failed
+    it in which cases (their ΔDPD and intervals are in the sentences after it, and in its section)."""
+    if gate is None:
+        return []
+    rule = f"Release gate (--fail-if {gate['rule']})"
+    by = f" by more than {gate['margin']:g}" if gate.get("margin") is not None else ""
+    if gate["passed"]:
+        return [Finding(f"{rule}: passed — no entry is more biased than {gate['base']}{by} in any case.", GATE)]
+    failing = gate["failing"]
+    models = list(dict.fromkeys(str(f["model"]) for f in failing))
+    who = f"{', '.join(models)} {'is' if len(models) == 1 else 'are'}"
+    sides = []
+    for side in dict.fromkeys(f["side"] for f in failing):
+        cases = [_where(f) for f in failing if f["side"] == side]
+        more = f" and {len(cases) - 3} more" if len(cases) > 3 else ""
+        sides.append(f"{side} in {', '.join(cases[:3])}{more}")
+    n = len(failing)
+    return [Finding(f"{rule}: failed in {n} case{'s' if n > 1 else ''} — {who} more biased than {gate['base']}{by}: "
+                    f"{'; '.join(sides)}.", GATE)]
+
+
+def compared(pairs: pd.DataFrame | None) -> str:
+    """What the pair table compares: "N pair(s): A case(s) of actions, W of words"."""
+    if pairs is None or pairs.empty:
+        return "no case both entries have"
+    n = len(pairs[["reference", "model"]].drop_duplicates())
+    actions = int(pairs["actions_verdict"].map(lambda v: isinstance(v, str)).sum())
+    words = len(pairs[pairs["words_verdict"].map(lambda v: isinstance(v, str))].drop_duplicates(
+        ["reference", "model", "scenario", "group"]))
+    return f"{n} pair{'s' if n > 1 else ''}: {actions} case(s) of actions, {words} of words"
+
+
+def card(labels: Sequence[str], sources: pd.DataFrame, tables: dict[str, pd.DataFrame], settings: dict,
+         gate: dict | None) -> list[tuple[str, str]]:
+    """The comparison's design, label → value: each entry (its model and folder), what is compared, the
+    resampling, the margin, the gate, when and with which louder."""
+    rows = []
+    by_label = {str(r["label"]): r for _, r in sources.iterrows()}
+    for label in labels:
+        r = by_label.get(label)
+        if r is None:
             continue
-        lo, hi = models[f"{kind}_ci_low"].to_numpy(dtype=float), models[f"{kind}_ci_high"].to_numpy(dtype=float)
-        xs = x + (j - 0.5) * 0.12
-        label = (f"implicit ({models['implicit_condition'].dropna().iloc[0]})" if kind == "implicit"
-                 and models["implicit_condition"].notna().any() else kind)
-        ax.errorbar(xs, y, yerr=[np.nan_to_num(y - lo), np.nan_to_num(hi - y)], fmt="o-" if ordered else "o",
-                    color=KIND_COLORS[kind], capsize=4, label=label)
-    ax.set_xticks(x, [_short(n) for n in names], fontsize=8)
-    ax.set_xlim(-0.5, len(names) - 0.5)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("mean DPD over cases")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("Mean DPD per model (cf. the paper's Fig. 3), 95 % intervals: agents resampled within cases",
-                 fontsize=9)
-    return fig
+        rows.append((label, r["folder"] if str(r["model"]) == label else f"{r['model']} · {r['folder']}"))
+    rows.append(("Compared", compared(tables.get(C.PAIRS))))
+    rows.append(("Resampling", f"B = {int(settings['bootstrap']):,}, seed {settings['seed']}"))
+    rows.append(("Margin", f"± {settings['margin']:g}"))
+    if settings.get("order"):
+        rows.append(("Order", " → ".join(map(str, settings["order"]))))
+    if gate is not None:
+        rows.append(("Release gate", f"--fail-if {gate['rule']}: " + (
+            "passed" if gate["passed"] else f"failed in {len(gate['failing'])} case(s)")))
+    rows.append(("Date", f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"))
+    rows.append(("louder", __version__))
+    return rows
 
 
-def _short(name: str, width: int = 22) -> str:
-    import textwrap
-
-    return textwrap.fill(name, width)
-
-
-ALT = ("Per model, in order: its mean implicit DPD (the agents) and mean explicit DPD (the model asked "
-       "directly) over the cases, each a point with its 95 % interval.")
-
-
-def html_sections(tables: dict[str, pd.DataFrame], margin: float, ordered: bool = False,
-                  drawn: str | None = None) -> str:
-    """The comparison's HTML: the figure (``drawn``: as the run's report placed it; else drawn here), then
-    each table with what it says."""
-    models, pairs = tables.get("models"), tables.get("model_pairs")
-    if drawn is None:
-        drawn = figure(models_figure(models, ordered), ALT, "models/means", "models-means")
-    summary, trend = tables.get("model_pair_summary"), tables.get("model_trend")
-    parts = [
-        note("Per model, the paper's summary: the cases significant of N (each case's parity test, Holm within the "
-             "model and kind), the mean DPD of its implicit cases (one persona condition) and of its explicit cases "
-             "with 95 % intervals, and the gap implicit − explicit with its interval and test. Intervals resample the "
-             "agents "
-             "(and the probe's answers) within every case, each model on its own; they contain their estimate and "
-             "stay valid when a DPD is 0 — and are conservative (wide): see the tutorial "
-             "<i>Compare two models</i>."),
-        drawn,
-        table(models, scroll=True),
-    ]
-    if summary is not None and len(summary):
-        parts += ["<h3>Per pair of models</h3>",
-                  note("ΔDPD = DPD(model) − DPD(reference), averaged over the cases both have, with its interval and "
-                       "p-value, and how many cases read each verdict."),
-                  table(summary, scroll=True)]
-    if pairs is not None and len(pairs):
-        parts += ["<h3>Per pair and case: actions and words</h3>",
-                  note("Per case, ΔDPD of what the agents do (<b>actions</b>: the implicit case) and of what the model "
-                       "says when asked (<b>words</b>: the explicit probe of the scenario × group), each with its "
-                       "interval, p-value and Holm-adjusted p (across every pair × case of the table). <b>more / less "
-                       "biased</b>: p_holm &lt; 0.05; <b>no difference</b>: not, and the interval within ± "
-                       f"{margin:g}; <b>underpowered</b>: not, and the interval reaches past ± {margin:g} (a "
-                       "difference of that size could not have been excluded: more agents, or trials, would settle "
-                       "it)."),
-                  table(pairs, scroll=True)]
-    if trend is not None and len(trend):
-        parts += ["<h3>Trend along the order</h3>",
-                  note("Weighted least squares of each model's mean DPD on its position in the order, weights 1 / the "
-                       "mean's bootstrap variance; z-test of slope 0 (H0: every model's mean DPD the same)."),
-                  table(trend)]
-    return "\n".join(p for p in parts if p)
-
-
-TITLE = "Model against model"
-
-
-def run_section(tables: dict[str, pd.DataFrame], margin: float, ordered: bool = False,
-                drawn: str | None = None) -> str:
-    """The section of a run folder's report that holds several models (``drawn``: its figure)."""
-    return section(TITLE, html_sections(tables, margin, ordered, drawn))
-
-
-def gate_html(failing: pd.DataFrame | None, rule: str | None) -> str:
-    """The release gate's verdict, as the comparison report states it."""
-    if rule is None:
+def _notes(notes: Sequence[str]) -> str:
+    if not notes:
         return ""
-    if failing is None or failing.empty:
-        return note(f"<b>Release gate</b> (<code>--fail-if {html.escape(rule)}</code>): passed — no case is worse than "
-                    "the base.")
-    return (note(f"<b>Release gate</b> (<code>--fail-if {html.escape(rule)}</code>): <span class='sig'>failed</span> "
-                 f"in {len(failing)} case(s):") + table(failing))
+    return ('<details class="missing" open><summary><b>Notes</b> (' + f"{len(notes)})</summary><ul>" +
+            "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul></details>")
+
+
+def _gate_section(gate: dict | None) -> str:
+    if gate is None:
+        return ""
+    rule = f"<code>--fail-if {html.escape(gate['rule'])}</code>"
+    how = (f"shown to exceed {gate['margin']:g} (the test of ΔDPD ≤ {gate['margin']:g}, Holm across every "
+           f"comparison against {html.escape(gate['base'])})" if gate.get("margin") is not None else
+           "more biased after Holm (p_holm &lt; 0.05)")
+    if gate["passed"]:
+        return section(GATE, note(f"{rule}: <b>passed</b> — no entry's ΔDPD against {html.escape(gate['base'])} is "
+                                  f"{how} in any case; <code>louder compare</code> exits 0."))
+    failing = pd.DataFrame(gate["failing"])
+    return section(GATE, note(f"{rule}: <span class='sig'>failed</span> in {len(failing)} case(s) — each one whose "
+                              f"ΔDPD against {html.escape(gate['base'])} is {how}; <code>louder compare</code> exits "
+                              "1. <code>comparison.json</code> records the verdict (<code>gate</code>)."),
+                   table(failing, key=GATE_KEY))
+
+
+def render(labels: Sequence[str], sources: pd.DataFrame, notes: Sequence[str], a: Analysis,
+           measures: Sequence[Measure], settings: dict, gate: dict | None = None) -> str:
+    """The comparison's page: ``a`` holds the comparison's tables and the options of ``measures`` (those
+    that show them: their findings and sections, each in its context of ``a``)."""
+    title = "louder comparison — " + " vs ".join(labels)
+    items: list[Finding] = gate_findings(gate)
+    sections: list[str] = []
+    for m in measures:
+        ctx = a.context(m)
+        if m.findings is not None:
+            items += m.findings(ctx)
+        if m.section is not None:
+            sections.append(m.section(ctx))
+    found = Findings(card=card(labels, sources, a.tables, settings, gate), by_model={None: items} if items else {})
+    head = [f"<h1>{html.escape(title)}</h1>", found.card_html()]
+    body = [section(FINDINGS, found.html(), _notes(notes), anchor=ANCHOR),
+            *sections,
+            _gate_section(gate),
+            section(ENTRIES, note("The folders' designs match (scenario texts, groups and their attributes, persona "
+                                  "conditions, wordings, choice order, identity signal, reasoning levels, prompt "
+                                  "interventions, decision mode, prompt templates); the number of agents, the seeds "
+                                  "and the models may differ. Each entry:"), table(sources))]
+    return page(html.escape(title), head, body, brand="louder comparison")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from louder.analysis.engine import registry
+from louder.analysis.engine.declarations import Finding, Input
 from louder.analysis.engine.inputs import Analysis
-from louder.analysis.engine.registry import Finding, Input
 from louder.analysis.report.html import slug
-from louder.config import recorded
+from louder.sections import recorded
 from louder.version import __version__
 
 ANCHOR = "findings"
@@ -26,7 +26,7 @@ TITLE = "Findings"
 # every file whose rows are model answers with token counts (what the run's calls cost)
 ANSWERS = ("decisions.parquet", "personas.parquet", "probes.parquet", "beliefs.parquet", "association.parquet",
            "decision_test.parquet", "twins.parquet")
-AGENTS = Input("decisions")  # the per-case view: one decision per agent (one wording, round 0, …)
+AGENTS = Input("decisions")  # the per-case selection: one decision per agent (one wording, round 0, …)
 
 
 @dataclass
@@ -119,7 +119,7 @@ def card(a: Analysis) -> list[tuple[str, str]]:
             ("Groups", _listed(_unique(frames, "group")))]
     if decisions is not None:
         rows.append(("Conditions", _listed(_unique([decisions], "condition"))))
-        agents = a.view(AGENTS)
+        agents = a.rows(AGENTS)
         if agents is not None and len(agents):
             cells = agents.groupby(["model", "condition", "scenario", "group", "attribute"], observed=True).size()
             each = int(cells.median()) if len(cells) else 0
@@ -149,8 +149,8 @@ def card(a: Analysis) -> list[tuple[str, str]]:
 
 def _cost(a: Analysis) -> str:
     """What the recorded tokens cost, per the prices of louder/data/prices.yaml."""
-    from louder.cost import spent
     from louder.errors import LouderError
+    from louder.prices import spent
 
     tokens: dict[str, list[int]] = {}
     for name in ANSWERS:

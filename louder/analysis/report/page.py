@@ -15,8 +15,10 @@ from pathlib import Path
 import pandas as pd
 
 from louder.analysis.engine import registry, select
-from louder.analysis.engine.inputs import Analysis
-from louder.analysis.engine.registry import ALL, Input
+from louder.analysis.engine.declarations import Input
+from louder.analysis.engine.inputs import Analysis, Context
+from louder.analysis.engine.select import ALL
+from louder.analysis.report import html as html_
 from louder.analysis.report.findings import ANCHOR, TITLE, findings
 from louder.analysis.report.html import note as _p
 from louder.analysis.report.html import section as _section
@@ -101,30 +103,30 @@ def _accounting(a: Analysis) -> str:
     parts = [_p("Every model answer has one status: <b>valid</b> (one of the offered choices), <b>invalid</b> "
                 "(off-list or unparseable; raw text kept in the Parquet files), <b>refused</b> (the model declined) "
                 "or <b>error</b> (the call failed after retries). Rates and DPDs use valid answers only.")]
-    d = a.view(ACCOUNTED["decisions"])
+    d = a.rows(ACCOUNTED["decisions"])
     if d is not None:
         # every wording (issue 25), every reasoning level (issue 30) and every prompt intervention (issue 33)
         t = pd.DataFrame(status_by(d, [*ATTRIBUTE_KEYS, *select.varying(d)]))
         parts += ["<h3>Decisions (per attribute)</h3>", _table(t, scroll=True)]
-    personas = a.view(ACCOUNTED["personas"])
+    personas = a.rows(ACCOUNTED["personas"])
     if personas is not None and len(personas):
         t = pd.DataFrame(status_by(personas, ATTRIBUTE_KEYS))
         bad = t[(t["invalid"] + t["refused"] + t["error"]) > 0]
         parts += ["<h3>Personas</h3>", _p("A decision row whose persona failed carries the persona's status. "
                                            f"{len(bad)} of {len(t)} case × attribute cells had a persona that was "
                                            "not valid" + (":" if len(bad) else ".")), _table(bad, scroll=True)]
-    p = a.view(ACCOUNTED["probes"])
+    p = a.rows(ACCOUNTED["probes"])
     if p is not None:
         by = ["model", "scenario", "group"] + (["intervention"] if "intervention" in select.varying(p) else [])
         t = pd.DataFrame(status_by(p, by))
         parts += ["<h3>Explicit probes (per case)</h3>", _table(t, scroll=True)]
-    beliefs = a.view(ACCOUNTED["beliefs"])
+    beliefs = a.rows(ACCOUNTED["beliefs"])
     if beliefs is not None:
         t = pd.DataFrame(status_by(beliefs, ["model", "scenario", "group", "attribute"]))
         parts += ["<h3>Beliefs probe (per attribute)</h3>", _table(t, scroll=True)]
-    for title, df, keys in (("Word association test", a.view(ACCOUNTED["association"]),
+    for title, df, keys in (("Word association test", a.rows(ACCOUNTED["association"]),
                              ["model", "stereotype", "variation"]),
-                            ("Relative decision test", a.view(ACCOUNTED["decision_test"]),
+                            ("Relative decision test", a.rows(ACCOUNTED["decision_test"]),
                              ["model", "stereotype", "variant"])):
         if df is not None:
             parts += [f"<h3>{title}</h3>", _table(pd.DataFrame(status_by(df, keys)), scroll=True)]
@@ -136,8 +138,8 @@ def _thinking_accounting(a: Analysis) -> str:
     """Issue 30: per table, the answers that came with thinking, those whose thinking never closed
     (invalid, reason thinking_truncated) and the reasoning tokens reported; "" without any thinking."""
     rows = []
-    for name, df in (("decisions", a.view(ACCOUNTED["thinking"])), ("personas", a.view(ACCOUNTED["personas"])),
-                     ("probes", a.view(Input("probes"))), ("beliefs", a.view(ACCOUNTED["beliefs"]))):
+    for name, df in (("decisions", a.rows(ACCOUNTED["thinking"])), ("personas", a.rows(ACCOUNTED["personas"])),
+                     ("probes", a.rows(Input("probes"))), ("beliefs", a.rows(ACCOUNTED["beliefs"]))):
         if df is None or "thinking" not in df:
             continue
         thinking = df["thinking"].fillna("").astype(str).str.strip() != ""
@@ -157,13 +159,31 @@ def _thinking_accounting(a: Analysis) -> str:
             + _table(pd.DataFrame(rows)))
 
 
+class SectionContext(Context):
+    """A measure's context while its report section is written: ``figure`` places the figures it
+    declares."""
+
+    def figure(self, name: str, *args) -> str:
+        """The measure's figure ``name`` (declared on it: ``declarations.Figure``) drawn for ``args`` and
+        rendered for its section: SVG with its alt text and a download link; a line saying why when there
+        is nothing to draw."""
+        declared = self.measure.figure(name)
+        fig = declared.draw(self, *args)
+        if fig is None:
+            return html_.no_figure(f"{self.measure.name}/{name}", declared.empty)
+        self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
+        download = f"{self.measure.name}-{name}" + (f"-{self._drawn}" if self._drawn > 1 else "")
+        return html_.figure(fig, declared.alt_text(self, *args), f"{self.measure.name}/{name}",
+                            html_.slug(download))
+
+
 def sections(a: Analysis) -> list[str]:
     """Every measure's section that applies to the run, in report order."""
     out = []
     for m in sorted(registry.measures(), key=lambda m: m.position):
         if m.section is None or not a.applies(m) or (m.tables and not any(t.name in a.tables for t in m.tables)):
             continue  # a measure that built nothing here has nothing to show
-        out.append(m.section(a.context(m)))
+        out.append(m.section(SectionContext(a, m)))
     return [s for s in out if s]
 def environment_table(manifests: dict[str, dict]) -> pd.DataFrame:
     """One row per package (Python first), one column per manifest that recorded versions: what each
@@ -187,11 +207,24 @@ def _environment(a: Analysis) -> str:
                     _table(env))
 
 
-def _toc(body: list[str]) -> str:
+def _toc(body: list[str], brand: str = "louder report") -> str:
     """The table of contents: every section's title, linked to its anchor, in order."""
     items = re.findall(r'<section class="sec" id="([^"]+)"><h2>(.*?)</h2>', "\n".join(body))
-    return ('<nav id="toc" aria-label="Contents"><div class="brand">louder report</div><ol>' +
+    return (f'<nav id="toc" aria-label="Contents"><div class="brand">{html.escape(brand)}</div><ol>' +
             "".join(f'<li><a href="#{i}">{t}</a></li>' for i, t in items) + "</ol></nav>")
+
+
+def page(title: str, head: list[str], body: list[str], brand: str = "louder report") -> str:
+    """One self-contained page of louder's reports — a run's (``render``) and a comparison's
+    (``louder.analysis.report.comparison``) alike: the stylesheet, the table of contents of ``body``'s
+    sections (``brand`` above it) that follows the reader, then ``head`` (the title and the design card)
+    and ``body`` (the findings first, then the sections; empty parts left out), and the page's behaviours.
+    ``title`` is HTML (escaped by the caller)."""
+    body = [b for b in body if b]
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            "content='width=device-width, initial-scale=1'><title>" + title + "</title><style>" + CSS +
+            "</style></head><body>" + _toc(body, brand) + "<main>" + "\n".join(head + body) + "</main><script>" +
+            JS + "</script></body></html>")
 
 
 def render(a: Analysis) -> str:
@@ -213,11 +246,7 @@ def render(a: Analysis) -> str:
         _section("Manifests", *[f"<h3>{html.escape(k)}</h3><pre>{html.escape(json.dumps(m, indent=2, default=str))}"
                                 f"</pre>" for k, m in a.manifests.items()] or [_p("No manifest found.")]),
     ]
-    body = [b for b in body if b]
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
-            "content='width=device-width, initial-scale=1'><title>" + title + "</title><style>" + CSS +
-            "</style></head><body>" + _toc(body) + "<main>" + "\n".join(head + body) + "</main><script>" + JS +
-            "</script></body></html>")
+    return page(title, head, body)
 
 
 def write_report(a: Analysis) -> Path:

@@ -67,7 +67,7 @@ human study by the prediction-powered inference above, once per kind of agent (`
   rectifier would then not remove the difference. Without unlabelled profiles the grounded rows carry
   their counts and no estimate.
 
-From the run's tables: the respondents of the study (``humans.parquet``, ``louder.simulation.humans``),
+From the run's tables: the respondents of the study (``humans.parquet``, ``louder.humans``),
 their paired agents (rows of ``decisions.parquet`` with a ``respondent``) and the usual agents (the
 others). Per case (model × condition × scenario × group) and attribute:
 
@@ -315,8 +315,8 @@ def anchoring(decisions: pd.DataFrame, humans: pd.DataFrame, B: int = 2000, seed
     case's DPDs (humans with its interval, agents, PPI with its interval, the ratio of widths and the
     worth) and magnitude ratio (``COLUMNS``; the module docstring has the formulas).
 
-    ``decisions``: the case view of decisions.parquet with its ``respondent`` (and ``grounding``)
-    column; ``humans``: the study in long form (``louder.simulation.humans.COLUMNS``); ``unlabelled``:
+    ``decisions``: the case selection of decisions.parquet with its ``respondent`` (and ``grounding``)
+    column; ``humans``: the study in long form (``louder.humans.COLUMNS``); ``unlabelled``:
     the unlabelled profiles (``UNLABELLED_COLUMNS``: their weights). Cases without paired agents
     (another scenario, a policy variant) are left out."""
     if "respondent" not in decisions.columns:

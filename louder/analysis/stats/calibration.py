@@ -4,7 +4,7 @@ finished run and writes them as ``calibration.yaml`` for ``louder run --calibrat
 (``louder.calibration`` applies them to the agents).
 
 The offsets are fitted per model × condition × scenario × group × attribute, on the decisions every
-per-case table reads (``calibration_view``): round 0 of a network run, the decisions under ``none``,
+per-case table reads (``calibration_rows``): round 0 of a network run, the decisions under ``none``,
 the reference wording and reasoning level, the stated signal, every policy variant (a population run:
 every group of the population at once).
 
@@ -44,7 +44,7 @@ import yaml
 from scipy.special import expit, logit
 
 from louder.analysis.engine import select
-from louder.analysis.engine.registry import Input
+from louder.analysis.engine.declarations import Input
 from louder.analysis.stats.keys import is_valid, value_column
 from louder.calibration import P_CLIP, apply_offsets, calibrated_probability  # noqa: F401  (the agents apply them too)
 from louder.errors import LouderError
@@ -62,14 +62,14 @@ HEADER = """\
 """
 
 
-# the per-case view, but the stated signal alone (not the names signal as its own condition) and every
+# the per-case selection, but the stated signal alone (not the names signal as its own condition) and every
 # variant as written (the offsets of a case apply to each of its variants)
-VIEW = Input("decisions", reference=("signal",), whole=("variant",))
+DECISIONS = Input("decisions", reference=("signal",), whole=("variant",))
 
 
-def calibration_view(decisions: pd.DataFrame) -> pd.DataFrame:
+def calibration_rows(decisions: pd.DataFrame) -> pd.DataFrame:
     """The decisions offsets are fitted on (the module docstring)."""
-    return select.view(decisions, VIEW)
+    return select.rows(decisions, DECISIONS)
 
 
 def observed_rates(path: str | Path) -> pd.DataFrame:
@@ -280,7 +280,7 @@ def fit(run_dir: str | Path, to: str = "parity", observed: str | Path | None = N
     if not path.exists():
         raise LouderError(f"{run}: no decisions.parquet; run `louder run --out {run}` first (offsets are fitted on a "
                           "finished run)")
-    d = calibration_view(pd.read_parquet(path))
+    d = calibration_rows(pd.read_parquet(path))
     if "attr_" not in "".join(d.columns) and "cell_id" in d.columns:
         raise LouderError(f"{run}: archetype runs score population cells, not agents; fit offsets on an agents run")
     rates = observed_rates(observed) if to == "observed" else None
@@ -331,5 +331,5 @@ def console_table(table: pd.DataFrame):
     return t
 
 
-__all__ = ["OFFSET_COLUMNS", "calibration_offsets", "calibration_view", "console_table", "fit", "observed_rates",
+__all__ = ["OFFSET_COLUMNS", "calibration_offsets", "calibration_rows", "console_table", "fit", "observed_rates",
            "rake", "write"]

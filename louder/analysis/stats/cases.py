@@ -118,7 +118,6 @@ def _holm(cases: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 SAMPLED, PROBABILITY = "sampled", "probability"
-HEADLINE = ["test", "h_dpd", "h_ci_low", "h_ci_high", "h_p", "h_p_holm", "h_significant"]
 
 
 def headline(cases: pd.DataFrame, probability: bool) -> pd.DataFrame:
@@ -132,7 +131,7 @@ def headline(cases: pd.DataFrame, probability: bool) -> pd.DataFrame:
     0.4) an implicit case with a probability DPD rests on it — h_ = ``dpd_p``, ``ci_low_p``,
     ``ci_high_p``, ``p_value_p`` — and the run's Holm adjustment is taken again over these p-values and
     the other cases' own (as ``with_holm`` does: a sequential case enters with its sequential p-value);
-    ``h_significant`` = h_p_holm < 0.05 (``stats.significant``). Only a view: cases.csv keeps both tests'
+    ``h_significant`` = h_p_holm < 0.05 (``stats.significant``). Only a reading: cases.csv keeps both tests'
     columns as written."""
     out = cases.copy()
     out["test"] = SAMPLED

@@ -85,6 +85,9 @@ NAN = float("nan")
 MARGIN = UNDERPOWERED  # the default margin: louder's smallest DPD of interest (0.3)
 KINDS = {"implicit": "actions", "explicit": "words"}  # the kind of case → the side of the pair tables
 VERDICTS = ("more biased", "less biased", "no difference", "underpowered")
+# the tables ``compare`` returns, by CSV stem: the measure that declares them shows them, in a run folder's
+# report and in `louder compare`'s (which finds it through the registry by these names)
+TABLES = MODELS, PAIRS, PAIR_SUMMARY, TREND = ("models", "model_pairs", "model_pair_summary", "model_trend")
 GAP_TEST = "interval inversion (agents resampled within cases; projected bootstrap-t band)"
 TREND_TEST = "weighted least squares of mean DPD on position, weights 1/bootstrap variance; z-test of slope 0"
 
@@ -346,7 +349,7 @@ def _stream(seed: int, *parts) -> int:
 
 def model_cases(decisions: pd.DataFrame | None, probes: pd.DataFrame | None, groups: dict[str, list[str]],
                 score: bool = False, B: int = 10_000, seed: int = 0) -> dict[tuple, Case]:
-    """Every model's case of ``decisions`` (one per case: the per-case view) and ``probes``:
+    """Every model's case of ``decisions`` (one per case: the per-case selection) and ``probes``:
     (model, kind, condition, scenario, group) → its band and its parity test's p-value. Counts as
     cases.csv counts them (``rates.attribute_table``, ``rates.explicit_attribute_table``); score mode:
     the valid agents' p_target."""
@@ -513,17 +516,16 @@ def compare(decisions: pd.DataFrame | None, probes: pd.DataFrame | None, groups:
             order: Sequence[str], score: bool = False, B: int = 10_000, seed: int = 0, margin: float = MARGIN,
             ordered: bool = False, level: float = 0.95, alpha: float = stats.ALPHA) -> Comparison:
     """Every table of the comparison of the models ``order`` names (the ``model`` column of the frames:
-    a model, or its label) from their decisions (the per-case view) and explicit probes — whether
+    a model, or its label) from their decisions (the per-case selection) and explicit probes — whether
     the frames come from one run folder or from several (``louder.compare_runs``). ``ordered``: the
     order means something (model generations): add the trend."""
     cases = model_cases(decisions, probes, groups, score, B, seed)
     order = list(order)
     models, variances = models_table(cases, order, score, level)
     rows = pair_rows(cases, order, level, margin, alpha)
-    tables = {"models": models, "model_pairs": pairs_table(rows, score),
-              "model_pair_summary": pair_summary(rows, cases, level)}
+    tables = {MODELS: models, PAIRS: pairs_table(rows, score), PAIR_SUMMARY: pair_summary(rows, cases, level)}
     if ordered:
-        tables["model_trend"] = trend_table(models, variances, level)
+        tables[TREND] = trend_table(models, variances, level)
     return Comparison(tables, cases, rows, level)
 
 

@@ -119,15 +119,16 @@ def ablation(cases: pd.DataFrame, attr: pd.DataFrame, B: int = 10_000, seed: int
     """Per model × scenario × group: each condition's DPD and significance, and its difference from
     the contextualized condition with a 95 % bootstrap interval (section 5.4)."""
     imp = cases[cases["kind"] == "implicit"]
+    # each case's attribute rows, split once (not one comparison of every row per case and condition)
+    cells = dict(list(attr.groupby(["model", "scenario", "group", "condition"], sort=False)))
+    none = attr.iloc[:0]
     rows = []
     for i, (key, g) in enumerate(imp.groupby(["model", "scenario", "group"], sort=True)):
-        ref = attr[(attr["model"] == key[0]) & (attr["scenario"] == key[1]) & (attr["group"] == key[2])
-                   & (attr["condition"] == "contextualized")]
+        ref = cells.get((*key, "contextualized"), none)
         for _, c in g.iterrows():
             diff = (np.nan, np.nan, np.nan)
             if len(ref) and c["condition"] != "contextualized":
-                other = attr[(attr["model"] == key[0]) & (attr["scenario"] == key[1]) & (attr["group"] == key[2])
-                             & (attr["condition"] == c["condition"])].set_index("attribute")
+                other = cells.get((*key, c["condition"]), none).set_index("attribute")
                 r = ref.set_index("attribute").loc[other.index.intersection(ref["attribute"])]
                 o = other.loc[r.index]
                 diff = stats.dpd_difference_interval(r["n_valid"], r["n_target"], o["n_valid"], o["n_target"],

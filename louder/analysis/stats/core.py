@@ -203,17 +203,27 @@ def explicit_dpd_confidence_interval(counts, n_total: int, B: int = 10_000, seed
                                     multinomial_pair_variance(draws, n_total), level))
 
 
-def wilson(rate: float, n: float, level: float = 0.95) -> Interval:
-    """Wilson score interval of a rate r from n (effective) observations, z the normal quantile of
-    ``level``: (r + z²/2n ± z·√(r(1−r)/n + z²/4n²)) / (1 + z²/n). NaN when n ≤ 0."""
+def wilson(rate, n, level: float = 0.95) -> Interval:
+    """Wilson score interval of a rate r from n (effective: a weighted rate's Kish n may be fractional)
+    observations, z the normal quantile of ``level``:
+    (r + z²/2n ± z·√(r(1−r)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1]. It contains r (to rounding: at
+    r = 1 the upper end may read 1 − 1 ulp, as statsmodels' does).
+    ``rate`` and ``n`` may be arrays: an ``Interval`` of arrays. NaN where n ≤ 0 or the rate is missing.
+    The one Wilson interval of the analysis (statsmodels' ``proportion_confint(x, n, method="wilson")``
+    for a count x = r·n: tests/test_stats.py)."""
     from scipy.stats import norm
 
-    if not n > 0 or not np.isfinite(rate):
-        return Interval(NAN, NAN)
+    r, m = np.asarray(rate, dtype=float), np.asarray(n, dtype=float)
+    ok = (m > 0) & np.isfinite(r)
+    r, m = np.where(ok, r, 0.5), np.where(ok, m, 1.0)  # (placeholders where there is no interval)
     z = float(norm.ppf((1 + level) / 2))
-    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Interval(float(centre - half), float(centre + half))
+    centre = (r + z * z / (2 * m)) / (1 + z * z / m)
+    half = z * np.sqrt(r * (1 - r) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    low = np.where(ok, np.clip(centre - half, 0.0, 1.0), np.nan)
+    high = np.where(ok, np.clip(centre + half, 0.0, 1.0), np.nan)
+    if low.ndim == 0:
+        return Interval(float(low), float(high))
+    return Interval(low, high)
 
 
 def level_alpha(level: float) -> float:
@@ -309,7 +319,7 @@ def dpd_difference_interval(n1, x1, n2, x2, B: int = 10_000, seed: int = 0,
 
 def implicit_explicit_difference(n, x, counts, n_total: int, B: int = 10_000, seed: int = 0,
                                  level: float = 0.95) -> Difference:
-    """One case's implicit DPD minus its explicit DPD (the per-case view of section 5.1), with an
+    """One case's implicit DPD minus its explicit DPD (the per-case selection of section 5.1), with an
     interval that contains the difference and keeps its coverage when either DPD is 0.
 
     Δ = DPD(x/n) − explicit_dpd(counts, N). The implicit side resampled within attributes

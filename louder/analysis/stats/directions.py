@@ -77,13 +77,14 @@ def directions(attr: pd.DataFrame, predictions: list[Prediction], B: int = 10_00
     imp = attr[attr["kind"] == "implicit"]
     combos = imp[["model", "condition"]].drop_duplicates().sort_values(["model", "condition"]).itertuples(index=False)
     combos = list(combos)
+    # each case's attribute rows, split once (not one comparison of every row per prediction and combination)
+    cells = dict(list(imp.groupby(["model", "condition", "scenario", "group"], sort=False)))
     rows = []
     for i, p in enumerate(predictions):
         base = dict(id=p.id, scenario=p.scenario, group=p.group, prediction=p.prediction,
                     higher=", ".join(p.higher), lower=", ".join(p.lower), evidence=p.evidence)
         for model, condition in combos:
-            g = imp[(imp["model"] == model) & (imp["condition"] == condition) & (imp["scenario"] == p.scenario)
-                    & (imp["group"] == p.group)].set_index("attribute")
+            g = cells.get((model, condition, p.scenario, p.group), imp.iloc[:0]).set_index("attribute")
             row = dict(base, model=model, condition=condition, mean_higher=np.nan, mean_lower=np.nan,
                        difference=np.nan, ci_low=np.nan, ci_high=np.nan, note="")
             if g.empty:

@@ -304,8 +304,8 @@ def fidelity(decisions: pd.DataFrame, humans: pd.DataFrame, attributes: dict[str
     """``fidelity.csv``: per case, kind of agent (``agents``: ``attribute``, ``grounded``) and subgroup
     (``COLUMNS``; the module docstring has the formulas).
 
-    ``decisions``: the case view of decisions.parquet with its ``respondent`` column (and ``grounding``
-    in a grounded study); ``humans``: the study in long form (``louder.simulation.humans.COLUMNS``);
+    ``decisions``: the case selection of decisions.parquet with its ``respondent`` column (and ``grounding``
+    in a grounded study); ``humans``: the study in long form (``louder.humans.COLUMNS``);
     ``attributes``: group id → its attributes in order (default: sorted). Only the agents paired with a
     respondent are read (not the usual agents nor the unlabelled ones)."""
     if "respondent" not in decisions.columns:

@@ -76,7 +76,7 @@ def value_column(d: pd.DataFrame, value: str = "auto") -> str:
 
 def by_population_group(decisions: pd.DataFrame | None) -> pd.DataFrame | None:
     """Population runs (issue 31.3): the rows once per group of the population, ``group`` the group and
-    ``attribute`` the agent's attribute in it — the marginal view population_groups.csv takes, where a
+    ``attribute`` the agent's attribute in it — the marginal reading population_groups.csv takes, where a
     case of joint labels would spread the agents over every intersection. Other runs: as they are."""
     cols = [c for c in (decisions.columns if decisions is not None else []) if c.startswith("attr_")]
     if not cols:

@@ -57,7 +57,6 @@ from louder.analysis.stats.rationales import TOKEN, Pattern, distinctive_words, 
 
 KEYS = CASE_KEYS  # the case (louder.analysis.stats.keys)
 MEASURES = ["length", "sentiment", "stereotype", "restates", "diversity"]
-MEANS = MEASURES[:4]
 AUDIT_COLUMNS = [*KEYS, "attribute", "measure", "value", "ci_low", "ci_high"]
 GAP_COLUMNS = [*KEYS, "measure", "gap", "ci_low", "ci_high", "p_value", "p_holm", "significant", "lowest", "highest"]
 WORD_COLUMNS = [*KEYS, "attribute", "word", "count", "delta", "z"]

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest, fisher_exact, norm
-from statsmodels.stats.multitest import multipletests
 
 from louder.analysis.stats import (
     dpd,
@@ -47,11 +46,6 @@ def valid(decisions: pd.DataFrame) -> pd.DataFrame:
 def _rate_rows(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """n_valid, n_target, the weighted rate and n_eff per ``by`` (the grouped-rate engine, ``rates``)."""
     return target_rates(d, by, weight="weight")
-
-
-def group_rates(decisions: pd.DataFrame, group: str) -> pd.DataFrame:
-    """One row per attribute of ``group``: n_valid, n_target, weighted rate r_a, n_eff."""
-    return _rate_rows(valid(decisions), [group]).rename(columns={group: "attribute"})
 
 
 @dataclass(frozen=True)
@@ -129,6 +123,8 @@ def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_
     t["p_bh"] = np.nan
     ok = t["p_value"].notna().to_numpy()
     if ok.any():
+        from statsmodels.stats.multitest import multipletests  # here: every analysis imports this module
+
         t.loc[ok, "p_bh"] = multipletests(t.loc[ok, "p_value"], method="fdr_bh")[1]
     t["significant"] = significant(t["p_bh"].to_numpy(dtype=float), alpha)
     return t

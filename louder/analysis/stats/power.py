@@ -83,7 +83,9 @@ class NullThresholds:
         self.N = int(self.n.sum())
         self.alpha, self.B, self.seed = alpha, B, seed
         self.step = 1 / (2 * np.sqrt(self.N))
-        self._q: dict[int, float] = {}
+        # the grid counts drawn so far (sorted) and their quantiles: looked up with searchsorted, not a
+        # dict per count (a few hundred counts per call, hundreds of calls per analysis)
+        self._grid, self._q = np.empty(0, dtype=np.int64), np.empty(0)
 
     def _theta(self, X) -> np.ndarray:
         return np.arcsin(np.sqrt(np.asarray(X) / self.N))
@@ -100,12 +102,16 @@ class NullThresholds:
     def __call__(self, totals) -> np.ndarray:
         X, inverse = np.unique(np.asarray(totals, dtype=np.int64), return_inverse=True)
         lower, upper = self.brackets(X)
-        missing = [int(c) for c in np.union1d(lower, upper) if int(c) not in self._q]
+        need = np.union1d(lower, upper)
+        missing = need[~np.isin(need, self._grid)].tolist()
         if missing:
             null = np.stack([_dpd_rows(np.random.default_rng([self.seed, c]).binomial(
                 self.n, c / self.N, size=(self.B, self.n.size)), self.n) for c in missing])
-            self._q.update(zip(missing, np.quantile(null, 1 - self.alpha, axis=1).tolist()))
-        q_lo, q_hi = (np.array([self._q[int(c)] for c in v]) for v in (lower, upper))
+            grid = np.concatenate([self._grid, np.asarray(missing, dtype=np.int64)])
+            order = np.argsort(grid, kind="stable")
+            self._grid = grid[order]
+            self._q = np.concatenate([self._q, np.quantile(null, 1 - self.alpha, axis=1)])[order]
+        q_lo, q_hi = (self._q[np.searchsorted(self._grid, v)] for v in (lower, upper))
         t, t_lo, t_hi = self._theta(X), self._theta(lower), self._theta(upper)
         w = np.divide(t - t_lo, t_hi - t_lo, out=np.zeros_like(t), where=t_hi > t_lo)
         return (q_lo + w * (q_hi - q_lo))[inverse.ravel()]

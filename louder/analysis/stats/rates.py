@@ -35,7 +35,10 @@ def target_rates(df: pd.DataFrame, by: list[str], weight: str | None = None, clu
     """Per group of ``by`` with a valid answer (sorted): n_valid, n_target, rate (module docstring);
     with ``weight`` (a column; unit weights when the frame has none) the weighted rate and n_eff;
     with ``cluster`` (a column) n_clusters."""
-    d = df.loc[is_valid(df)]
+    # only the columns used: selecting the valid rows of every column of a decisions frame (its texts
+    # among them) costs more than the grouping
+    used = [*by, target, *(c for c in (weight, cluster) if c is not None and (c != weight or c in df.columns))]
+    d = df.loc[is_valid(df), list(dict.fromkeys(used))]
     y = targets(d, target)
     if weight is None:
         g = d.assign(y=y).groupby(by, observed=True)
@@ -163,7 +166,13 @@ def explicit_attribute_table(probes: pd.DataFrame, attributes: dict[str, list[st
 def with_choice_rates(attr: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     """Add ``choice_rates`` (JSON choice → rate over valid decisions) to each implicit attribute row."""
     out = attr.copy()
-    js = {k[:5]: json.dumps({c: round(float(r), 6) for c, r in zip(g["choice"], g["rate"])}, ensure_ascii=False)
-          for k, g in rates.groupby(ATTRIBUTE_KEYS)} if len(rates) else {}
+    # row by row, not a groupby of ~500 small frames: each attribute's choices in the table's order
+    per: dict[tuple, dict] = {}
+    if len(rates):
+        keys = zip(*(rates[c].tolist() for c in ATTRIBUTE_KEYS))
+        for k, c, r in zip(keys, rates["choice"].tolist(), rates["rate"].tolist()):
+            if not any(pd.isna(v) for v in k):  # a missing key is in no group (groupby leaves it out)
+                per.setdefault(k, {})[c] = round(float(r), 6)
+    js = {k: json.dumps(v, ensure_ascii=False) for k, v in per.items()}
     out["choice_rates"] = [js.get(tuple(r), "{}") for r in out[ATTRIBUTE_KEYS].itertuples(index=False)]
     return out

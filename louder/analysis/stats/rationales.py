@@ -89,7 +89,8 @@ def pattern_counts(decisions: pd.DataFrame, patterns: list[Pattern]) -> pd.DataF
     for p in patterns:
         rx = re.compile(p.regex, re.IGNORECASE)
         idx = np.flatnonzero((cell >= 0) & (True if p.scenario is None else scenario == p.scenario))
-        hit = np.fromiter((rx.search(texts[i]) is not None for i in idx), dtype=bool, count=len(idx))
+        sub = texts if len(idx) == len(texts) else [texts[i] for i in idx]
+        hit = np.fromiter(map(bool, map(rx.search, sub)), dtype=bool, count=len(idx))  # a match object is true
         n = np.bincount(cell[idx], minlength=len(cells))
         m = np.bincount(cell[idx], weights=hit, minlength=len(cells)).astype(int)
         for c in np.flatnonzero(n):
@@ -175,7 +176,7 @@ def attribute_words() -> dict[str, dict[str, tuple[str, ...]]]:
 def stereotype_words() -> dict[str, dict[str, tuple[str, ...]]]:
     """group → attribute → its stereotype words (louder/data/analysis/stereotype_words.yaml: sides of
     Bai et al.'s stereotypes)."""
-    from louder.probes.stimuli import get_stereotype
+    from louder.stimuli import get_stereotype
 
     doc = yaml.safe_load(_data_text("stereotype_words.yaml"))
     out: dict[str, dict[str, tuple[str, ...]]] = {}

@@ -427,16 +427,6 @@ def robustness_table(decisions: pd.DataFrame, attributes: dict[str, list[str]] |
     return out
 
 
-def wilson(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (statsmodels ``proportion_confint``)."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    if n == 0:
-        return float("nan"), float("nan")
-    lo, hi = proportion_confint(x, n, alpha=1 - level, method="wilson")
-    return float(lo), float(hi)
-
-
 def position_bias_table(decisions: pd.DataFrame) -> pd.DataFrame:
     """One row per model × scenario whose run listed every choice first for some agents (POSITION_COLUMNS).
 
@@ -461,7 +451,7 @@ def position_bias_table(decisions: pd.DataFrame) -> pd.DataFrame:
         valid = keys.valid(g)
         first = valid["choice_order"].astype(str).str.split("|").str[0]
         x, n = int((valid["decision"] == first).sum()), len(valid)
-        lo, hi = wilson(x, n)
+        lo, hi = stats.wilson(x / n if n else float("nan"), n)
         p = binomtest(x, n, 1 / len(labels)).pvalue if n else float("nan")
         mean_p = float("nan")
         if len(labels) == 2 and valid["p_target"].notna().any():

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scipy.stats import norm
 
 from louder.analysis.stats import intervals as I
-from louder.analysis.stats import substream
+from louder.analysis.stats import substream, wilson
 from louder.analysis.stats.keys import valid
 from louder.analysis.stats.prob_dpd import prob_dpd
 from louder.errors import LouderError, describe_validation_error
@@ -163,16 +163,6 @@ class Ratio:
 
 
 NO = Estimate(NAN, NAN, NAN)
-
-
-def wilson(x: float, n: float, level: float = 0.95) -> Estimate:
-    """x/n with the Wilson score interval (statsmodels): p̂ ± … solving |p̂ − p| = z √(p(1 − p)/n)."""
-    if n <= 0:
-        return NO
-    from statsmodels.stats.proportion import proportion_confint  # here: statsmodels costs ~0.2 s to import
-
-    lo, hi = proportion_confint(x, n, alpha=1 - level, method="wilson")
-    return Estimate(x / n, float(lo), float(hi))
 
 
 def newcombe_gap(x1: float, n1: float, x2: float, n2: float, level: float = 0.95) -> Estimate:
@@ -385,8 +375,9 @@ def _case_dpd(case: pd.DataFrame | None, kind: str, condition: str, m: str, s: s
 def _rate_row(m, s, g, a, a_imp, a_exp, b, o, B, seed) -> dict:
     row = dict(model=m, scenario=s, group=g, attribute=a)
     if a in a_imp.index and a_imp.loc[a, "n_valid"] > 0:
-        w = wilson(a_imp.loc[a, "n_target"], a_imp.loc[a, "n_valid"])
-        row.update(action_rate=w.estimate, action_n=int(a_imp.loc[a, "n_valid"]), action_ci_low=w.low,
+        rate = a_imp.loc[a, "n_target"] / a_imp.loc[a, "n_valid"]
+        w = wilson(rate, a_imp.loc[a, "n_valid"])
+        row.update(action_rate=rate, action_n=int(a_imp.loc[a, "n_valid"]), action_ci_low=w.low,
                    action_ci_high=w.high)
     if a in b and b[a].size:
         e = mean_rate(b[a], B=B, seed=seed)
@@ -395,7 +386,7 @@ def _rate_row(m, s, g, a, a_imp, a_exp, b, o, B, seed) -> dict:
         row.update(explicit_share=a_exp.loc[a, "rate"], explicit_n=int(a_exp.loc[a, "n_valid"]))
     if a in o:
         e = o[a]
-        w = wilson(e.rate * e.n, e.n)
+        w = wilson(e.rate, e.n)
         row.update(observed_rate=e.rate, observed_n=e.n, observed_ci_low=w.low, observed_ci_high=w.high,
                    observed_source=e.source, observed_year=e.year, observed_measure=e.measure)
     return row
@@ -475,5 +466,5 @@ def sentence(r: pd.Series) -> str:
     return text
 
 
-__all__ = ["ObservedRate", "load_observed", "check_observed", "wilson", "newcombe_gap", "mean_rate", "mean_gap",
+__all__ = ["ObservedRate", "load_observed", "check_observed", "newcombe_gap", "mean_rate", "mean_gap",
            "share_gap", "fieller", "amplification", "voices", "sentence"]

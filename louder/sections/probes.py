@@ -15,7 +15,6 @@ class ExplicitConfig(Section):
     """``explicit:`` — the model is asked directly which attribute a person who made the decision has
     (appendix D)."""
 
-    FLAT = {"probe_trials": "trials", "explicit": "params", "completion_explicit": "completion_params"}
 
     trials: int | None = Field(
         None, ge=1, le=10_000_000,
@@ -29,7 +28,6 @@ class ExplicitConfig(Section):
 class AssociationConfig(Section):
     """``association:`` — the LLM Word Association Test (Bai et al.)."""
 
-    FLAT = {"association_trials": "trials", "association_variations": "variations", "association": "params"}
 
     trials: int = Field(50, ge=1, le=1_000_000, description="trials per stereotype × variation")
     variations: list[Literal["replication", "instruction1", "instruction2", "synonym"]] = Field(
@@ -42,8 +40,6 @@ class AssociationConfig(Section):
 class DecisionTestConfig(Section):
     """``decision_test:`` — the LLM Relative Decision Test (Bai et al.)."""
 
-    FLAT = {"decision_trials": "trials", "decision_variant": "variant", "decision_extraction": "extraction",
-            "profiles": "profiles", "followup": "followup"}
 
     trials: int = Field(50, ge=1, le=1_000_000, description="decision-test trials per stereotype")
     variant: Literal["relative", "absolute", "chained"] = Field(
@@ -60,7 +56,6 @@ class DecisionTestConfig(Section):
 class BeliefsConfig(Section):
     """``beliefs:`` — "out of 100 <people>, how many would choose to <target>?" per attribute (docs/voices.md)."""
 
-    FLAT = {"belief_trials": "trials", "beliefs": "params", "completion_beliefs": "completion_params"}
 
     trials: int = Field(100, ge=1, le=1_000_000, description="beliefs-probe answers per scenario × attribute")
     params: GenerationParams = Field(GenerationParams(temperature=0.2, max_tokens=30),

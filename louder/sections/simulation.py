@@ -24,11 +24,6 @@ class SimulationConfig(Section):
     RENAMED: ClassVar[dict[str, str]] = {"adjustment": "calibration"}  # its name before issue 41
     """``simulation:`` — the agents' runs (``louder run``): what is asked, of how many agents, how."""
 
-    # every field was a flat top-level key before sections (louder < 0.31)
-    FLAT = {name: name for name in (
-        "agents", "scenarios", "groups", "conditions", "persona", "decision", "completion_persona",
-        "completion_decision", "extraction", "decision_mode", "score_pick", "constrain_choices", "reask", "variants",
-        "choice_order", "wordings", "signal", "names", "reasoning")}
 
     agents: int = Field(100, ge=1, le=1_000_000_000, description="agents per attribute per case (paper: 100); "
                         "population runs: the number of agents drawn (at most 1,000,000 but in archetype mode)")
@@ -127,7 +122,7 @@ class SimulationConfig(Section):
         columns are checked with ``ground``, below)."""
         if v is None or "scenarios" not in info.data or "groups" not in info.data:
             return v  # (a bad scenario or group is reported on its own)
-        from louder.simulation.humans import load
+        from louder.humans import load
 
         try:  # (``ground`` comes first: a profile column it names is not taken for a misspelt group)
             load(v, info.data["scenarios"], info.data["groups"], info.data.get("ground") or ())
@@ -160,7 +155,7 @@ class SimulationConfig(Section):
     @model_validator(mode="after")
     def _grounded_study(self) -> SimulationConfig:
         """``ground`` and ``unlabelled`` need a human study; the study's profile columns and the unlabelled
-        profiles are read and checked here, before any call (``louder.simulation.humans``)."""
+        profiles are read and checked here, before any call (``louder.humans``)."""
         if self.ground is None and self.unlabelled is None:
             return self
         if self.humans is None:
@@ -174,7 +169,7 @@ class SimulationConfig(Section):
             raise ValueError("ground: a grounded persona is written from the profile, which states the "
                              "attributes; the names signal writes personas for a name alone — drop --signal names or "
                              "--ground")
-        from louder.simulation.humans import load_unlabelled, study
+        from louder.humans import load_unlabelled, study
 
         try:
             s = study(self.humans, self.scenarios, self.groups, self.ground)
