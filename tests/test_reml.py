@@ -14,8 +14,8 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from louder.analysis import regression as R
-from louder.analysis.discrimination import discrimination_table
+from louder.analysis.stats import regression as R
+from louder.analysis.stats.discrimination import discrimination_table
 
 ATTRS = ["Male", "Female", "Non-binary"]
 

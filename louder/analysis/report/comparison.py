@@ -20,7 +20,7 @@ from louder.analysis.engine.declarations import Finding, Measure
 from louder.analysis.report.findings import ANCHOR, Findings
 from louder.analysis.report.findings import TITLE as FINDINGS
 from louder.analysis.report.html import note, section, table
-from louder.analysis.report.page import page
+from louder.analysis.report.page import SectionContext, page
 from louder.analysis.stats import comparison as C
 from louder.version import __version__
 
@@ -126,7 +126,7 @@ def render(labels: Sequence[str], sources: pd.DataFrame, notes: Sequence[str], a
         if m.findings is not None:
             items += m.findings(ctx)
         if m.section is not None:
-            sections.append(m.section(ctx))
+            sections.append(m.section(SectionContext(a, m)))
     found = Findings(card=card(labels, sources, a.tables, settings, gate), by_model={None: items} if items else {})
     head = [f"<h1>{html.escape(title)}</h1>", found.card_html()]
     body = [section(FINDINGS, found.html(), _notes(notes), anchor=ANCHOR),

@@ -185,6 +185,8 @@ def sections(a: Analysis) -> list[str]:
             continue  # a measure that built nothing here has nothing to show
         out.append(m.section(SectionContext(a, m)))
     return [s for s in out if s]
+
+
 def environment_table(manifests: dict[str, dict]) -> pd.DataFrame:
     """One row per package (Python first), one column per manifest that recorded versions: what each
     part of the run ran on. Two parts of one run may differ (the probes run later, elsewhere)."""
