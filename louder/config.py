@@ -48,6 +48,9 @@ __all__ = ["CONDITIONS", "Condition", "ControlConfig", "ExperimentConfig", "Gene
            "NetworkConfig", "SECTIONS", "SequentialConfig", "build_config", "load_config", "nest", "part", "recorded"]
 
 
+AGENTS_MAX = 1_000_000  # agents of a run that makes calls per agent; archetype mode draws up to 10^9
+
+
 class ExperimentConfig(BaseModel):
     """Everything that defines an experiment. Unknown fields are errors, not silently ignored."""
 
@@ -173,6 +176,10 @@ class ExperimentConfig(BaseModel):
             raise ValueError(f"influence.rounds: {self.influence.rounds} rounds of influence need a social network; "
                              "add `network:` (e.g. {generator: watts_strogatz, params: {k: 8, p: 0.1}}) or set "
                              "influence.rounds: 0")
+        archetype = self.population is not None and self.population.mode == "archetype"
+        if self.simulation.agents > AGENTS_MAX and not archetype:
+            raise ValueError(f"simulation.agents: {self.simulation.agents:,} is more than {AGENTS_MAX:,}; only "
+                             "archetype mode (population.mode: archetype) draws more agents than that")
         if self.simulation.humans is not None:
             flag = {"population": "--population", "network": "network:", "sequential": "--until decided"}
             other = next((k for k in flag if getattr(self, k) is not None), None)

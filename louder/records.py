@@ -135,6 +135,8 @@ class RunContext:
         # Batch export: calls are recorded, not made; a run that still waits for answers writes nothing.
         self.recorder = recorder
         self._remote_counts: dict[str, float] = {}  # calls made by workers of other processes (Ray)
+        self.generation: str | None = None  # the write's generation id, set before the tables are made
+        self.streams: list = []  # tables written as they are made (louder.task.Streamed): dropped on failure
         try:
             self.sessions = open_sessions(config, self.cache, self.prompts, retry_errors,
                                           self.out / "preflight.json", planned_calls, recorder, self.stop)

@@ -75,6 +75,40 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Streamed:
+    """A table a task wrote itself while it ran, row group by row group (``louder.io.ParquetStream``,
+    stamped with ``RunContext.generation``), instead of returning it whole: ``execute`` commits it with
+    the other files. An archetype run of millions of agents never holds its decisions at once."""
+
+    stream: Any  # louder.io.ParquetStream, not yet committed
+
+    @property
+    def rows(self) -> int:
+        return self.stream.rows
+
+    def __len__(self) -> int:
+        return self.rows
+
+
+class Tables(dict):
+    """A run's tables by file name; a streamed one is read from its file when it is first asked for."""
+
+    def __init__(self, out: Path, tables: dict):
+        super().__init__(tables)
+        self._out = out
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        value = super().__getitem__(name)
+        if isinstance(value, Streamed):
+            value = pd.read_parquet(self._out / name)
+            self[name] = value
+        return value
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+@dataclass(frozen=True)
 class TaskResult:
     out: Path
     tables: dict[str, pd.DataFrame]
@@ -130,17 +164,24 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
             raise LouderError(_damage_line(e, out)) from None
         if ctx.deferred:
             return None
-        tables, fields = task.tables(ctx, results)
-        generation = runfolder.new_generation()
+        generation = ctx.generation = runfolder.new_generation()  # a table streamed while it is made carries it
+        try:
+            tables, fields = task.tables(ctx, results)
+        except BaseException:
+            for stream in ctx.streams:
+                stream.abort()
+            raise
         for name, df in tables.items():
-            if name.endswith(".csv"):
+            if isinstance(df, Streamed):
+                df.stream.commit()
+            elif name.endswith(".csv"):
                 write_csv(df, ctx.out / name)
             else:
                 write_parquet(df, ctx.out / name, {runfolder.GENERATION_KEY: generation.encode()})
         manifest = ctx.manifest(task.kind, **fields, generation=generation, command=runfolder.command_line(),
                                 files=runfolder.file_fingerprints(ctx.out, tables))
         write_json(manifest, ctx.out / task.manifest_file)
-    return TaskResult(ctx.out, tables, manifest, task.manifest_file)
+    return TaskResult(ctx.out, Tables(ctx.out, tables), manifest, task.manifest_file)
 
 
 def _damage_line(e, out: Path) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 
 import pandas as pd
@@ -215,6 +216,35 @@ def test_cli_routes_archetype_mode_and_dry_run_prints_the_exact_count(tmp_path):
     assert res.exit_code == 0, res.output
     assert f"model_calls: {n} " in res.output
     assert not (tmp_path / "out" / "personas.parquet").exists()
+    # the dry run's size of the run (issue 49): its rows exactly, and a peak memory from bytes per agent
+    rows = r"2,000 agents × 2 rounds × 1 case\(s\) × 1 analysed group\(s\) = 4,000 decision rows, 4,000 control rows"
+    assert re.search(rows, " ".join(dry.output.split())), dry.output
+    assert "peak memory (measured bytes per agent)" in dry.output and "for `louder analyze`" in dry.output
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert m["rows"]["decisions"] == 4000
+
+
+def test_a_run_that_cannot_fit_the_machine_is_refused_in_one_line(tmp_path, monkeypatch):
+    """Before any agent is drawn: the peak from bytes per agent against the memory available, and the fix."""
+    from louder.simulation import archetype_size
+
+    monkeypatch.setattr(archetype_size, "available_mb", lambda: 2048.0)
+    c = cfg(agents=50_000_000, rounds=5)
+    with pytest.raises(LouderError) as e:
+        count_calls(c)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("simulation.agents: 50,000,000 agents need about")
+    assert "shard it on Ray (executor: ray" in msg and "or draw at most" in msg and "2.0 GB available" in msg
+    fits = int(re.search(r"draw at most ([\d,]+) agents", msg).group(1).replace(",", ""))
+    assert archetype_size.size(cfg(agents=fits, rounds=5)).run_mb <= 2048 < archetype_size.size(
+        cfg(agents=fits + 10_000, rounds=5)).run_mb
+    # on Ray the workers share the agents: the same design fits when the machine's memory would hold them
+    monkeypatch.setattr(archetype_size, "available_mb", lambda: 1e9)
+    s = archetype_size.size(c, shards=4)
+    assert s.worker_mb < s.run_mb and len(s.lines()) == 2 and "per Ray worker × 4 workers" in s.lines()[1]
+    # the peak does not grow with the rounds; the rows do
+    a, b = archetype_size.size(cfg(agents=10**6, rounds=1)), archetype_size.size(cfg(agents=10**6, rounds=9))
+    assert a.run_mb == b.run_mb and b.rows == 5 * a.rows
 
 
 def test_batch_round_trip_is_one_stage_and_equals_a_live_run(fake_server, tmp_path):
@@ -253,3 +283,51 @@ def test_embedded_scoring_of_a_shared_head_is_the_same_in_any_order():
     assert forward == backward == [fresh.score(r, p.score_prefix, sc.labels).text for r in reqs]
     assert single == EmbeddedModel(n_threads=1).score(one, p.score_prefix, sc.labels).text
     assert len(set(forward)) == 4
+
+
+THREE = """id: three_way
+name: Three ways
+source: a test scenario with three choices
+situation: A storm is coming to your town tonight.
+choices:
+- label: Leave
+  description: leave town now.
+- label: Shelter
+  description: go to the public shelter.
+- label: Stay
+  description: stay at home.
+target: Shelter
+persona_context: how this person would react to a storm warning
+completion:
+  question: Do you leave, shelter or stay?
+  extraction_task: is asked to choose whether to Leave, Shelter or Stay
+explicit:
+  situation: A storm is coming to a person's town tonight.
+  decision_sentence: The person goes to the shelter.
+"""
+
+
+@pytest.mark.parametrize("rule", ["majority", "degroot"])
+def test_streamed_rows_equal_the_whole_table_rows(tmp_path, flaky, rule):
+    """Issue 49: the decisions and the control, written round by round from a few vectors per agent, are
+    the rows the whole-table code made (tests/archetype_reference.py, kept from before) value for value
+    and in the same order — two models (one failing on some archetypes), a three-choice scenario, two
+    analysed groups, a network with rounds."""
+    import archetype_reference as ref
+
+    from louder.simulation.archetype_run import Plan, check_config
+
+    (tmp_path / "three.yaml").write_text(THREE)
+    c = cfg(models=["fake:seed=1,bias=woman:0.8", "flaky"], agents=2500, scenarios=["emergency_response",
+            str(tmp_path / "three.yaml")], groups=["gender_identity", "race_ethnicity"], rounds=2, replicates=2,
+            buckets=3, control={"rule": rule, "self_weight": 0.4})
+    r = run_archetype(c, tmp_path / "run")
+    calls = pd.read_parquet(tmp_path / "run" / "archetypes.parquet")
+    by_case = {k: g.reset_index(drop=True) for k, g in calls.groupby(["model", "scenario"], sort=False)}
+    want = ref.tables(Plan(c, check_config(c)), by_case, r.manifest["run_id"])
+    for name in ("decisions.parquet", "control.parquet"):
+        got = pd.read_parquet(tmp_path / "run" / name)
+        pd.testing.assert_frame_equal(got, want[name], check_exact=True)
+    d = pd.read_parquet(tmp_path / "run" / "decisions.parquet", columns=["status", "decision"])
+    assert set(d["status"]) >= {"valid", "error", "invalid"} and d["decision"].nunique() == 4  # Evacuate, Stay, Leave, Shelter
+    assert r.manifest["rows"]["decisions"] == len(d)

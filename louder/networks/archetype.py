@@ -38,8 +38,11 @@ def bucket_of(share, buckets: np.ndarray) -> np.ndarray:
     """Index of the nearest bucket (ties go to the lower one); NaN share (no valid neighbour) → ROUND0,
     i.e. the agent is asked without a neighbour message, as in round 0."""
     s = np.atleast_1d(np.asarray(share, dtype=float))
-    idx = np.abs(s[:, None] - buckets[None, :]).argmin(axis=1)
-    return np.where(np.isnan(s), ROUND0, idx)
+    idx = np.empty(s.size, dtype=np.int8 if buckets.size < 128 else np.int64)
+    step = 1 << 16  # agents at a time: the distances are agents × buckets
+    for i in range(0, s.size, step):
+        idx[i:i + step] = np.abs(s[i:i + step, None] - buckets[None, :]).argmin(axis=1)
+    return np.where(np.isnan(s), ROUND0, idx).astype(idx.dtype)
 
 
 def assign_replicates(agents: pd.DataFrame, replicates: int, cell_col: str = "cell_id") -> np.ndarray:

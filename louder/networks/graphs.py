@@ -96,6 +96,32 @@ def build_graph(config: NetworkConfig, agents: pd.DataFrame | None = None) -> nx
     return nx.convert_node_labels_to_integers(graph, ordering="sorted")
 
 
+def sparse_graph(config: NetworkConfig, n: int, agents=None):
+    """The graph of ``config`` on ``n`` agents as a CSR ``louder.networks.sparse.Graph``, the same graph
+    ``build_graph`` makes. Watts–Strogatz (the generator of large runs) is drawn straight into arrays;
+    the others are built by networkx and converted once. ``agents``: a function giving the agents table
+    (agent_id and the grouping column), called only by the generators that read it."""
+    from louder.networks import sparse
+
+    if config.generator == "watts_strogatz":
+        params = dict(config.params)
+        for name in params:
+            if name not in PARAMS["watts_strogatz"]:
+                raise _bad(name, f"unknown parameter for watts_strogatz; allowed: {', '.join(PARAMS['watts_strogatz'])}")
+        for name in ("k", "p"):
+            if name not in params:
+                raise _bad(name, f"watts_strogatz needs it (allowed: {', '.join(PARAMS['watts_strogatz'])})")
+        if "n" in params and _number(params, "n", int, 1) != n:
+            raise _bad("n", f"is {params['n']} but there are {n} agents; drop n or make them equal")
+        k, p = _number(params, "k", int, 0), _number(params, "p", float, 0, 1)
+        if k >= n:
+            raise _bad("k", f"must be smaller than n={n}, got {k}")
+        return sparse.watts_strogatz(n, k, p, config.seed)
+    table = agents() if callable(agents) else agents
+    return sparse.from_networkx(build_graph(config, table if table is not None else
+                                            pd.DataFrame({"agent_id": np.arange(n)})))
+
+
 def _homophily_sbm(params: dict, agents: pd.DataFrame | None, seed: int) -> nx.Graph:
     """Stochastic block model with one block per value of ``group``.
 

@@ -32,6 +32,9 @@ class PopulationConfig(Section):
     replicates: int = Field(5, ge=1, le=1000, description="archetype mode: replicates per archetype (K)")
     buckets: int | list[float] = Field(8, description="archetype mode: neighbour-share buckets — a count "
                                        "(0, 1/n, …, 1) or the list of bucket centres")
+    shards: int | None = Field(None, ge=1, le=4096, description="archetype mode with executor: ray — the Ray "
+                               "workers the agents are split over, by population cell (default: the cluster's "
+                               "CPUs); docs/scale-out.md")
 
     @field_validator("file")
     @classmethod

@@ -125,14 +125,24 @@ def _fitted(population) -> FittedPopulation:
     return population if isinstance(population, FittedPopulation) else fit_population(population)
 
 
-def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0) -> pd.DataFrame:
-    """N agents: agent_id, one column per group (attribute label), cell_id, weight.
+@dataclass(frozen=True)
+class DrawnCells:
+    """N drawn agents as arrays (``draw_cells``): agent i is in joint cell ``cells[i]`` (flat C-order
+    index, int32) and carries the weight ``weights[cells[i]]`` — a cell's weight, the same for all its
+    agents. ``shape``: the joint table's shape (one axis per group)."""
 
-    cell_id is the flat (C-order) index of the agent's combination in the joint table. weight is the
-    post-stratification weight to the fitted joint, w_c = N·p_c / m_c for the m_c agents of cell c,
-    rescaled so Σ w = N (the integer rounding is what it corrects, so weights are close to 1).
-    Identical for the same (population, n, seed).
-    """
+    cells: np.ndarray
+    weights: np.ndarray
+    shape: tuple[int, ...]
+
+    def codes(self, axis: int) -> np.ndarray:
+        """Each cell's attribute index on ``axis`` (one entry per joint cell, not per agent)."""
+        return np.unravel_index(np.arange(int(np.prod(self.shape))), self.shape)[axis]
+
+
+def draw_cells(population: Population | FittedPopulation, n: int, seed: int = 0) -> DrawnCells:
+    """The draw of ``draw_agents`` without a row per agent: 4 bytes per agent (archetype runs of
+    10^7 agents; every attribute and the weight of an agent follow from its cell)."""
     import humanleague
 
     if n < 1:
@@ -140,7 +150,6 @@ def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0
     fitted = _fitted(population)
     # a writable float64 copy: humanleague 2.4.5 refuses a read-only array (pandas 3 hands those out)
     joint = np.array(fitted.joint, dtype=np.float64)
-    ids = fitted.population.group_ids
     indices, marginals = [], []
     for i in range(joint.ndim):
         counts, _ = humanleague.integerise(_margin(joint, (i,)), n)
@@ -155,17 +164,34 @@ def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0
         raise LouderError(f"population file {fitted.population.path}: cannot draw {n} agents that match the "
                           f"marginals (humanleague.qisi did not converge); check for attributes with a zero share "
                           f"in one table but not another")
-    cells = np.repeat(np.arange(counts.size), counts.ravel())
+    cells = np.repeat(np.arange(counts.size, dtype=np.int32 if counts.size < 2 ** 31 else np.int64), counts.ravel())
     rng = np.random.default_rng(seed)
     cells = cells[rng.permutation(cells.size)]
     flat_p, flat_m = joint.ravel(), counts.ravel()
-    w = n * flat_p[cells] / flat_m[cells]
-    coords = np.unravel_index(cells, joint.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_cell = n * flat_p / flat_m  # w_c = N·p_c / m_c (NaN for an empty cell, which no agent has)
+    # rescaled so Σ w = N over the agents, summed agent by agent as draw_agents always has
+    total = per_cell[cells].sum()
+    return DrawnCells(cells, per_cell * n / total, joint.shape)
+
+
+def draw_agents(population: Population | FittedPopulation, n: int, seed: int = 0) -> pd.DataFrame:
+    """N agents: agent_id, one column per group (attribute label), cell_id, weight.
+
+    cell_id is the flat (C-order) index of the agent's combination in the joint table. weight is the
+    post-stratification weight to the fitted joint, w_c = N·p_c / m_c for the m_c agents of cell c,
+    rescaled so Σ w = N (the integer rounding is what it corrects, so weights are close to 1).
+    Identical for the same (population, n, seed).
+    """
+    fitted = _fitted(population)
+    drawn = draw_cells(fitted, n, seed)
+    cells = drawn.cells.astype(np.int64)
+    coords = np.unravel_index(cells, drawn.shape)
     df = pd.DataFrame({"agent_id": np.arange(n)})
-    for gid, g, axis in zip(ids, fitted.population.groups, coords):
+    for gid, g, axis in zip(fitted.population.group_ids, fitted.population.groups, coords):
         df[gid] = np.asarray(g.attributes, dtype=object)[axis]
     df["cell_id"] = cells
-    df["weight"] = w * n / w.sum()
+    df["weight"] = drawn.weights[cells]
     return df
 
 

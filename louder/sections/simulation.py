@@ -25,8 +25,8 @@ class SimulationConfig(Section):
     """``simulation:`` — the agents' runs (``louder run``): what is asked, of how many agents, how."""
 
 
-    agents: int = Field(100, ge=1, le=1_000_000, description="agents per attribute per case (paper: 100); "
-                        "population runs: the number of agents drawn")
+    agents: int = Field(100, ge=1, le=1_000_000_000, description="agents per attribute per case (paper: 100); "
+                        "population runs: the number of agents drawn (at most 1,000,000 but in archetype mode)")
     scenarios: list[str] = Field(default_factory=builtin_scenarios, min_length=1,
                                  description="scenario ids or YAML paths (default: the paper's four)")
     groups: list[str] = Field(default_factory=builtin_groups, min_length=1,

@@ -46,19 +46,16 @@ from louder.config import ExperimentConfig
 from louder.errors import LouderError
 from louder.llm.answers import choice_probabilities
 from louder.llm.base import Request, stable_seed
-from louder.networks.archetype import ROUND0, assign_replicates, bucket_of, share_buckets, uniform_draws
-from louder.networks.rounds import Outcome, control_rule, run_rounds, share_message
-from louder.populations import agent_description, draw_agents, fit_diagnostics, load_population
+from louder.networks.archetype import ROUND0, share_buckets
+from louder.networks.rounds import share_message
+from louder.populations import agent_description, fit_diagnostics, load_population
 from louder.prompts import Prompts, or_list, render
 from louder.scenarios import group_ids, load_scenario, scenario_ids
-from louder.status import status_block
+from louder.simulation.archetype_sim import CONTROL_COLUMNS  # noqa: F401  (the control table's columns)
 from louder.task import Calls, Item, Task
-from louder.types import DECISION_COLUMNS, STATUSES
 
 CALL_COLUMNS = ["run_id", "model", "scenario", "cell_id", "bucket", "share", "replicate", "status", "p_target",
                 "choice_mass", "prompt", "raw_response", "attempts", "latency_s", "input_tokens"]
-CONTROL_COLUMNS = ["model", "condition", "scenario", "group", "node", "round", "attribute", "decision", "target",
-                   "status"]
 # Archetype prompts carry the demographic and no generated persona: the paper's no-persona condition.
 CONDITION = "no_persona"
 
@@ -72,9 +69,7 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
     if sim.decision_mode != "score":
         raise LouderError(f"population.mode: archetype reads each archetype's probability, so it needs decision_mode: "
                           f"score (it is {sim.decision_mode}); add `decision_mode: score` under `simulation:`")
-    for field, bad, why in (("executor", config.executor != "local", "archetype mode runs here; its calls go to "
-                             "the model servers (use openai:MODEL@URL1,URL2,… replicas to spread them)"),
-                            ("simulation.variants", list(sim.variants) != ["base"], "archetype prompts use the base "
+    for field, bad, why in (("simulation.variants", list(sim.variants) != ["base"], "archetype prompts use the base "
                              "scenario text; run each variant as its own config"),
                             ("population.twins", pop_cfg.twins, "archetypes have no persona to re-express")):
         if bad:
@@ -97,7 +92,9 @@ def check_config(config: ExperimentConfig) -> np.ndarray:
 
 @dataclass
 class Plan:
-    """Everything of an archetype run that does not depend on the model's answers."""
+    """Everything of an archetype run that does not depend on the model's answers. The agents are
+    arrays (node i = agent i = the i-th drawn agent): ``cells`` (joint population cell, int32) and
+    ``reps`` (replicate, int16); every attribute, weight and description follows from the cell."""
 
     config: ExperimentConfig
     buckets: np.ndarray
@@ -107,18 +104,83 @@ class Plan:
         return load_population(self.config.population.file)
 
     @cached_property
-    def drawn(self) -> pd.DataFrame:
+    def drawn(self):
         # humanleague.qisi dominates (~7 s for 1,000,000 agents); no graph is built for counting
-        return draw_agents(self.population, self.config.simulation.agents, self.config.seed)
+        from louder.populations.fit import draw_cells
+
+        return draw_cells(self.population, self.config.simulation.agents, self.config.seed)
+
+    @property
+    def n(self) -> int:
+        return int(self.drawn.cells.size)
+
+    @property
+    def group_ids(self) -> list[str]:
+        return self.population.group_ids
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The post-stratification weight of each joint cell (``draw_cells``)."""
+        return self.drawn.weights
+
+    @property
+    def agent_cells(self) -> np.ndarray:
+        """Each agent's joint population cell (int32; node i = agent i)."""
+        return self.drawn.cells
 
     @cached_property
-    def agents(self) -> pd.DataFrame:
-        return self.drawn.assign(replicate=assign_replicates(self.drawn, self.config.population.replicates))
+    def reps(self) -> np.ndarray:
+        """Replicate of each agent: round-robin within its cell over agent_id (``assign_replicates``)."""
+        cells = self.drawn.cells
+        order = np.argsort(cells, kind="stable")  # by cell, then agent_id
+        counts = np.bincount(cells, minlength=int(np.prod(self.drawn.shape)))
+        starts = np.cumsum(counts) - counts
+        rank = np.empty(cells.size, dtype=np.int64)
+        rank[order] = np.arange(cells.size) - starts[cells[order]]
+        del order
+        return (rank % self.config.population.replicates).astype(np.int16)
 
     @cached_property
     def cells(self) -> np.ndarray:
         """Population cells with at least one agent (only those are archetypes)."""
-        return np.unique(self.drawn["cell_id"].to_numpy())
+        return np.flatnonzero(np.bincount(self.drawn.cells, minlength=int(np.prod(self.drawn.shape))))
+
+    @cached_property
+    def codes(self) -> dict[str, np.ndarray]:
+        """group → each joint cell's attribute index in that group."""
+        return {g: self.drawn.codes(i) for i, g in enumerate(self.group_ids)}
+
+    def labels(self, group: str) -> list[str]:
+        return list(self.population.groups[self.group_ids.index(group)].attributes)
+
+    @cached_property
+    def _label_arrays(self) -> dict:
+        import pyarrow as pa
+
+        return {g: pa.array(self.labels(g), type=pa.large_string()) for g in self.group_ids}
+
+    def attribute(self, group: str, cells: np.ndarray):
+        """The attribute of ``group`` of agents in ``cells``, as an arrow string array."""
+        import pyarrow.compute as pc
+
+        return pc.take(self._label_arrays[group], self.codes[group][cells])
+
+    @cached_property
+    def _personas(self):
+        import pyarrow as pa
+
+        texts, index = [], np.zeros((int(np.prod(self.drawn.shape)), self.config.population.replicates), np.int32)
+        for (c, k), d in self.descriptions.items():
+            index[c, k] = len(texts)
+            texts.append(d)
+        return pa.array(texts, type=pa.large_string()), index
+
+    def persona(self, cells: np.ndarray, reps: np.ndarray):
+        """The description (the archetype's persona) of agents of ``cells`` × ``reps``."""
+        import pyarrow.compute as pc
+
+        texts, index = self._personas
+        return pc.take(texts, index[cells, reps])
 
     @property
     def call_buckets(self) -> list[int]:
@@ -126,32 +188,49 @@ class Plan:
         networked = self.config.influence.rounds and self.config.network
         return [ROUND0] + (list(range(len(self.buckets))) if networked else [])
 
+    @cached_property
+    def lut(self) -> np.ndarray:
+        """bucket index + 1 → its position on the calls' bucket axis."""
+        bpos = {b: i for i, b in enumerate(self.call_buckets)}
+        return np.array([bpos.get(x, -1) for x in range(ROUND0, len(self.buckets))], dtype=np.int8)
+
     def calls_per_case(self) -> int:
         return len(self.cells) * len(self.call_buckets) * self.config.population.replicates
 
     @cached_property
     def descriptions(self) -> dict[tuple[int, int], str]:
         """(cell, replicate) → the archetype's description, attributes in the replicate's order."""
-        ids = self.population.group_ids
-        first = self.agents.drop_duplicates("cell_id").set_index("cell_id")
+        ids = self.group_ids
+        prompts = Prompts()
         out = {}
         perms = list(itertools.permutations(ids))  # perms[0] is the file's order
         for c in self.cells:
-            attrs = {g: first.at[c, g] for g in ids}
+            attrs = {g: self.labels(g)[self.codes[g][c]] for g in ids}
             # distinct orders for the first G! replicates (then they repeat), shuffled per cell
             rest = np.random.default_rng(stable_seed(self.config.seed, "archetype-order", int(c))).permutation(
                 len(perms) - 1) + 1
             orders = [perms[0]] + [perms[i] for i in rest]
             for k in range(self.config.population.replicates):
                 order = orders[k % len(orders)]
-                out[int(c), k] = agent_description({g: attrs[g] for g in order}, self.population.phrases)
+                out[int(c), k] = agent_description({g: attrs[g] for g in order}, self.population.phrases, prompts)
         return out
 
     @cached_property
     def graph(self):
-        from louder.networks.graphs import build_graph
+        """The network as a CSR ``louder.networks.sparse.Graph`` (None without one)."""
+        from louder.networks.graphs import sparse_graph
 
-        return build_graph(self.config.network, self.agents) if self.config.network else None
+        if not self.config.network:
+            return None
+        return sparse_graph(self.config.network, self.n, lambda: self.agents_frame(
+            self.config.network.params.get("group")))
+
+    def agents_frame(self, group: str | None = None) -> pd.DataFrame:
+        """agent_id (and one group's attribute) as a table, for the generators that read the agents."""
+        df = pd.DataFrame({"agent_id": np.arange(self.n)})
+        if group in self.group_ids:
+            df[group] = np.asarray(self.labels(group), dtype=object)[self.codes[group][self.drawn.cells]]
+        return df
 
 
 def archetype_prompt(prompts, description: str, scenario, share: float | None) -> tuple[tuple[str, str], ...]:
@@ -199,133 +278,148 @@ def ask_archetypes(config, plan: Plan, session, run_id: str, model: str, scenari
     return pd.DataFrame(client.map(one, jobs, tick))
 
 
-def simulate(plan: Plan, calls: pd.DataFrame, scenario, case_seed: int, adjacency=None) -> pd.DataFrame:
-    """Rounds 0..R for every agent, vectorised: one row per agent per round (node = row of the agents
-    table), with decision, target, status, p_target, choice_mass, raw_response, neighbours,
-    neighbour_share, changed, bucket. Pure given the calls table."""
+def _streams(ctx, plan: Plan, names: list[str]) -> dict:
+    """The run's Parquet files written as they are made, stamped with its generation."""
+    from louder.io import ParquetStream
+    from louder.runfolder import GENERATION_KEY
+    from louder.simulation import archetype_sim as S
+
+    meta = {GENERATION_KEY: ctx.generation.encode()}
+    first = load_scenario(scenario_ids(plan.config.simulation.scenarios)[0], plan.config.simulation.scenarios)
+    g = group_ids(plan.config.simulation.groups)[0]
+    samples = {"decisions.parquet": lambda: S.decision_sample(plan, first, g),
+               "control.parquet": S.control_sample,
+               "network.parquet": lambda: pd.DataFrame({"model": "m", "condition": "c", "scenario": "s", "group": "g",
+                                                        "source": np.zeros(1, np.int64),
+                                                        "target": np.zeros(1, np.int64)})}
+    out = {}
+    for name in names:
+        # row-group statistics of what readers filter on (round: the analysis reads round 0 alone)
+        out[name] = ParquetStream(ctx.out / name, S.schema_of(samples[name](), meta),
+                                  statistics=["round", "node", "model", "scenario", "group", "source"])
+        ctx.streams.append(out[name])
+    return out
+
+
+def simulation(plan: Plan, executor=None):
+    """The rounds over the agents: one in-process shard, or ``executor``'s (Ray: one actor per set of
+    population cells, louder.simulation.ray_executor)."""
+    from louder.simulation.archetype_sim import Shard, Simulation
+
+    rounds = plan.config.influence.rounds if plan.graph is not None else 0
+    if executor is not None:
+        return Simulation(plan.n, executor.shards(plan), rounds)
+    adjacency = plan.graph.adjacency() if plan.graph is not None else None
+    return Simulation(plan.n, [Shard(plan.n, plan.agent_cells, plan.reps, adjacency, plan.buckets, plan.call_buckets)],
+                      rounds)
+
+
+def write_tables(ctx, plan: Plan, keys: list[tuple[str, str]], results: list[pd.DataFrame], progress=None,
+                 executor=None) -> tuple[dict, dict]:
+    """Every file of the run, each written row group by row group as the rounds are made: decisions (per
+    model × scenario, analysed group, round), the control rule from the same round 0, the network's
+    edges, and the calls. Returns ({file: Streamed or table}, the manifest fields)."""
+    from louder.simulation import archetype_sim as S
+    from louder.task import Streamed
+
     config = plan.config
-    agents = plan.agents
-    n, K = len(agents), config.population.replicates
-    order = [scenario.target] + [c for c in scenario.labels if c != scenario.target]
-    cell_index = pd.Index(plan.cells)
-    bpos = {b: i for i, b in enumerate(plan.call_buckets)}  # bucket index → axis position
-    lut = np.array([bpos.get(x, -1) for x in range(ROUND0, len(plan.buckets))])  # indexed by bucket + 1
-    shape = (len(plan.cells), len(bpos), K)
-    # Dense lookup tables: cumulative probability (target first), status code, raw text, mass.
-    cum = np.full(shape + (len(order),), np.nan)
-    status = np.full(shape, STATUSES.index("error"), dtype=np.int8)  # a call with no row counts as error
-    raw = np.full(shape, "[no answer]", dtype=object)
-    mass = np.full(shape, np.nan)
-    ci, bi = cell_index.get_indexer(calls["cell_id"]), calls["bucket"].map(bpos).to_numpy()
-    ki = calls["replicate"].to_numpy()
-    cum[ci, bi, ki] = np.cumsum(calls[[f"p_{c}" for c in order]].to_numpy(dtype=float), axis=1)
-    status[ci, bi, ki] = calls["status"].map(STATUSES.index).to_numpy()
-    raw[ci, bi, ki] = calls["raw_response"].to_numpy(dtype=object)
-    mass[ci, bi, ki] = calls["choice_mass"].to_numpy(dtype=float)
-    cell = cell_index.get_indexer(agents["cell_id"])
-    rep = agents["replicate"].to_numpy()
-    degree = np.zeros(n, dtype=np.int64) if adjacency is None else np.asarray(adjacency.sum(axis=1)).ravel().astype(np.int64)
-    labels = np.array(order + [None], dtype=object)
-    valid_code = STATUSES.index("valid")
-    frames = []
-    prev_valid = prev_choice = None
-    rounds = config.influence.rounds if adjacency is not None else 0
-    for r in range(rounds + 1):
-        if r == 0:
-            share = np.full(n, np.nan)
-            b = np.full(n, ROUND0)
-        else:
-            v = prev_valid.astype(float)
-            t = (prev_valid & (prev_choice == 0)).astype(float)
-            valid_n = adjacency @ v
-            with np.errstate(invalid="ignore", divide="ignore"):
-                share = np.where(valid_n > 0, (adjacency @ t) / valid_n, np.nan)
-            b = bucket_of(share, plan.buckets)
-        pos = lut[b + 1]
-        st = status[cell, pos, rep]
-        valid = st == valid_code
-        c = cum[cell, pos, rep]
-        u = uniform_draws(case_seed, r, n)
-        choice = np.where(valid, np.minimum((u[:, None] >= c).sum(axis=1), len(order) - 1), len(order))
-        changed = pd.array(np.zeros(n, dtype=bool), dtype="boolean")
-        if r == 0:
-            changed[:] = pd.NA
-        else:
-            changed = pd.array(choice != prev_choice, dtype="boolean")
-            changed[~(valid & prev_valid)] = pd.NA
-        target = pd.array(choice == 0, dtype="boolean")
-        target[~valid] = pd.NA
-        p_t = pd.array(np.where(valid, c[:, 0], np.nan), dtype="Float64")
-        bucket = pd.array(np.where(b == ROUND0, np.nan, plan.buckets[np.maximum(b, 0)]), dtype="Float64")
-        frames.append(pd.DataFrame({
-            "round": np.full(n, r, dtype=np.int64), "node": np.arange(n, dtype=np.int64),
-            "decision": pd.array(labels[choice], dtype="string"), "target": target,
-            "status": pd.array(np.array(STATUSES, dtype=object)[st], dtype="string"), "p_target": p_t,
-            "choice_mass": pd.array(np.where(valid, mass[cell, pos, rep], np.nan), dtype="Float64"),
-            "raw_response": pd.array(raw[cell, pos, rep], dtype="string"),
-            "neighbours": degree, "neighbour_share": pd.array(share, dtype="Float64"), "changed": changed,
-            "bucket": bucket}))
-        prev_valid, prev_choice = valid, choice
-    return pd.concat(frames, ignore_index=True)
+    groups = group_ids(config.simulation.groups)
+    networked = config.network is not None
+    control = networked and config.influence.rounds > 0
+    names = ["decisions.parquet"] + (["control.parquet"] if control else []) + (
+        ["network.parquet"] if networked else [])
+    streams = _streams(ctx, plan, names)
+    if progress and config.network is not None:
+        progress(0, f"drawing the network ({config.network.generator}, {plan.n:,} agents)")
+    graph = plan.graph
+    if progress and executor is not None:
+        progress(0, "placing the agents on the Ray workers, by population cell")
+    sim = simulation(plan, executor)
+    degree = graph.indptr if graph is not None else None  # each chunk's degrees from the offsets
+    counts: dict = {}
+    rule = config.influence.control
+    steps = len(keys) * len(groups) * (sim.rounds + 1) * (2 if control else 1)
+    done = 0
+
+    def tick(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(0, f"{what} ({done}/{steps})")
+
+    for (model, scenario_id), calls in zip(keys, results):
+        scenario = load_scenario(scenario_id, config.simulation.scenarios)
+        lookup = S.Lookup.of(calls, scenario, int(np.prod(plan.drawn.shape)), plan.call_buckets,
+                             config.population.replicates)
+        sim.set_case(lookup)
+        seed = stable_seed(config.seed, "archetype-draws", model, scenario_id)
+        for g in groups:
+            rows = S.DecisionRows(plan, lookup, ctx.run_id, model, scenario, g, CONDITION,
+                                  streams["decisions.parquet"].schema, degree)
+            code = plan.codes[g].astype(np.int64) * len(S.STATUSES)  # per cell: attribute × status, for the manifest
+            shape = (len(plan.labels(g)), len(S.STATUSES))
+            prev = first = None
+            for r, state in enumerate(sim.run(seed)):
+                for batch in rows.batches(r, state, prev):
+                    streams["decisions.parquet"].write(batch)
+                c = np.zeros(shape[0] * shape[1], dtype=np.int64)
+                for a in range(0, plan.n, S.CHUNK):
+                    c += np.bincount(code[plan.agent_cells[a:a + S.CHUNK]] + state.status[a:a + S.CHUNK],
+                                     minlength=c.size)
+                counts[(model, CONDITION, scenario.id, g, r)] = c.reshape(shape)
+                first = state if r == 0 else first
+                prev = state
+                tick(f"{scenario.id} × {g}: round {r} of {sim.rounds}")
+            if control:
+                ctl = S.ControlRows(plan, model, scenario, g, CONDITION, streams["control.parquet"].schema)
+                initial = S.initial_control(lookup, first, plan, list(scenario.labels))
+                for r, state in enumerate(sim.control(initial, rule.rule, scenario.labels, scenario.target,
+                                                      rule.threshold, rule.self_weight)):
+                    for batch in ctl.batches(r, state):
+                        streams["control.parquet"].write(batch)
+                    tick(f"{scenario.id} × {g}: control round {r}")
+            if graph is not None:
+                consts = dict(model=model, condition=CONDITION, scenario=scenario.id, group=g)
+                for batch in S.edge_batches(graph, consts, streams["network.parquet"].schema):
+                    streams["network.parquet"].write(batch)
+    calls = pd.concat(results, ignore_index=True)
+    fields = manifest_fields(plan, counts, calls)
+    if executor is not None:
+        fields["archetype"]["shards"] = executor.report()
+    out = {"decisions.parquet": Streamed(streams.pop("decisions.parquet")),
+           "archetypes.parquet": calls[CALL_COLUMNS + [c for c in calls.columns if c.startswith("p_")
+                                                       and c != "p_target"]],
+           **{name: Streamed(s) for name, s in streams.items()}}
+    return out, fields
 
 
-def agent_rows(plan: Plan, sim: pd.DataFrame, run_id: str, model: str, scenario_id: str, group: str,
-               descriptions: dict) -> pd.DataFrame:
-    """decisions.parquet rows of one case (model × scenario × analysed group)."""
-    agents = plan.agents
-    node = sim["node"].to_numpy()
-    gids = plan.population.group_ids
-    desc = np.array([descriptions[int(c), int(k)] for c, k in zip(agents["cell_id"], agents["replicate"])],
-                    dtype=object)
-    df = pd.DataFrame({
-        "run_id": run_id, "model": model, "condition": CONDITION, "scenario": scenario_id, "group": group,
-        "attribute": pd.array(agents[group].to_numpy(dtype=object)[node], dtype="string"),
-        "agent_id": agents["agent_id"].to_numpy(dtype=np.int64)[node],
-        "replicate": agents["replicate"].to_numpy(dtype=np.int64)[node],
-        "name": pd.array([None] * len(sim), dtype="string"),
-        "persona": pd.array(desc[node], dtype="string"),
-        "decision": sim["decision"], "target": sim["target"], "p_target": sim["p_target"],
-        "rationale": pd.array([None] * len(sim), dtype="string"), "status": sim["status"],
-        "raw_response": sim["raw_response"],
-        # the agent makes no call of its own: its archetype's call is in archetypes.parquet
-        "attempts": np.zeros(len(sim), dtype=np.int64), "latency_s": np.zeros(len(sim)),
-        "input_tokens": pd.array([None] * len(sim), dtype="Int64"),
-        "output_tokens": pd.array([None] * len(sim), dtype="Int64"), "choice_mass": sim["choice_mass"],
-        "thinking": pd.array([None] * len(sim), dtype="string"),
-        "reasoning_tokens": pd.array([None] * len(sim), dtype="Int64"), "reasoning": "default",
-        "intervention": "none",  # archetype mode takes no experiment dimension (louder.dimensions.check)
-        # one shared prompt per cell, its choices listed as written (choice_order: as_written only)
-        "choice_order": "|".join(load_scenario(scenario_id, plan.config.simulation.scenarios).labels),
-        "wording": "as_written", "signal": "stated",
-    })[DECISION_COLUMNS]
-    extra = {"variant": "base", "cell_id": agents["cell_id"].to_numpy(dtype=np.int64)[node],
-             "weight": agents["weight"].to_numpy()[node],
-             **{f"attr_{g}": pd.array(agents[g].to_numpy(dtype=object)[node], dtype="string") for g in gids},
-             **{c: sim[c] for c in ("round", "node", "neighbours", "neighbour_share", "changed", "bucket")}}
-    return df.assign(**extra)
+def shards_of(config: ExperimentConfig) -> int:
+    """Ray workers the agents are split over (0: the run is local)."""
+    if config.executor != "ray":
+        return 0
+    import os
+
+    return config.population.shards or os.cpu_count() or 1
 
 
-def control_rows(plan: Plan, model_abm, sim: pd.DataFrame, scenario, model: str) -> pd.DataFrame:
-    """The no-LLM control (``control.rule``) from the same round-0 decisions on the same graph."""
-    config = plan.config
-    r0 = sim[sim["round"] == 0]
-    initial = [Outcome(d if s == "valid" else None, s, None if pd.isna(p) else float(p))
-               for d, s, p in zip(r0["decision"].to_numpy(object), r0["status"].to_numpy(object),
-                                  r0["p_target"].to_numpy(dtype=float, na_value=np.nan))]
-    control = config.influence.control
-    rule = control_rule(control.rule, scenario.labels, scenario.target, threshold=control.threshold,
-                        self_weight=control.self_weight)
-    rows = run_rounds(model_abm, initial, config.influence.rounds, rule, scenario.labels, scenario.target)
-    return rows[["node", "round", "decision", "target", "status"]].assign(model=model, condition=CONDITION,
-                                                                         scenario=scenario.id)
+def archetype_task(config: ExperimentConfig, executor=None) -> Task:
+    """The archetype run as a ``Task``: one item per model × scenario (its whole call plan). Its size
+    (rows, disk, peak memory: ``archetype_size``) is known before any agent is drawn, and a run that
+    cannot fit the machine is refused here, in one line. ``executor``: shards the rounds (default: Ray's
+    with ``executor: ray``, else one shard here)."""
+    from louder.simulation import archetype_size
 
+    buckets = check_config(config)
+    shards = shards_of(config)
+    size = archetype_size.size(config, shards)
+    archetype_size.check(size, config)
+    if executor is None and shards:
+        from louder.simulation.ray_executor import ArchetypeShards
 
-def archetype_task(config: ExperimentConfig) -> Task:
-    """The archetype run as a ``Task``: one item per model × scenario (its whole call plan)."""
-    plan = Plan(config, check_config(config))
+        executor = ArchetypeShards(config, shards)
+    plan = Plan(config, buckets)
     per_case = plan.calls_per_case()
     keys = [(m.label, s) for m in config.models for s in scenario_ids(config.simulation.scenarios)]
-    groups = group_ids(config.simulation.groups)
     items = [Item(k, per_case, (archetype_calls(plan, *k),)) for k in keys]
 
     def run_case(ctx, item, tick):
@@ -333,57 +427,32 @@ def archetype_task(config: ExperimentConfig) -> Task:
         return ask_archetypes(config, plan, ctx.sessions[model], ctx.run_id, model, scenario_id, tick)
 
     def tables(ctx, results):
-        from louder.networks.space import InfluenceModel
+        return write_tables(ctx, plan, keys, results, getattr(ctx, "progress", None), executor)
 
-        adjacency = abm = None
-        if plan.graph is not None:
-            abm = InfluenceModel(plan.graph, plan.agents, seed=config.seed)
-            adjacency = abm.adjacency().astype(np.float64)
-        descriptions = plan.descriptions
-        decisions, controls, calls_all = [], [], []
-        for (model, scenario_id), calls in zip(keys, results):
-            scenario = load_scenario(scenario_id, config.simulation.scenarios)
-            sim = simulate(plan, calls, scenario, stable_seed(config.seed, "archetype-draws", model, scenario_id),
-                           adjacency)
-            for g in groups:
-                decisions.append(agent_rows(plan, sim, ctx.run_id, model, scenario.id, g, descriptions))
-            if abm is not None and config.influence.rounds:
-                ctl = control_rows(plan, abm, sim, scenario, model)
-                for g in groups:
-                    controls.append(ctl.assign(group=g, attribute=plan.agents[g].to_numpy(object)[ctl["node"]]))
-            calls_all.append(calls)
-        decisions = pd.concat(decisions, ignore_index=True)
-        calls = pd.concat(calls_all, ignore_index=True)
-        out = {"decisions.parquet": decisions, "archetypes.parquet": calls[CALL_COLUMNS + [
-            c for c in calls.columns if c.startswith("p_") and c != "p_target"]]}
-        if controls:
-            out["control.parquet"] = pd.concat(controls, ignore_index=True)[CONTROL_COLUMNS]
-        if plan.graph is not None:
-            edges = np.array(plan.graph.edges(), dtype=np.int64).reshape(-1, 2)
-            out["network.parquet"] = pd.concat(
-                [pd.DataFrame({"model": m, "condition": CONDITION, "scenario": s, "group": g,
-                               "source": edges[:, 0], "target": edges[:, 1]})
-                 for m, s in keys for g in groups], ignore_index=True)
-        return out, manifest_fields(plan, decisions, calls)
-
-    return Task("archetype", items, run_case, tables, "manifest.json")
+    return Task("archetype", items, run_case, tables, "manifest.json", notes=tuple(size.lines()))
 
 
-def manifest_fields(plan: Plan, decisions: pd.DataFrame, calls: pd.DataFrame) -> dict:
+def manifest_fields(plan: Plan, counts: dict, calls: pd.DataFrame) -> dict:
+    from louder.simulation.archetype_sim import status_rows
+    from louder.status import status_counts
+
     config = plan.config
-    d = fit_diagnostics(plan.population, plan.agents)
+    d = fit_diagnostics(plan.population, pd.DataFrame({"cell_id": plan.agent_cells}))
     g = plan.graph
-    keys = ["model", "condition", "scenario", "group", "attribute"]
+    totals, by_attribute, rows = status_rows(counts, plan)
     return dict(
-        **status_block({"decisions": decisions, "archetype_calls": calls}, keys + ["round"], mass="archetype_calls"),
-        population={"id": plan.population.id, "path": plan.population.path, "n": len(plan.agents),
+        rows={"decisions": rows, "archetype_calls": len(calls)},
+        status_counts={"decisions": totals, "archetype_calls": status_counts(calls)},
+        low_mass_rows=int((calls["choice_mass"] < 0.99).sum()),
+        status_by_attribute=by_attribute,
+        population={"id": plan.population.id, "path": plan.population.path, "n": plan.n,
                     "cells": int(len(plan.cells)), "max_marginal_error": d.max_marginal_error,
                     "max_table_error": d.max_table_error, "chi2": d.chi_square,
                     "chi2_df": d.df, "chi2_p": d.p_value},
         network={"generator": config.network.generator if config.network else None,
                  "params": dict(config.network.params) if config.network else None,
                  "seed": config.network.seed if config.network else None,
-                 "nodes": g.number_of_nodes() if g is not None else len(plan.agents),
+                 "nodes": g.number_of_nodes() if g is not None else plan.n,
                  "edges": g.number_of_edges() if g is not None else 0,
                  "rounds": config.influence.rounds if g is not None else 0,
                  "control": config.influence.control.model_dump(), "mode": "archetype",

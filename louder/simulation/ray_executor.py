@@ -126,3 +126,107 @@ def run_cases_on_ray(config, ctx, cases: list[tuple], retry_errors: bool,
     finally:
         if started:
             ray.shutdown()
+
+
+# --- archetype runs: the agents sharded by population cell (issue 49) -----------------------------------
+
+class _ShardActor:
+    """A Ray actor holding one shard (``archetype_sim.Shard``): its agents' cells, replicates and rows of
+    the network. It reports its peak memory (``peak_mb``) for the manifest."""
+
+    def __init__(self, n, cells, reps, indptr, indices, buckets, call_buckets, nodes):
+        from louder.networks.sparse import Graph
+        from louder.simulation.archetype_sim import Shard
+
+        adjacency = None if indptr is None else Graph(n, indptr, indices).adjacency()
+        self.shard = Shard(n, cells, reps, adjacency, buckets, call_buckets, nodes)
+
+    def call(self, method: str, *args):
+        return getattr(self.shard, method)(*args)
+
+    def peak_mb(self) -> float:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class _RemoteShard:
+    """The driver's handle on one shard actor: ``nodes`` (its agents), ``submit`` / ``collect``."""
+
+    def __init__(self, actor, nodes, agents: int):
+        self.actor, self.nodes, self.agents = actor, nodes, agents
+
+    def submit(self, method: str, *args):
+        return self.actor.call.remote(method, *args)
+
+    @staticmethod
+    def collect(refs: list) -> list:
+        import ray
+
+        return ray.get(refs)
+
+
+def partition_cells(counts, shards: int) -> list:
+    """Population cells split into ``shards`` sets of about equal agents (largest cell first, each to the
+    least loaded shard); a cell is never split."""
+    import numpy as np
+
+    load = np.zeros(shards, dtype=np.int64)
+    out: list[list[int]] = [[] for _ in range(shards)]
+    for c in np.argsort(-counts, kind="stable"):
+        if counts[c] == 0:
+            break
+        s = int(load.argmin())
+        out[s].append(int(c))
+        load[s] += counts[c]
+    return [np.array(sorted(c), dtype=np.int64) for c in out if c]
+
+
+class ArchetypeShards:
+    """``executor: ray`` for archetype runs: the agents split by population cell over ``shards`` Ray actors
+    (local Ray, or the cluster at ``ray_address``). Each round every actor decides its agents from the
+    previous round's choices of all agents (two bytes per agent, through Ray's object store) and returns
+    theirs; the driver gathers the round and writes its rows in agent order, so the files are those of a
+    run in one process, byte for byte in their values."""
+
+    def __init__(self, config, shards: int):
+        self.config, self.count = config, shards
+        self._shards: list[_RemoteShard] = []
+        self._started = False
+
+    def shards(self, plan) -> list:
+        import numpy as np
+
+        try:
+            import ray
+        except ImportError:
+            from louder.errors import LouderError
+
+            raise LouderError("executor: ray needs Ray: pip install 'louder[ray]' (or set executor: local)") from None
+        if not ray.is_initialized():
+            ray.init(address=self.config.ray_address, num_cpus=None if self.config.ray_address else self.count,
+                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+            self._started = True
+        actor = ray.remote(num_cpus=1)(_ShardActor)
+        cells = plan.agent_cells
+        graph = plan.graph
+        for part in partition_cells(np.bincount(cells), self.count):
+            nodes = np.flatnonzero(np.isin(cells, part))
+            rows = graph.rows(nodes) if graph is not None else None
+            handle = actor.remote(plan.n, cells[nodes], plan.reps[nodes], None if rows is None else rows.indptr,
+                                  None if rows is None else rows.indices, plan.buckets, plan.call_buckets, nodes)
+            self._shards.append(_RemoteShard(handle, nodes, int(nodes.size)))
+            del rows
+        return self._shards
+
+    def report(self) -> list[dict]:
+        """Per shard: its agents, population cells and the actor's peak memory (MB); then Ray stops."""
+        import ray
+
+        try:
+            peaks = ray.get([s.actor.peak_mb.remote() for s in self._shards])
+            return [{"agents": s.agents, "peak_mb": round(p, 1)} for s, p in zip(self._shards, peaks)]
+        finally:
+            self._shards.clear()
+            if self._started:
+                ray.shutdown()

@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from louder.analysis.engine import columnar, registry, select
 from louder.analysis.engine import options as O
-from louder.analysis.engine import registry, select
 from louder.analysis.engine.declarations import Input, Measure
 from louder.errors import LouderError
 from louder.scenarios import load_group
@@ -60,13 +60,28 @@ def read_json(path: Path) -> dict | None:
         raise LouderError(f"{path}: cannot be read as JSON ({e}); re-run the command that wrote it") from None
 
 
-def read_table(path: Path) -> pd.DataFrame | None:
-    """A Parquet or CSV file of the run folder (None when there is none); a damaged one is one line."""
+def read_table(path: Path, columns: list[str] | None = None, round0: bool = False) -> pd.DataFrame | None:
+    """A Parquet or CSV file of the run folder (None when there is none); a damaged one is one line.
+    Parquet: only ``columns`` (all when None) and, with ``round0``, only the rows of round 0, read as such
+    (``columnar.read``: the other rounds of a network run are never read)."""
     if not path.exists():
         return None
     try:
-        return pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+        if path.suffix == ".csv":
+            return pd.read_csv(path)
+        return columnar.read(path, columns, round0) if columns is not None or round0 else pd.read_parquet(path)
     except Exception as e:  # pyarrow and pandas raise several types for damaged files
+        kind = "CSV" if path.suffix == ".csv" else "Parquet"
+        raise LouderError(f"{path}: not a readable {kind} file ({e}); re-run the command that wrote it") from None
+
+
+def columns_of(path: Path) -> list[str] | None:
+    """The columns of a file of the run folder (None when there is none), its rows unread."""
+    if not path.exists():
+        return None
+    try:
+        return columnar.columns_of(path)
+    except Exception as e:  # noqa: BLE001 - as read_table
         kind = "CSV" if path.suffix == ".csv" else "Parquet"
         raise LouderError(f"{path}: not a readable {kind} file ({e}); re-run the command that wrote it") from None
 
@@ -98,23 +113,54 @@ class Analysis:
     _rows: dict[tuple, pd.DataFrame | None] = field(default_factory=dict, repr=False)
     _groups: dict[str, list[str]] | None = field(default=None, repr=False)
 
-    def file(self, name: str) -> pd.DataFrame | None:
-        """A file of the run folder as written (read once; None when the folder has none)."""
+    def file(self, name: str, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """A file of the run folder as written (read once; None when the folder has none). ``columns``:
+        only those of them the file has (the file as read, when it already is; else read so, once)."""
+        if columns is not None and name not in self._files:
+            have = self.columns(name)
+            if have is None:
+                return None
+            key = f"{name} {sorted(set(columns) & set(have))}"
+            if key not in self._files:
+                self._files[key] = read_table(self.run_dir / name, [c for c in have if c in columns])
+            return self._files[key]
         if name not in self._files:
             self._files[name] = read_table(self.run_dir / name)
         return self._files[name]
 
     def rows(self, selection: Input) -> pd.DataFrame | None:
-        """The rows of ``selection.file`` that the input ``selection`` reads (``select.rows``), selected once."""
+        """The rows of ``selection.file`` that the input ``selection`` reads (``select.rows``), selected once.
+        Rows of round 0 only (the default: the independent decisions) of a Parquet file with rounds are read
+        as round 0 only (``round0``): the rounds of influence of a 10^6-agent run are never loaded for them."""
         k = selection.selection
         if k not in self._rows:
-            self._rows[k] = select.rows(self.file(selection.file), selection)
+            self._rows[k] = select.rows(self._source(selection), selection)
         return self._rows[k]
 
     def view(self, selection: Input) -> pd.DataFrame | None:
         warnings.warn("Analysis.view(input) is now Analysis.rows(input) (the old name goes in a later release)",
                       FutureWarning, stacklevel=2)
         return self.rows(selection)
+
+    def _source(self, selection: Input) -> pd.DataFrame | None:
+        """The frame ``rows`` selects from: the file as read, or its round 0 only when that is all it keeps."""
+        name = selection.file
+        if name in self._files or selection.raw or not name.endswith(".parquet") or \
+                selection.mode("round", select.ROUND.default) != select.REFERENCE:
+            return self.file(name)
+        if "round" not in (self.columns(name) or ()):
+            return self.file(name)
+        key = f"{name} (round 0)"
+        if key not in self._files:
+            self._files[key] = read_table(self.run_dir / name, round0=True)
+        return self._files[key]
+
+    def columns(self, name: str) -> list[str] | None:
+        """The columns of a file of the run folder (None when it has none), without reading its rows."""
+        if name in self._files:
+            f = self._files[name]
+            return None if f is None else list(f.columns)
+        return columns_of(self.run_dir / name)  # a Parquet footer or a CSV header: no row
 
     @property
     def score(self) -> bool:
@@ -127,16 +173,36 @@ class Analysis:
         if self._groups is None:
             self._groups = _group_attributes(self.manifests, [f for n in ("decisions.parquet", "probes.parquet",
                                                                           "beliefs.parquet")
-                                                              if (f := self.file(n)) is not None])
+                                                              if (f := self._pairs(n)) is not None])
         return self._groups
+
+    def _pairs(self, name: str) -> pd.DataFrame | None:
+        """A file's group and attribute columns (the file as read, when it is; else those two only)."""
+        if name in self._files:
+            return self._files[name]
+        cols = self.columns(name)
+        return None if cols is None else read_table(self.run_dir / name, [c for c in ("group", "attribute")
+                                                                           if c in cols])
 
     def context(self, measure: Measure, building: bool = False) -> Context:
         return Context(self, measure, building)
 
     def applies(self, measure: Measure) -> bool:
-        """Every input the measure needs is in the run folder."""
-        ctx = self.context(measure)
-        return all(getattr(ctx, n) is not None for n in measure.needs)
+        """Every input the measure needs is in the run folder (its rows are None only when the file is
+        missing or lacks the selection's columns: told from the file's columns, no row read)."""
+        for n in measure.needs:
+            selection = next((i for i in measure.inputs if i.name == n), None)
+            if selection is None:
+                getattr(self.context(measure), n)  # the one-line error of an undeclared input
+            k = selection.selection
+            if k in self._rows:
+                if self._rows[k] is None:
+                    return False
+                continue
+            cols = self.columns(selection.file)
+            if cols is None or not set(selection.columns) <= set(cols):
+                return False
+        return True
 
 
 def _group_attributes(manifests: dict[str, dict], frames: list[pd.DataFrame]) -> dict[str, list[str]]:

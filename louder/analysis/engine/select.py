@@ -82,7 +82,10 @@ class Axis:
 
 
 def _rounds(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["round"] == 0].reset_index(drop=True)
+    first = frame["round"] == 0
+    if first.all() and isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
+        return frame  # already round 0 only (read so: ``Analysis.rows``): the same rows, not a copy of them
+    return frame[first].reset_index(drop=True)
 
 
 def _usual(frame: pd.DataFrame) -> pd.DataFrame:

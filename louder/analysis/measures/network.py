@@ -23,12 +23,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from louder.analysis.engine import select
+from louder.analysis.engine.columnar import ByNode, columns_of, read, tally
 from louder.analysis.engine.declarations import Column, Figure, Input, Measure, Table
 from louder.analysis.engine.registry import register
 from louder.analysis.engine.select import ALL
 from louder.analysis.report import palette as P
 from louder.analysis.report.html import note, section, table
-from louder.analysis.stats.network import ARM, case_keys, case_verdicts, is_archetype, network_tables
+from louder.analysis.stats.keys import CASE_KEYS
+from louder.analysis.stats.network import (ARM, case_keys, case_verdicts, is_archetype, network_tables,
+                                           with_archetype_clusters)
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn
     from matplotlib.figure import Figure as MplFigure
@@ -146,7 +150,7 @@ def _graph_note(manifest: dict) -> str:
 def report_section(a) -> str:
     """Rates per attribute over rounds (LLM, no influence, control), amplification and its verdict per case."""
     t = a.tables
-    if a.rounds is None or "network_rounds" not in t:
+    if "network_rounds" not in t:  # built only for a run with rounds (``needs``)
         return ""
     manifest = a.manifests.get("simulation", {})
     rounds, amp = t["network_rounds"], t["amplification"]
@@ -170,7 +174,7 @@ def report_section(a) -> str:
              "without influence."),
         note("Intervals resample " + ("archetype × replicate clusters (the agents of one model call share its "
                                       "randomness; resampling agents would make them far too narrow)."
-                                      if is_archetype(a.rounds, manifest) else
+                                      if archetype_run(a) else
                                       "agents. After round 0 neighbours' decisions depend on each other, so these "
                                       "intervals are optimistic; trust an amplification only when it is clear.")),
         _graph_note(manifest),
@@ -210,11 +214,50 @@ def report_section(a) -> str:
     return section("Networks and influence", *parts)
 
 
+def archetype_run(a) -> bool:
+    """An archetype run (its manifest's network mode, or a ``bucket`` column), told without reading its rows."""
+    path = a.run_dir / "decisions.parquet"
+    return is_archetype(pd.DataFrame(columns=columns_of(path) if path.exists() else []), a.manifests.get("simulation"))
+
+
+def archetype_tallies(a) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """An archetype run's decisions and control as counts per case × dimension level × round × cluster ×
+    attribute × status × target × changed (``columnar.tally``: 6·10^6 rows of a 10^6-agent run are a few
+    thousand), read as the rows would be (the same selection of INPUTS: ``select.rows``), each control row given its node's
+    archetype × replicate cluster."""
+    path = a.run_dir / "decisions.parquet"
+    cols = columns_of(path)
+    dims = [x.column for x in select.axes() if x.column in cols and x.column != "round"]
+    keys = [c for c in CASE_KEYS if c in cols] + dims
+    rows = tally(path, keys + ["round", "cell_id", "replicate", "attribute", "status", "target", "changed"])
+    rows = select.rows(rows, INPUTS[0])
+    cpath = a.run_dir / "control.parquet"
+    if not cpath.exists():
+        return rows, None
+    first = read(path, ["node", "cell_id", "replicate"], round0=True)
+    nodes, at = np.unique(first["node"].to_numpy(), return_index=True)  # each node's first row (as _clustered)
+    size = int(nodes.max()) + 1 if nodes.size else 0
+    per_node = {c: np.zeros(size, dtype=np.int64) for c in ("cell_id", "replicate")}
+    for c in per_node:
+        per_node[c][nodes] = first[c].to_numpy()[at]
+    del first
+    ccols = columns_of(cpath)
+    ckeys = [c for c in CASE_KEYS if c in ccols] + [x.column for x in select.axes()
+                                                      if x.column in ccols and x.column != "round"]
+    control = tally(cpath, ckeys + ["round", "cell_id", "replicate", "attribute", "status", "target"], ByNode(per_node))
+    control = with_archetype_clusters(select.rows(control, INPUTS[1])).drop(columns=["cell_id", "replicate"])
+    return rows, control
+
+
 def build(a) -> dict[str, pd.DataFrame]:
-    if a.control is None:
+    if archetype_run(a):
+        rows, control = archetype_tallies(a)
+    else:
+        rows, control = a.rounds, a.control
+    if control is None:
         a.missing.append("network: no control.parquet — the rule-based reference cannot be drawn; re-run the "
                          "same `louder run` command to write it")
-    return network_tables(a.rounds, a.control, a.manifests.get("simulation"), B=a.bootstrap, seed=a.seed,
+    return network_tables(rows, control, a.manifests.get("simulation"), B=a.bootstrap, seed=a.seed,
                           arm=a.no_influence)
 
 

@@ -35,10 +35,16 @@ INPUTS = (Input("decisions", whole=("variant",), doc="the drawn agents' decision
           Input("waves", "sequential_waves.csv", raw=True, doc="… and their waves"))
 
 
+# what the population statistics read of a decision: its case, status, outcome, weight and groups — not its
+# texts (persona, raw answer), which every copy they make (valid rows, per case) would carry: 2 GB at 10^6 agents
+READS = ["model", "condition", "scenario", "variant", "group", "attribute", "status", "target", "weight"]
+
+
 def build(a) -> dict[str, pd.DataFrame]:
     d = a.decisions
     if not (attr_groups(d) and "variant" in d):
         return {}
+    d = d[[c for c in d.columns if c in READS or c in attr_groups(d)]]
     groups, rates = group_tables(d, a.bootstrap, a.seed)
     seq = of_run(a.manifests.get("simulation"), a.final, a.waves)
     return {"population_groups": with_sequential_groups(groups, seq), "population_rates": rates,

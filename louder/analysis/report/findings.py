@@ -108,7 +108,8 @@ def _listed(values: list[str], most: int = 6) -> str:
 
 def card(a: Analysis) -> list[tuple[str, str]]:
     """The run's design, label → value: what was run, how big, what it cost, when, with which louder."""
-    decisions, probes = a.file("decisions.parquet"), a.file("probes.parquet")
+    named = ["model", "scenario", "group", "condition"]  # what the card names: not the whole table
+    decisions, probes = a.file("decisions.parquet", named), a.file("probes.parquet", named)
     frames = [decisions, probes]
     manifests = a.manifests
     models = _unique(frames, "model") or sorted({m for man in manifests.values()
@@ -153,7 +154,7 @@ def _cost(a: Analysis) -> str:
 
     tokens: dict[str, list[int]] = {}
     for name in ANSWERS:
-        df = a.file(name)
+        df = a.file(name, ["model", "input_tokens", "output_tokens"])
         if df is None or "model" not in df.columns or "input_tokens" not in df.columns:
             continue
         sums = df.groupby("model")[["input_tokens", "output_tokens"]].sum(min_count=1).fillna(0)

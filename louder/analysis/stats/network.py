@@ -9,6 +9,12 @@ Clusters: in archetype mode every agent of cell c assigned replicate k draws fro
 call p[c, k, ·], so agents are not independent — their decisions share that call's randomness.
 The bootstrap therefore resamples clusters (archetype × replicate) with replacement, not agents;
 with ``cluster=None`` every agent is its own cluster (individual mode, one call per agent).
+
+Counts: every function also takes a *tally* in place of rows — one row per combination of the
+columns it reads with ``n``, the number of rows it stands for (an archetype run's 6·10^6 decisions are
+a few thousand such rows: ``louder.analysis.engine.columnar.tally``). Each count is then a sum of those
+``n`` instead of a count of rows: whole numbers either way, so the statistics are the same to the last
+digit.
 """
 
 from __future__ import annotations
@@ -20,14 +26,30 @@ import pandas as pd
 
 from louder.analysis.stats import dpd
 from louder.analysis.stats import intervals as I
-from louder.analysis.stats.keys import VARIANT_CASE, arm_keys, present, valid
+from louder.analysis.stats.keys import STATUSES, VARIANT_CASE, arm_keys, is_valid, present, valid
 from louder.analysis.stats.rates import rates
+
+
+def _n(rows: pd.DataFrame) -> np.ndarray:
+    """How many rows each row stands for: its ``n`` in a tally, 1 in rows."""
+    return rows["n"].to_numpy(dtype=np.int64) if "n" in rows.columns else np.ones(len(rows), dtype=np.int64)
 
 
 def rates_by_round(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
     """Tidy: round, attribute, n_valid, n_target, rate (= x_a / n_a), n_invalid, n_refused, n_error."""
-    out = rates(rows, ["round", attr]).rename(columns={attr: "attribute"})
-    return out[["round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error"]]
+    cols = ["round", "attribute", "n_valid", "n_target", "rate", "n_invalid", "n_refused", "n_error"]
+    if "n" not in rows.columns:
+        return rates(rows, ["round", attr]).rename(columns={attr: "attribute"})[cols]
+    # a tally: the counts of ``rates`` (louder.analysis.stats.rates) as sums of n
+    by = ["round", attr]
+    w = rows.assign(_w=_n(rows), _x=_n(rows) * (is_valid(rows) & rows["target"].fillna(False).astype(bool)))
+    counts = w.pivot_table(index=by, columns="status", values="_w", aggfunc="sum", fill_value=0, observed=True)
+    counts = counts.reindex(columns=list(STATUSES), fill_value=0).astype("int64")
+    counts.columns = [f"n_{s}" for s in STATUSES]
+    out = counts.join(w.groupby(by, observed=True)["_x"].sum().rename("n_target").astype("int64")).reset_index()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["rate"] = np.where(out["n_valid"] > 0, out["n_target"] / out["n_valid"].where(out["n_valid"] > 0), np.nan)
+    return out.rename(columns={attr: "attribute"})[cols]
 
 
 def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None,
@@ -39,8 +61,9 @@ def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: st
     ai = pd.Index(attributes).get_indexer(v[attr])
     n = np.zeros((len(clusters), len(attributes)))
     x = np.zeros_like(n)
-    np.add.at(n, (ci, ai), 1)
-    np.add.at(x, (ci, ai), v["target"].astype(bool).to_numpy())
+    w = _n(v)
+    np.add.at(n, (ci, ai), w)
+    np.add.at(x, (ci, ai), w * v["target"].astype(bool).to_numpy())
     return n, x
 
 
@@ -139,8 +162,10 @@ def dpd_by_round(rows: pd.DataFrame, attr: str, cluster: str | None = None, B: i
 def flip_rates(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
     """Per round r ≥ 1 and attribute: flip_rate = #changed / #agents valid in both r−1 and r."""
     sub = rows[(rows["round"] > 0) & rows["changed"].notna()]
-    g = sub.assign(c=sub["changed"].astype(bool)).groupby(["round", attr])["c"]
-    out = pd.DataFrame({"n_both_valid": g.size(), "flips": g.sum()}).reset_index().rename(columns={attr: "attribute"})
+    w = _n(sub)
+    g = sub.assign(w=w, c=w * sub["changed"].astype(bool).to_numpy()).groupby(["round", attr])
+    out = pd.DataFrame({"n_both_valid": g["w"].sum(), "flips": g["c"].sum()}).reset_index().rename(
+        columns={attr: "attribute"})
     out["flip_rate"] = out["flips"] / out["n_both_valid"]
     return out
 
