@@ -178,6 +178,8 @@ def figure(fid: str, *also: str, embedded_calls: tuple[int, int] = (0, 0), quick
 
 
 # --- the figures ---
+# quick_s: each figure's `--quick` wall time measured 2026-11-28 on the quiet 2 cores, one process per
+# figure (`--quick --only PX`, louder's imports included), rounded up; their sum is the plan line's estimate
 
 def _config(data: dict):
     from louder.config import build_config
@@ -191,7 +193,7 @@ def _run(cfg, out: Path, **kw):
     return run_experiment(cfg, out, **kw)
 
 
-@figure("P1", "P3", embedded_calls=(12, 30), quick_s=30)
+@figure("P1", "P3", embedded_calls=(12, 30), quick_s=33)
 def p1_overhead(tmp: Path, quick: bool) -> list[Result]:
     # 3 attributes × agents, one persona and one decision each
     cfg = _config(dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=2 if quick else 5))
@@ -274,12 +276,12 @@ def p2_p3_concurrency_and_cache(tmp: Path, quick: bool) -> list[Result]:
     return _concurrency(tmp, quick, "http")
 
 
-@figure("P2", "P2 langchain", quick_s=30)
+@figure("P2", "P2 langchain", quick_s=25)
 def p2_langchain(tmp: Path, quick: bool) -> list[Result]:
     return _concurrency(tmp, quick, "langchain")
 
 
-@figure("P4", embedded_calls=(18, 45), quick_s=35)
+@figure("P4", embedded_calls=(18, 45), quick_s=43)
 def p4_scoring(tmp: Path, quick: bool) -> list[Result]:
     agents = 2 if quick else 5
     base = dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=agents)
@@ -330,7 +332,7 @@ def _p5_values(wall: float, m: dict) -> dict:
                 cache_hits=m["cache_hits"], cells=m["population"]["cells"], rows=m["rows"]["decisions"])
 
 
-@figure("P5", "P5 served", embedded_calls=(204, 2700), quick_s=150)
+@figure("P5", "P5 served", embedded_calls=(204, 2700), quick_s=178)
 def p5_archetype(tmp: Path, quick: bool) -> list[Result]:
     """``P5 served`` first (the whole design against the local server, 64 calls in flight), then
     ``P5`` on the embedded model: the whole design, or with ``--quick`` a sample extrapolated."""
@@ -398,7 +400,7 @@ def _cold_analysis(data: Path, run: Path) -> dict:
     return r
 
 
-@figure("P6", "P6 score", "P6 cached", quick_s=60)
+@figure("P6", "P6 score", "P6 cached", quick_s=77)
 def p6_analysis(tmp: Path, quick: bool) -> list[Result]:
     """Cold analyses: the fastest of 3, each of a fresh copy of the run folder in a fresh process (other
     load only ever adds time), the median beside it; P6 score once with --quick. ``P6 cached``: the same
@@ -432,7 +434,7 @@ def p6_analysis(tmp: Path, quick: bool) -> list[Result]:
     return out
 
 
-@figure("P7", embedded_calls=(12, 48), quick_s=45)
+@figure("P7", embedded_calls=(12, 48), quick_s=49)
 def p7_constrained(tmp: Path, quick: bool) -> list[Result]:
     """Per request, streamed: (time of the last token - time of the first) / (tokens - 1), so prompt
     evaluation, the same for every method, is left out. Medians over the prompts × seeds."""
@@ -489,7 +491,7 @@ def p7_constrained(tmp: Path, quick: bool) -> list[Result]:
                    "(llguidance ÷ free, ms per token; embedded)")]
 
 
-@figure("P8", quick_s=30)
+@figure("P8", quick_s=31)
 def p8_sequential(tmp: Path, quick: bool) -> list[Result]:
     """Simulated answers through the sequential run's own test (docs/sequential.md)."""
     from sequential_study import p8
@@ -502,7 +504,7 @@ def p8_sequential(tmp: Path, quick: bool) -> list[Result]:
                    "type1: disparity at DPD 0)")]
 
 
-@figure("P9", quick_s=25)
+@figure("P9", quick_s=8)
 def p9_planning(tmp: Path, quick: bool) -> list[Result]:
     """A million agents up to the first model call, in fresh processes (benchmarks/plan_stream.py)."""
     from plan_stream import measure
@@ -514,7 +516,7 @@ def p9_planning(tmp: Path, quick: bool) -> list[Result]:
                    "(a million agents up to the first call, beyond what one agent costs: imports and setup)")]
 
 
-@figure("P10", quick_s=40)
+@figure("P10", quick_s=16)
 def p10_compare(tmp: Path, quick: bool) -> list[Result]:
     """The fastest of 3 comparisons (1 with --quick), each in a fresh process; the median beside it."""
     import statistics
@@ -533,7 +535,7 @@ def p10_compare(tmp: Path, quick: bool) -> list[Result]:
                    f"(two folders of {n:,} decisions each; import_s: louder's imports before it, not counted)")]
 
 
-@figure("P11", quick_s=40)
+@figure("P11", quick_s=34)
 def p11_report(tmp: Path, quick: bool) -> list[Result]:
     """The report of the 100,000-decision run, analysed once (B = 10,000; 1,000 with --quick)."""
     from analyze_100k import report, synthetic_run
@@ -559,7 +561,7 @@ def _served_run(cfg, out: Path) -> tuple[float, int]:
     return time.perf_counter() - start, int(r.manifest["model_calls"])
 
 
-@figure("P12", quick_s=20)
+@figure("P12", quick_s=23)
 def p12_conventions(tmp: Path, quick: bool) -> list[Result]:
     """A convention run — 200 agents × 50 steps × 20 populations (200,000 picks; --quick 50 × 10 × 4) — on the
     fake model's game served over HTTP by a process of its own (benchmarks/convention_server.py), and a
@@ -591,7 +593,7 @@ def p12_conventions(tmp: Path, quick: bool) -> list[Result]:
                                                   concurrency=conc),
                    f"({n} agents × {steps} steps × {populations} populations against a network run of 3 × {per} "
                    "agents × 11 rounds; fake model over HTTP, 64 in flight)")]
-@figure("P13", quick_s=15)
+@figure("P13", quick_s=18)
 def p12_city_scale(tmp: Path, quick: bool) -> list[Result]:
     """The README's examples/archetype-1m.yaml on the fake model: ``louder run`` then ``louder analyze -B
     1000``, each cold in a fresh process (benchmarks/city_scale.py); --quick: 10,000 agents, K = 1."""
@@ -603,7 +605,7 @@ def p12_city_scale(tmp: Path, quick: bool) -> list[Result]:
                    "(run and analyze -B 1000 each in a fresh process; peak: the process's max RSS)")]
 
 
-@figure("P14", quick_s=10)
+@figure("P14", quick_s=20)
 def p13_ray(tmp: Path, quick: bool) -> list[Result]:
     """The same design at 10,000,000 agents × 5 rounds on a local Ray cluster of 2 workers, the agents
     sharded by population cell: the time, the driver's and each worker's peak, and the dry run's estimate
@@ -616,7 +618,7 @@ def p13_ray(tmp: Path, quick: bool) -> list[Result]:
                    "(estimate_error: the dry run's peaks against the measured, the worse of driver and workers)")]
 
 
-@figure("E1", embedded_calls=(9, 18), quick_s=60)
+@figure("E1", embedded_calls=(9, 18), quick_s=14)
 def e1_contention(tmp: Path, quick: bool) -> list[Result]:
     """Two embedded runs side by side on this machine's cores (benchmarks/embedded_contention.py)."""
     from embedded_contention import measure
