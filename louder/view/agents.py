@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -17,6 +17,7 @@ import pandas as pd
 
 from louder.analysis.stats.keys import CASE_KEYS, arm_keys
 from louder.errors import LouderError
+from louder.view.serve import JSONHandler
 
 TEXT = ["persona", "decision", "rationale", "thinking"]
 # what a row shows beside its words, where the run has it
@@ -89,7 +90,7 @@ def _clean(row: dict) -> dict:
     return out
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     table: pd.DataFrame
     run: str
 
@@ -111,20 +112,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(b"", "image/x-icon", 204)
         else:
             self.send_error(404)
-
-    def _json(self, data) -> None:
-        self._send(json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
-
-    def _send(self, body: bytes, kind: str, code: int = 200) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:  # quiet: the terminal shows louder's own line
-        pass
 
 
 def server(run_dir: str | Path, port: int = 8765) -> ThreadingHTTPServer:

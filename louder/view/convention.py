@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -18,6 +18,7 @@ import pandas as pd
 
 from louder.analysis.stats.convention import POP, share_table
 from louder.errors import LouderError
+from louder.view.serve import JSONHandler
 
 FILE = "convention.parquet"
 SHOWN = ["step", "agent", "partner", "agent_model", "attribute", "committed", "memory", "pick", "partner_pick",
@@ -78,7 +79,7 @@ def _clean(row: dict) -> dict:
     return out
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     data: ConventionData
     run: str
 
@@ -101,20 +102,6 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/favicon.ico":
             return self._send(b"", "image/x-icon", 204)
         self.send_error(404)
-
-    def _json(self, data) -> None:
-        self._send(json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
-
-    def _send(self, body: bytes, kind: str, code: int = 200) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:  # quiet: the terminal shows louder's own line
-        pass
 
 
 def server(run_dir: str | Path, port: int = 8765) -> ThreadingHTTPServer:

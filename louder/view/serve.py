@@ -1,10 +1,13 @@
-"""Running ``louder view``'s Solara server as a child process that never outlives ``louder view``."""
+"""Running ``louder view``'s Solara server as a child process that never outlives ``louder view``, and the
+request handler its plain HTTP views (agents, conventions) share."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
+from http.server import BaseHTTPRequestHandler
 
 
 def serve_child(cmd: list[str], env: dict) -> int:
@@ -27,3 +30,21 @@ def serve_child(cmd: list[str], env: dict) -> int:
         except subprocess.TimeoutExpired:
             if stopping and time.monotonic() - stopping[0] > 10:
                 proc.kill()
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A view's request handler: JSON and bytes sent uncached, no request log."""
+
+    def _json(self, data) -> None:
+        self._send(json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
+
+    def _send(self, body: bytes, kind: str, code: int = 200) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:  # quiet: the terminal shows louder's own line
+        pass
