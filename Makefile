@@ -32,10 +32,10 @@ demo: setup
 	$(VENV)/bin/louder demo
 
 # The suite runs on every core (pytest-xdist): its tests are independent, and the embedded model's
-# threads sleep while they wait, so two of its runs side by side share the cores. loadgroup: the tests
-# that share a module's or the session's fixture run on one worker, which builds it once
+# threads sleep while they wait, so two of its runs side by side share the cores. loadfile: a file's
+# tests run on one worker, which builds its module fixtures once, the files with slow tests first
 # (tests/conftest.py); the 25 slowest tests are listed at the end.
-PYTEST := $(PY) -m pytest -ra -n auto --dist loadgroup --durations=25
+PYTEST := $(PY) -m pytest -ra -n auto --dist loadfile --durations=25
 
 test: setup
 	$(PYTEST)

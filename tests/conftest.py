@@ -22,22 +22,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 from fake_openai import FakeOpenAIServer  # noqa: E402
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups into the tests' ids
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``):
+    """Under pytest-xdist (``make test``: ``-n auto --dist loadfile``) the tests marked slow are handed out
+    first, so that the last minutes are not one long test on one core while the other waits: a file's
+    tests go to one worker together (so a module's fixture is built once), the files in the order of their
+    first test here.
 
-    - a module- or session-scoped fixture of the suite's own (a built run, a server) is built once per
-      worker that runs a test using it: the tests sharing one go to one worker (an ``xdist_group``
-      named after the fixture), so it is built once;
-    - the tests marked slow are handed out first, so that the last minutes are not one long test on one
-      core while the other waits (each worker runs what it gets in this order; in one process the
-      order stays the files' own, which keeps a module's fixtures built once)."""
-    for item in items:
-        for name in item.fixturenames:
-            defs = item._fixtureinfo.name2fixturedefs.get(name)
-            if defs and defs[-1].scope in ("module", "package", "session") and defs[-1].baseid:
-                item.add_marker(pytest.mark.xdist_group(f"{defs[-1].baseid}::{name}"))
-                break
+    (``--dist loadgroup`` with ``xdist_group`` markers does nothing with pytest 9 and pytest-xdist 3.8:
+    xdist writes the group into ``item._nodeid``, which pytest 9 no longer reads, so the tests sharing a
+    module's fixture were spread over the workers and the golden runs were built twice.)"""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
