@@ -58,12 +58,17 @@ def test_the_analysis_and_its_report_need_no_simulation_stack(folders):
         warnings.simplefilter("ignore")
         import louder.analysis
         from louder.analysis.report.page import write_report
+        analyses = []
         for folder in {[str(f) for f in folders]!r}:
             a = louder.analysis.analyze(folder, bootstrap=200)
             assert a.tables["cases"] is not None and len(a.tables) > 5, sorted(a.tables)
+            analyses.append(a)
+        # nor the drawing: matplotlib (~0.5 s of imports) waits for the report's figures
+        assert "matplotlib" not in sys.modules, "an analysis without a report imported matplotlib"
+        for a in analyses:
             page = write_report(a).read_text("utf-8")
             assert "<h2" in page and "Traceback" not in page
-            print(folder, len(a.tables), "tables")
+            print(a.run_dir, len(a.tables), "tables")
         loaded = [m for m in sys.modules if any(m == b or m.startswith(b + ".") for b in BLOCKED)]
         assert not loaded, loaded
         print("standalone ok")

@@ -15,7 +15,6 @@ from louder.analysis.engine.declarations import Cell, Column, Console, Figure, I
 from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
 from louder.analysis.report.console import key, number, with_interval
-from louder.analysis.report.draw import case_panels, panels_legend, rate_panel
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.anchoring import DPD_COLUMNS, anchoring
 
@@ -49,6 +48,8 @@ SERIES = {"humans": ("humans only", P.BLACK), "agents": ("agents only", P.VERMIL
 def anchoring_figure(t: pd.DataFrame):
     """One panel per case and kind of agent: per attribute, the humans-only, agents-only and PPI target
     rates as points with their 95 % intervals."""
+    from louder.analysis.report.draw import case_panels, panels_legend, rate_panel  # matplotlib: drawn only
+
     rows = t[t["rate_humans"].notna()]
     if rows.empty:
         return None

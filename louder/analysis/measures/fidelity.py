@@ -15,7 +15,6 @@ from louder.analysis.engine.declarations import Cell, Column, Console, Figure, F
 from louder.analysis.engine.registry import register
 from louder.analysis.report import palette as P
 from louder.analysis.report.console import key, number, with_interval
-from louder.analysis.report.draw import forest
 from louder.analysis.report.html import note, section, table
 from louder.analysis.stats.fidelity import ALL, fidelity
 
@@ -47,6 +46,8 @@ TITLE = "Fidelity to a human study"
 def fidelity_figure(a, t: pd.DataFrame):
     """One panel per model: per case and kind of agent, the people's gap (DPD) and the agents' gap, each with
     its 95 % interval, the verdict in the row's label; a gap kept lies on the people's (within ±margin)."""
+    from louder.analysis.report.draw import forest  # matplotlib: imported when a figure is drawn
+
     rows = t[(t["subgroup"] == ALL) & t["gap_humans"].notna()]
     if rows.empty:
         return None

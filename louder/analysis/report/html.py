@@ -24,18 +24,24 @@ if TYPE_CHECKING:
 
 def fit_titles(fig: Figure) -> Figure:
     """Wrap every axes title wider than the figure (a long model spec in a narrow figure) onto more lines,
-    so that the picture shows it whole instead of cutting it at the edges."""
+    so that the picture shows it whole instead of cutting it at the edges; then fix the layout.
+
+    Each pass lays the figure out (constrained layout) without rendering it (``draw_without_rendering``:
+    text measured, nothing drawn) and narrows the titles that stick out. The layout of the last pass is
+    the figure's: the layout engine is then set to none, so that saving the figure draws it once
+    instead of laying it out again (constrained layout is most of a figure's time)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    canvas = FigureCanvasAgg(fig)  # the canvas savefig draws on
+    canvas = FigureCanvasAgg(fig)  # the renderer the text is measured with
     width = fig.bbox.width
-    for _ in range(8):  # each pass lays the figure out (constrained layout) as the picture will be, then narrows
+    for _ in range(8):
+        fig.draw_without_rendering()
         renderer = canvas.get_renderer()
-        fig.draw(renderer)
         wide = [(t, t.get_window_extent(renderer)) for ax in fig.axes for t in (ax.title, ax._left_title,
                                                                                  ax._right_title) if t.get_text()]
         wide = [(t, box) for t, box in wide if box.x0 < 0 or box.x1 > width]
         if not wide:
+            fig.set_layout_engine("none")  # laid out as it stands: savefig keeps these positions
             break
         for title, box in wide:  # refill the whole text, its widest line 10 % narrower than what fits
             lines = title.get_text().split("\n")
