@@ -35,7 +35,10 @@ demo: setup
 # threads sleep while they wait, so two of its runs side by side share the cores. loadfile: a file's
 # tests run on one worker, which builds its module fixtures once, the files with slow tests first
 # (tests/conftest.py); the 25 slowest tests are listed at the end.
-PYTEST := $(PY) -m pytest -ra -n auto --dist loadfile --durations=25
+# PYTHONDONTWRITEBYTECODE is emptied for the suite: with it set (some machines and CI images do) every
+# process of the suite — each worker, each `louder` subprocess — compiles louder and rewrites the tests
+# afresh instead of reading __pycache__ (git ignores it).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -ra -n auto --dist loadfile --durations=25
 
 test: setup
 	$(PYTEST)
