@@ -28,8 +28,14 @@ def echoes_placeholder(text: str, prompts: Prompts) -> bool:
         return True
     plain, limit = _plain(text), float(prompts.persona_checks["placeholder_similarity"])
     for p in map(_plain, prompts.placeholders):
-        if p in plain or (len(plain) <= 2 * len(p) and difflib.SequenceMatcher(None, plain, p).ratio() >= limit):
+        if p in plain:
             return True
+        if len(plain) <= 2 * len(p):
+            # ratio() is bounded above by quick_ratio() and that by real_quick_ratio(): the cheap bounds
+            # settle most texts (a persona is not its placeholder) without the full matching
+            m = difflib.SequenceMatcher(None, plain, p)
+            if m.real_quick_ratio() >= limit and m.quick_ratio() >= limit and m.ratio() >= limit:
+                return True
     return False
 
 
