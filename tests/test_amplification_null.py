@@ -59,23 +59,36 @@ def null_case(seed: int, per_attribute: int = 200, rounds: int = 4):
     return out.rows, arm, control
 
 
+AMPLIFICATION = ["round", "dpd_round0", "dpd_llm", "dpd_no_influence", "baseline", "change", "amplification", "ci_low",
+                 "ci_high", "verdict"]  # the amplification table but for the reference (dpd_control)
+
+
 def test_a_model_that_ignores_its_neighbours_reads_no_change_under_every_rule():
-    verdicts = {rule: [] for rule in RULES}
-    moved = {rule: [] for rule in RULES}
+    """The rule is a reference: on two seeds every rule gives the very same amplification table (estimate,
+    interval, verdict), which reads only the LLM's rounds and the no-influence arm. So the 20
+    seeds take the rules in turn, each seed's verdict read under its rule (running every rule on every
+    seed read each verdict three times)."""
+    for seed in range(2):
+        rows, arm, control = null_case(seed)
+        tables = [case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
+                  for rule in RULES]
+        for t in tables[1:]:
+            pd.testing.assert_frame_equal(t[AMPLIFICATION], tables[0][AMPLIFICATION])
+            assert not t["dpd_control"].equals(tables[0]["dpd_control"])  # while the references differ
+    verdicts, moved = [], []
     for seed in range(20):
         rows, arm, control = null_case(seed)
-        for rule in RULES:
-            t = case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
-            final = t[t["final"]].iloc[0]
-            assert final["baseline"] == "no-influence arm"
-            assert final["ci_low"] <= final["amplification"] <= final["ci_high"]
-            verdicts[rule].append(final["verdict"])
-            moved[rule].append(abs(final["dpd_control"] - final["dpd_round0"]))
-    for rule in RULES:
-        assert verdicts[rule].count("no change") >= 19, (rule, verdicts[rule])
-        assert verdicts[rule] == verdicts[RULES[0]]  # the rule is a reference: it never enters the verdict
+        rule = RULES[seed % len(RULES)]
+        t = case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
+        final = t[t["final"]].iloc[0]
+        assert final["baseline"] == "no-influence arm"
+        assert final["ci_low"] <= final["amplification"] <= final["ci_high"]
+        verdicts.append(final["verdict"])
+        if rule != "degroot":
+            moved.append(abs(final["dpd_control"] - final["dpd_round0"]))
+    assert verdicts.count("no change") >= 19, verdicts  # every rule among the 20
     # while the rule-based controls do move the DPD on their own (the old verdict read that as influence)
-    assert np.mean(moved["majority"] + moved["threshold"]) > 0.01
+    assert np.mean(moved) > 0.01
 
 
 @pytest.mark.slow
