@@ -137,7 +137,7 @@ def test_the_amplification_interval_contains_its_estimate(seed, n, p):
 def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
     """The issue's experiment through the whole pipeline: `louder run` on the fake model (no bias, no
     influence), 20 seeds, the control rules taken in turn over the seeds. The rule only changes the
-    reference, never the verdict (the test above reads the same 20 verdicts under every rule), so
+    reference, never the verdict (the test above: every rule gives the same amplification table), so
     running every seed under every rule read each verdict three times: the claim here is the pipeline's,
     ≥ 19 of 20 seeds "no change", with every rule run through it (the rate itself: over 100 seeds above)."""
     verdicts = []
