@@ -59,31 +59,46 @@ def null_case(seed: int, per_attribute: int = 200, rounds: int = 4):
     return out.rows, arm, control
 
 
+AMPLIFICATION = ["round", "dpd_round0", "dpd_llm", "dpd_no_influence", "baseline", "change", "amplification", "ci_low",
+                 "ci_high", "verdict"]  # the amplification table but for the reference (dpd_control)
+
+
 def test_a_model_that_ignores_its_neighbours_reads_no_change_under_every_rule():
-    verdicts = {rule: [] for rule in RULES}
-    moved = {rule: [] for rule in RULES}
+    """The rule is a reference: on two seeds every rule gives the very same amplification table (estimate,
+    interval, verdict), which reads only the LLM's rounds and the no-influence arm. So the 20
+    seeds take the rules in turn, each seed's verdict read under its rule (running every rule on every
+    seed read each verdict three times)."""
+    for seed in range(2):
+        rows, arm, control = null_case(seed)
+        tables = [case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
+                  for rule in RULES]
+        for t in tables[1:]:
+            pd.testing.assert_frame_equal(t[AMPLIFICATION], tables[0][AMPLIFICATION])
+            assert not t["dpd_control"].equals(tables[0]["dpd_control"])  # while the references differ
+    verdicts, moved = [], []
     for seed in range(20):
         rows, arm, control = null_case(seed)
-        for rule in RULES:
-            t = case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
-            final = t[t["final"]].iloc[0]
-            assert final["baseline"] == "no-influence arm"
-            assert final["ci_low"] <= final["amplification"] <= final["ci_high"]
-            verdicts[rule].append(final["verdict"])
-            moved[rule].append(abs(final["dpd_control"] - final["dpd_round0"]))
-    for rule in RULES:
-        assert verdicts[rule].count("no change") >= 19, (rule, verdicts[rule])
-        assert verdicts[rule] == verdicts[RULES[0]]  # the rule is a reference: it never enters the verdict
+        rule = RULES[seed % len(RULES)]
+        t = case_network_tables(rows, control(rule), B=300, seed=seed, arm=arm)["amplification"]
+        final = t[t["final"]].iloc[0]
+        assert final["baseline"] == "no-influence arm"
+        assert final["ci_low"] <= final["amplification"] <= final["ci_high"]
+        verdicts.append(final["verdict"])
+        if rule != "degroot":
+            moved.append(abs(final["dpd_control"] - final["dpd_round0"]))
+    assert verdicts.count("no change") >= 19, verdicts  # every rule among the 20
     # while the rule-based controls do move the DPD on their own (the old verdict read that as influence)
-    assert np.mean(moved["majority"] + moved["threshold"]) > 0.01
+    assert np.mean(moved) > 0.01
 
 
 @pytest.mark.slow
 def test_false_positives_stay_near_the_level_over_many_seeds():
-    """Beyond the issue's 20 seeds: over 100 more the 95 % interval excludes 0 about 5 % of the time."""
+    """Beyond the issue's 20 seeds: over 100 more the 95 % interval excludes 0 about 5 % of the time.
+    A false-positive rate does not depend on the number of agents, so these seeds run 100 per attribute
+    (half the issue's 200: a group's rate still rests on 100 answers per round, where the bootstrap holds)."""
     wrong = 0
     for seed in range(100, 200):
-        rows, arm, _ = null_case(seed)
+        rows, arm, _ = null_case(seed, per_attribute=100)
         wrong += amplification(rows, arm, "attribute", B=300, seed=seed).iloc[-1]["verdict"] != "no change"
     assert wrong <= 10  # P(Binomial(100, 0.05) > 10) ≈ 0.01
 
@@ -121,19 +136,20 @@ def test_the_amplification_interval_contains_its_estimate(seed, n, p):
 @pytest.mark.filterwarnings("ignore::louder.errors.LouderWarning")  # what the run lacks for some measures: expected
 def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
     """The issue's experiment through the whole pipeline: `louder run` on the fake model (no bias, no
-    influence), 20 seeds; the rule only changes the reference, so each seed's answers are cached once
-    and reused under the other rules."""
-    verdicts = {rule: [] for rule in RULES}
+    influence), 20 seeds, the control rules taken in turn over the seeds. The rule only changes the
+    reference, never the verdict (the test above: every rule gives the same amplification table), so
+    running every seed under every rule read each verdict three times: the claim here is the pipeline's,
+    ≥ 19 of 20 seeds "no change", with every rule run through it (the rate itself: over 100 seeds above)."""
+    verdicts = []
     for seed in range(20):
-        for rule in RULES:
-            run = louder.run({"models": [f"fake:seed={seed}"], "seed": seed, "influence": {"rounds": 4, "control": {"rule": rule}},
-                              "cache": str(tmp_path / f"cache-{seed}.sqlite"),
-                              "network": {"generator": "homophily_sbm", "seed": seed,
-                                          "params": {"group": "gender_identity", "within": 0.95, "mean_degree": 8}},
-                              "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
-                                             "agents": 100, "conditions": ["no_persona"]}},
-                             out=tmp_path / f"{seed}-{rule}", progress=False)
-            amp = run.analyze(bootstrap=400, write=False)["amplification"]
-            verdicts[rule].append(amp[amp["final"]]["verdict"].iloc[0])
-    for rule, v in verdicts.items():
-        assert v.count("no change") >= 19, (rule, v)
+        rule = RULES[seed % len(RULES)]
+        run = louder.run({"models": [f"fake:seed={seed}"], "seed": seed, "influence": {"rounds": 4, "control": {"rule": rule}},
+                          "network": {"generator": "homophily_sbm", "seed": seed,
+                                      "params": {"group": "gender_identity", "within": 0.95, "mean_degree": 8}},
+                          "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
+                                         "agents": 100, "conditions": ["no_persona"]}},
+                         out=tmp_path / f"{seed}-{rule}", progress=False)
+        amp = run.analyze(bootstrap=400, write=False)["amplification"]
+        final = amp[amp["final"]].iloc[0]
+        verdicts.append(final["verdict"])
+    assert verdicts.count("no change") >= 19, verdicts
