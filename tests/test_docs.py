@@ -327,6 +327,16 @@ def _in_process(cmd: str, workdir: Path, env: dict) -> tuple[int, str]:
     return r.exit_code, output
 
 
+def _or_else(cmd: str) -> tuple[str, str, str]:
+    """``A || B`` as (A, "||", B) when A is a whole command (not inside a comment or quotes); else (cmd, "", "")."""
+    first, otherwise, then = cmd.partition(" || ")
+    try:
+        whole = otherwise and " #" not in first and shlex.split(first) is not None
+    except ValueError:  # an open quote: the `||` is inside it
+        whole = False
+    return (first, otherwise, then) if whole else (cmd, "", "")
+
+
 def run_page(page: Path, workdir: Path, timeout: int = 600, in_process: bool = True) -> list[str]:
     """Run the page's commands (the rule in this module's docstring) and check the claims marked beside
     them; the failures, as messages."""
@@ -357,8 +367,13 @@ def run_page(page: Path, workdir: Path, timeout: int = 600, in_process: bool = T
             run = for_test(cmd, extra)
             if not (i < len(shown) and shown[i]):  # output the page shows is the output of the command as written
                 run = fewer_draws(run)
-            if in_process and run.startswith("louder ") and not SHELL.search(run.split(" #")[0]):
-                code, output = _in_process(run, workdir, env)
+            first, otherwise, then = _or_else(run)  # `louder … || echo "… $?"`: louder here, the rest in bash
+            if in_process and first.startswith("louder ") and not SHELL.search(first.split(" #")[0]):
+                code, output = _in_process(first, workdir, env)
+                if otherwise and code != 0:  # bash runs the right side with $? the left side's exit code, as it would
+                    r = subprocess.run(["bash", "-c", f"(exit {code}) || {then}"], cwd=workdir, env=env,
+                                       capture_output=True, text=True, timeout=timeout)
+                    code, output = r.returncode, output + r.stdout + r.stderr
             else:
                 r = subprocess.run(["bash", "-c", run], cwd=workdir, env=env, capture_output=True, text=True,
                                    timeout=timeout)
@@ -437,8 +452,16 @@ $ louder run --out runs/b --agents 2 {one}
 $ louder run --out runs/b --agents 2 {one} --dry-run
 $ louder analyze runs/b
 ```
+
+<!-- docs-test: expect /the run failed with exit code [1-9]/ not "not shown" -->
+```console
+$ louder run --out runs/c --agents 0 || echo "the run failed with exit code $?"
+$ louder backends || echo "not shown"
+```
 """)
     assert run_page(page, tmp_path / "work") == []
+    assert _or_else('louder x --note "a || b"') == ('louder x --note "a || b"', "", "")  # quoted: one command
+    assert _or_else("louder x # a || b") == ("louder x # a || b", "", "")
     assert for_test("louder run --out o --agents 2", "--agents 3") == f"louder run --out o --agents 2 --model {FAKE} --agents 3"
     assert for_test("louder run --out o --dry-run -m openai:gpt-4o", "--agents 3") == "louder run --out o --dry-run -m openai:gpt-4o"
     assert fewer_draws("louder analyze o") == f"louder analyze o -B {DOCS_BOOTSTRAP}"
@@ -713,7 +736,7 @@ def reference_runs(tmp_path_factory):
         "network: {generator: watts_strogatz, params: {k: 2, p: 0.1}, seed: 0}\ninfluence: {rounds: 2}\n")
     louder("run", base / "net.yaml", "--out", net, "-m", FAKE)
     louder("run", "--population", "us_gender_ideology", "-m", FAKE, "--scenario", "emergency_response_policy",
-           "--variant", "base", "--variant", "mandatory", "--twins", "--agents", 60, "--out", pop)
+           "--variant", "base", "--variant", "mandatory", "--twins", "--agents", 20, "--out", pop)
     (base / "arch.yaml").write_text(
         "population: {file: us_gender_ideology, mode: archetype, replicates: 2, buckets: 2}\n"
         "network: {generator: watts_strogatz, params: {k: 4, p: 0.1}, seed: 0}\ninfluence: {rounds: 1}\n"
@@ -737,7 +760,7 @@ def reference_runs(tmp_path_factory):
     louder("run", "--out", seqdims, "-m", FAKE, "--until", "decided", "--budget", 4, "--wave", 2, *dims)
     twindims = base / "twindims"  # twins in every arm: twins.parquet's arm columns (names cannot have twins)
     louder("run", "--out", twindims, "-m", FAKE, "--population", "us_gender_ideology", "--scenario", "emergency_response",
-           "--twins", "--twin-group", "gender_identity", "--agents", 12, "--wording", "as_written", "--wording",
+           "--twins", "--twin-group", "gender_identity", "--agents", 6, "--wording", "as_written", "--wording",
            "plain", "--reasoning", "off", "--reasoning", "default", "--intervention", "none", "--intervention", "illegal")
     humans = base / "humans"  # issue 34: a human study (humans.parquet, the respondent column, anchoring.csv)
     louder("run", "--out", humans, "-m", FAKE, "--agents", 4, "--humans", ROOT / "examples" / "humans-synthetic.csv",
