@@ -35,12 +35,16 @@ PERSONA_WORDS = ("lives works nurse teacher farmer retired mother father daughte
                  "friendly proud tired hopeful worried").split()
 
 
-def synthetic_run(out: Path, agents: int = 595, seed: int = 0, score: bool = False, personas: bool = False) -> int:
+SCENARIOS = ("emergency_response", "authority_compliance", "negative_information_sharing", "career_path_selection")
+
+
+def synthetic_run(out: Path, agents: int = 595, seed: int = 0, score: bool = False, personas: bool = False,
+                  scenarios: tuple[str, ...] = SCENARIOS) -> int:
+    """``scenarios``: fewer make a smaller run of the same shape (the tests of the figures' plumbing)."""
     rng = np.random.default_rng(seed)
     frames = []
     for condition in ("contextualized", "non_contextualized", "no_persona"):
-        for sid in ("emergency_response", "authority_compliance", "negative_information_sharing",
-                    "career_path_selection"):
+        for sid in scenarios:
             s = load_scenario(sid)
             other = next(label for label in s.labels if label != s.target)
             for gid in ("gender_identity", "race_ethnicity", "political_ideology"):

@@ -318,7 +318,7 @@ def test_streamed_rows_equal_the_whole_table_rows(tmp_path, flaky, rule):
     from louder.simulation.archetype_run import Plan, check_config
 
     (tmp_path / "three.yaml").write_text(THREE)
-    c = cfg(models=["fake:seed=1,bias=woman:0.8", "flaky"], agents=2500, scenarios=["emergency_response",
+    c = cfg(models=["fake:seed=1,bias=woman:0.8", "flaky"], agents=800, scenarios=["emergency_response",
             str(tmp_path / "three.yaml")], groups=["gender_identity", "race_ethnicity"], rounds=2, replicates=2,
             buckets=3, control={"rule": rule, "self_weight": 0.4})
     r = run_archetype(c, tmp_path / "run")

@@ -132,9 +132,11 @@ def test_p1_and_p4_quick_on_the_fake_model(bench, fake_model, tmp_path):
 def test_p6_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
     import analyze_100k
 
-    monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=20))
+    # the plumbing, not the figure: one scenario (9 cases), not four
+    monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(
+        analyze_100k.synthetic_run, agents=20, scenarios=("emergency_response",)))
     p6, cached, score = bench.p6_analysis(tmp_path, quick=True)
-    assert (p6.key, p6.values["runs"], p6.values["cases"]) == ("P6", 3, 36)
+    assert (p6.key, p6.values["runs"], p6.values["cases"]) == ("P6", 3, 9)
     assert score.key == "P6 score" and score.values["runs"] == 1
     assert cached.key == "P6 cached" and cached.values["cold_s"] == p6.values["seconds"] > 0
     # cold: every run analysed a fresh copy of the decisions; the folder they were copied from stays bare
@@ -171,9 +173,11 @@ def test_p10_quick_on_small_synthetic_folders(bench, monkeypatch, tmp_path):
 def test_p11_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
     import analyze_100k
 
-    monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(analyze_100k.synthetic_run, agents=10))
+    # the plumbing, not the figure: one scenario, not four
+    monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(
+        analyze_100k.synthetic_run, agents=10, scenarios=("emergency_response",)))
     (p11,) = bench.p11_report(tmp_path, quick=True)
-    assert p11.key == "P11" and p11.values["decisions"] == 3 * 4 * 14 * 10  # conditions × scenarios × attributes × agents
+    assert p11.key == "P11" and p11.values["decisions"] == 3 * 1 * 14 * 10  # conditions × scenarios × attributes × agents
     assert 0 < p11.values["mb"] < 10 and p11.values["figures"] >= 5
     if "load_s" in p11.values:  # Chromium installed
         assert p11.values["console_errors"] == 0 and p11.values["load_s"] > 0

@@ -7,13 +7,16 @@ import sys
 import pandas as pd
 import pytest
 
+from typer.testing import CliRunner
+
+from louder.cli import app
 from louder.config import build_config
 from louder.simulation import run_experiment
 from louder.types import DECISION_COLUMNS
 
 pytestmark = pytest.mark.slow
 
-CMD = [sys.executable, "-m", "louder.cli", "run", "--agents", "2", "--scenario", "emergency_response",
+CMD = [sys.executable, "-m", "louder.cli", "run", "--agents", "1", "--scenario", "emergency_response",
        "--group", "gender_identity", "--out"]
 
 
@@ -22,23 +25,24 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     r = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     d = pd.read_parquet(out / "decisions.parquet")
-    assert list(d.columns) == DECISION_COLUMNS and len(d) == 6
+    assert list(d.columns) == DECISION_COLUMNS and len(d) == 3
     assert set(d["status"]) <= {"valid", "invalid", "refused", "error"}
-    assert d.groupby("attribute").size().to_dict() == {"Female": 2, "Male": 2, "Non-binary": 2}
+    assert d.groupby("attribute").size().to_dict() == {"Female": 1, "Male": 1, "Non-binary": 1}
     valid = d[d.status == "valid"]
     assert valid["decision"].isin(["Evacuate", "Stay"]).all()
     assert (valid["target"] == (valid["decision"] == "Evacuate")).all()
     assert d[d.status != "valid"]["decision"].isna().all()
     m = json.loads((out / "manifest.json").read_text())
     assert m["models"]["embedded"]["identity"]["sha256"] and len(m["models"]["embedded"]["identity"]["sha256"]) == 64
-    assert sum(m["status_counts"]["decisions"].values()) == 6 and m["model_calls"] > 0
+    assert sum(m["status_counts"]["decisions"].values()) == 3 and m["model_calls"] > 0
     p = pd.read_parquet(out / "personas.parquet")
-    assert len(p) == 6 and (p.loc[p.status == "valid", "name"].str.len() > 0).all()
+    assert len(p) == 3 and (p.loc[p.status == "valid", "name"].str.len() > 0).all()
     r2 = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
     assert r2.returncode == 0 and "model_calls: 0" in r2.stdout
     pd.testing.assert_frame_equal(d, pd.read_parquet(out / "decisions.parquet"))
 
-    # The same folder: explicit probes, analysis and report from a real (small) embedded-model run.
+    # The same folder: explicit probes, analysis and report from a real (small) embedded-model run (the
+    # analysis and the report ask no model: they run in this process, without a second start-up).
     cli = [sys.executable, "-m", "louder.cli"]
     r3 = subprocess.run(cli + ["probe", "explicit", "--trials", "3", "--scenario", "emergency_response",
                                "--group", "gender_identity", "--out", str(out)], capture_output=True, text=True,
@@ -46,22 +50,26 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     assert r3.returncode == 0, r3.stderr
     probes = pd.read_parquet(out / "probes.parquet")
     assert len(probes) == 3 and set(probes["status"]) <= {"valid", "invalid", "refused", "error"}
-    r4 = subprocess.run(cli + ["analyze", str(out), "-B", "2000"], capture_output=True, text=True, timeout=600)
-    assert r4.returncode == 0, r4.stderr
+    r4 = CliRunner().invoke(app, ["analyze", str(out), "-B", "2000"])
+    assert r4.exit_code == 0, (r4.output, r4.exception)
     cases = pd.read_csv(out / "cases.csv")
     assert sorted(cases["kind"]) == ["explicit", "implicit"]
-    assert cases["n_valid"].add(cases["n_invalid"]).add(cases["n_refused"]).add(cases["n_error"]).tolist() in (
-        [6, 3], [3, 6])
-    r5 = subprocess.run(cli + ["report", str(out), "-B", "2000"], capture_output=True, text=True, timeout=600)
-    assert r5.returncode == 0, r5.stderr
+    assert cases["n_valid"].add(cases["n_invalid"]).add(cases["n_refused"]).add(cases["n_error"]).tolist() == [3, 3]
+    r5 = CliRunner().invoke(app, ["report", str(out), "-B", "2000"])
+    assert r5.exit_code == 0, (r5.output, r5.exception)
     html = (out / "report" / "index.html").read_text()
     assert "data:image/svg+xml;base64," in html and "SmolLM2-135M" in html
 
 
 def test_openai_path_against_real_llama_cpp_server(llama_server, tmp_path):
-    cfg = build_config(dict(models=[{"spec": f"openai:smollm2@{llama_server}", "json_mode": "json_object_schema"}], scenarios=["career_path_selection"],
-                            groups=["gender_identity"], agents=2, concurrency=2))
+    """No json_mode given: the run's preflight negotiates one with the real server (json_schema is refused
+    with a 500 validation body, tests/test_preflight.py's check) and records it."""
+    spec = f"openai:smollm2@{llama_server}"
+    cfg = build_config(dict(models=[spec], scenarios=["career_path_selection"], groups=["gender_identity"], agents=2,
+                            concurrency=2))
     res = run_experiment(cfg, tmp_path)
+    pf = res.manifest["preflight"][spec]["model"]
+    assert pf["json_mode"] == "json_object_schema" and pf["json_mode_source"] == "auto"
     d = res.decisions
     assert len(d) == 6 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
     assert (d["status"] != "error").all(), d["raw_response"].tolist()
@@ -90,12 +98,16 @@ def test_completion_path_against_real_llama_cpp_server(llama_server, tmp_path):
 
 
 def test_score_mode_on_embedded_model(tmp_path):
-    cfg = build_config(dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=1,
-                            decision_mode="score"))
+    """Score mode in process: the names signal without personas asks the two decisions and nothing else
+    (a written persona's calls are the CLI run's above), so every agent is scored."""
+    cfg = build_config({"simulation": {"scenarios": ["emergency_response"], "groups": ["gender_female_male"],
+                                       "conditions": ["no_persona"], "signal": ["names"], "agents": 1,
+                                       "decision_mode": "score"}})
     res = run_experiment(cfg, tmp_path)
     d = res.decisions
+    assert len(d) == 2 and res.manifest["model_calls"] == 2
     ok = d[d["status"] == "valid"]
-    assert len(ok) >= 2  # personas can fail; every valid persona gets scored
+    assert len(ok) == 2, d["raw_response"].tolist()
     assert ok["p_target"].between(0, 1).all() and (ok["choice_mass"] > 0).all()
     assert (ok["decision"] == ok["p_target"].map(lambda p: "Evacuate" if p >= 0.5 else "Stay")).all()
     assert ok["raw_response"].str.contains("full_sequence").all()

@@ -319,18 +319,11 @@ def _quickstart(tmp_path: Path, **parameters):
     return nb
 
 
-def test_quickstart_notebook_runs_on_the_fake_model(tmp_path):
-    nb = _quickstart(tmp_path, model="fake:seed=1", agents=20)
-    outputs = json.dumps([c.get("outputs", []) for c in nb.cells if c.cell_type == "code"])
-    assert "image/png" in outputs  # the figure is shown inline
-    assert (tmp_path / "runs/quickstart-fake/report/index.html").exists()
-    assert len(louder.open(tmp_path / "runs/quickstart-real").decisions) == 2 * 3
-
-
-def test_quickstart_notebook_runs_its_second_half_on_a_served_model(fake_server, tmp_path):
-    """The second half at the notebook's own size (2 agents per attribute) on a model served over HTTP (the
-    openai client) that answers some decisions off the list and refuses some; the notebook names the
-    embedded model there (whose own end-to-end run is tests/test_e2e_embedded.py's)."""
+def test_quickstart_notebook_runs_on_the_fake_model_and_its_second_half_on_a_served_model(fake_server, tmp_path):
+    """One execution of the notebook, top to bottom: the first half on the fake model (its figure inline,
+    its report written); the second half at the notebook's own size (2 agents per attribute) on a model
+    served over HTTP (the openai client) that answers some decisions off the list and refuses some; the
+    notebook names the embedded model there (whose own end-to-end run is tests/test_e2e_embedded.py's)."""
     import nbformat
 
     sys.path.insert(0, str(ROOT / "docs" / "tools"))
@@ -341,7 +334,11 @@ def test_quickstart_notebook_runs_its_second_half_on_a_served_model(fake_server,
     assert 'model = "embedded"' in nb.cells[notebooks.parameters_cell(nb)].source
     fake_server.behaviour = misbehaving()
     spec = f"openai:fake@{fake_server.url}"
-    _quickstart(tmp_path, model=spec, agents=4)
+    nb = _quickstart(tmp_path, model=spec, agents=20)
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells if c.cell_type == "code"])
+    assert "image/png" in outputs  # the figure is shown inline
+    assert (tmp_path / "runs/quickstart-fake/report/index.html").exists()
+    assert louder.open(tmp_path / "runs/quickstart-fake").manifest["config"]["models"][0]["spec"].startswith("fake:")
     d = louder.open(tmp_path / "runs/quickstart-real").decisions
     assert len(d) == 2 * 3 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
     assert {"invalid", "refused"} <= set(d["status"]), d["status"].tolist()

@@ -80,7 +80,9 @@ SHORTHANDS = [
     ("score", ["--reference", "gender_identity=Female"], ["--set", "discrimination.reference=gender_identity=Female"]),
     ("score", ["--random-slopes"], ["--set", "discrimination.random_slopes=true"]),
     ("pop", ["--adjust", "parity"], ["--set", "sensitivity.calibration=parity"]),
-    ("pop", ["--adjust", "observed", "--observed", "{observed}"],
+    # a run of one group: raking to observed rates of two groups whose means differ never converges and
+    # runs its 500 cycles (43 s), which says nothing of the flags
+    ("plain", ["--adjust", "observed", "--observed", "{observed}"],
      ["--set", "sensitivity.calibration=observed", "--set", "sensitivity.observed={observed}",
       "--set", "voices.observed={observed}"]),
     ("plain", ["--observed", "{observed}"], ["--set", "voices.observed={observed}",

@@ -83,33 +83,6 @@ def test_round_slider_follows_step_and_sets_the_round(run):
     assert {a.node: a.target for a in model.agents} == {a.node: a.target for a in ReplayModel(str(run), round=1).agents}
 
 
-def test_view_stops_its_server_on_sigterm(run):
-    """issue 23.7: `louder view` stopped by SIGTERM (a script, a service manager) stops its solara child."""
-    import signal
-    import socket
-
-    import psutil
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "louder.cli", "view", str(run), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
-    children: list = []
-    try:
-        _wait_served(port)
-        children = psutil.Process(proc.pid).children(recursive=True)
-        assert children, "louder view serves through a child process"
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-        gone, alive = psutil.wait_procs(children, timeout=30)
-        assert alive == [], f"still running after SIGTERM: {[p.cmdline() for p in alive]}"
-        with socket.socket() as s:  # the port is free again
-            s.bind(("127.0.0.1", port))
-    finally:
-        for p in [proc, *children]:
-            if p.poll() is None if p is proc else p.is_running():
-                p.kill()
-
-
 def _wait_served(port: int, within: float = 180) -> None:
     deadline = time.time() + within
     while time.time() < deadline:
@@ -119,6 +92,22 @@ def _wait_served(port: int, within: float = 180) -> None:
         except httpx.HTTPError:
             time.sleep(0.5)
     pytest.fail(f"louder view did not serve its page within {within:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def served(run):
+    """`louder view RUN` started once for the module (a solara server takes seconds to come up): the browser
+    test drives it, then the SIGTERM test stops it."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "louder.cli", "view", str(run), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        _wait_served(port)
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(20)
 
 
 def test_dpd_band_contains_the_dpd(run):
@@ -138,7 +127,7 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.slow
-def test_served_page_in_headless_chromium(run):
+def test_served_page_in_headless_chromium(served):
     """The page in a real browser: it draws, the Round slider follows Step and ▶, and the browser
     reports nothing wrong — no console error, no uncaught exception, no failed or 4xx/5xx request
     (the page is offline: every asset must come from the server itself)."""
@@ -147,55 +136,77 @@ def test_served_page_in_headless_chromium(run):
         pytest.skip("no Chromium: install Debian's chromium package (.ci/run does) to run the browser test")
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "louder.cli", "view", str(run), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    _, port = served
     problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pending: set = set()
+        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "assert") else None)
+        page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+        page.on("request", lambda r: pending.add(r))
+        page.on("requestfinished", lambda r: pending.discard(r))
+        page.on("requestfailed", lambda r: (pending.discard(r), problems.append(f"failed: {r.url} {r.failure}")))
+        page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+        page.goto(f"http://127.0.0.1:{port}/", timeout=120_000)
+        page.wait_for_function("document.querySelectorAll('img').length >= 2", timeout=120_000)
+        assert page.get_by_text("no model is called").count() == 1
+        sizes = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
+        assert len(sizes) >= 2 and min(sizes) > 100  # the network and the chart really drew
+        rounds = ("els => els.filter(e => e.getAttribute('aria-valuemax') === '3')"
+                  ".map(e => e.getAttribute('aria-valuenow'))")
+        assert page.eval_on_selector_all("[role=slider]", rounds) == ["0"]
+        page.get_by_role("button", name="Step").click()  # one round on: caption and slider follow
+        page.wait_for_function("document.body.innerText.includes('round 1 of 3')", timeout=60_000)
+        page.wait_for_function("Array.from(document.querySelectorAll('[role=slider]')).filter(e => "
+                               "e.getAttribute('aria-valuemax') === '3')[0].getAttribute('aria-valuenow') === '1'",
+                               timeout=60_000)
+        page.get_by_role("button", name="▶").click()  # play: runs to the last round and stops there
+        page.wait_for_function("document.body.innerText.includes('round 3 of 3')", timeout=60_000)
+        page.wait_for_function("Array.from(document.querySelectorAll('[role=slider]')).filter(e => "
+                               "e.getAttribute('aria-valuemax') === '3')[0].getAttribute('aria-valuenow') === '3'",
+                               timeout=60_000)
+        # Let every request the page made end (an asset fetched through the server's CDN proxy
+        # fails only after the proxy's retries), then look at what the browser reported.
+        deadline = time.time() + 60
+        while pending and time.time() < deadline:
+            page.wait_for_timeout(500)
+        page.wait_for_timeout(3000)
+        assert not pending, [r.url for r in pending]
+        browser.close()
+    assert problems == [], "\n".join(problems)
+
+
+def test_view_stops_its_server_on_sigterm(served):
+    """issue 23.7: `louder view` stopped by SIGTERM (a script, a service manager) stops its solara child.
+    (After the browser test, which drives the same server.)"""
+    import signal
+    import socket
+
+    import psutil
+
+    proc, port = served
+    children: list = []
     try:
-        _wait_served(port)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=exe, args=[
-                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync"])
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            pending: set = set()
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-                    if m.type in ("error", "assert") else None)
-            page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
-            page.on("request", lambda r: pending.add(r))
-            page.on("requestfinished", lambda r: pending.discard(r))
-            page.on("requestfailed", lambda r: (pending.discard(r), problems.append(f"failed: {r.url} {r.failure}")))
-            page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
-            page.goto(f"http://127.0.0.1:{port}/", timeout=120_000)
-            page.wait_for_function("document.querySelectorAll('img').length >= 2", timeout=120_000)
-            assert page.get_by_text("no model is called").count() == 1
-            sizes = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
-            assert len(sizes) >= 2 and min(sizes) > 100  # the network and the chart really drew
-            rounds = ("els => els.filter(e => e.getAttribute('aria-valuemax') === '3')"
-                      ".map(e => e.getAttribute('aria-valuenow'))")
-            assert page.eval_on_selector_all("[role=slider]", rounds) == ["0"]
-            page.get_by_role("button", name="Step").click()  # one round on: caption and slider follow
-            page.wait_for_function("document.body.innerText.includes('round 1 of 3')", timeout=60_000)
-            page.wait_for_function("Array.from(document.querySelectorAll('[role=slider]')).filter(e => "
-                                   "e.getAttribute('aria-valuemax') === '3')[0].getAttribute('aria-valuenow') === '1'",
-                                   timeout=60_000)
-            page.get_by_role("button", name="▶").click()  # play: runs to the last round and stops there
-            page.wait_for_function("document.body.innerText.includes('round 3 of 3')", timeout=60_000)
-            page.wait_for_function("Array.from(document.querySelectorAll('[role=slider]')).filter(e => "
-                                   "e.getAttribute('aria-valuemax') === '3')[0].getAttribute('aria-valuenow') === '3'",
-                                   timeout=60_000)
-            # Let every request the page made end (an asset fetched through the server's CDN proxy
-            # fails only after the proxy's retries), then look at what the browser reported.
-            deadline = time.time() + 60
-            while pending and time.time() < deadline:
-                page.wait_for_timeout(500)
-            page.wait_for_timeout(3000)
-            assert not pending, [r.url for r in pending]
-            browser.close()
-        assert problems == [], "\n".join(problems)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "louder view serves through a child process"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        gone, alive = psutil.wait_procs(children, timeout=30)
+        assert alive == [], f"still running after SIGTERM: {[p.cmdline() for p in alive]}"
+        with socket.socket() as s:  # the port is free again: nothing listens on it
+            # (SO_REUSEADDR: the browser test's closed connections may sit in TIME_WAIT; Linux still refuses
+            # the bind while a socket listens on the port)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+            s.listen()
     finally:
-        proc.terminate()
-        proc.wait(20)
+        for p in [proc, *children]:
+            if p.poll() is None if p is proc else p.is_running():
+                p.kill()
 
 
 # --- issue 43: `louder view RUN` for any run: the agents' own words ------------------------------------------
