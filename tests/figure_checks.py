@@ -75,3 +75,20 @@ def interval_problems(fig) -> list[str]:
 
 def problems(fig) -> list[str]:
     return colour_problems(fig) + interval_problems(fig)
+
+
+def recorded(monkeypatch) -> list[tuple[str, list[str]]]:
+    """Every figure a report draws from now on (``html.figure``, patched for the test), checked as it is
+    drawn: (its name, ``problems``), in order."""
+    from louder.analysis.report import html
+
+    drawn: list[tuple[str, list[str]]] = []
+    real = html.figure
+
+    def checked(fig, alt, name="figure", download=None):
+        if fig is not None:
+            drawn.append((name, problems(fig)))
+        return real(fig, alt, name, download)
+
+    monkeypatch.setattr(html, "figure", checked)
+    return drawn

@@ -413,18 +413,8 @@ def test_the_analysis_writes_every_table_with_its_documented_columns(analysed):
 
 
 def test_the_report_shows_a_convention_forming_with_checked_figures(analysed, monkeypatch):
-    from louder.analysis.report import html
-
     out, a = analysed
-    drawn = []
-    real = html.figure
-
-    def checked(fig, alt, name="figure", download=None):
-        if fig is not None:
-            drawn.append((name, figure_checks.problems(fig)))
-        return real(fig, alt, name, download)
-
-    monkeypatch.setattr(html, "figure", checked)
+    drawn = figure_checks.recorded(monkeypatch)
     page = write_report(a).read_text("utf-8")
     names = {n for n, _ in drawn}
     assert {"convention/shares", "convention/bias", "convention/sizes", "convention/tipping",

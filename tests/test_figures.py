@@ -56,15 +56,7 @@ def small(tmp_path_factory):
 
 
 def test_figures_of_a_run_are_svg_with_alt_text_in_the_palette_around_their_estimates(small, monkeypatch):
-    drawn = []
-    real = html.figure
-
-    def checked(fig, alt, name="figure", download=None):
-        if fig is not None:
-            drawn.append((name, figure_checks.problems(fig)))
-        return real(fig, alt, name, download)
-
-    monkeypatch.setattr(html, "figure", checked)
+    drawn = figure_checks.recorded(monkeypatch)
     page = write_report(analyze(small, bootstrap=300)).read_text("utf-8")
     names = {n for n, _ in drawn}
     assert {"cases/dpd", "attributes/rates", "attributes/choices", "contrast/contrast", "ablation/conditions",
