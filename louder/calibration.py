@@ -14,8 +14,6 @@ run's JSON answer is a label, with nothing to shift (``check``)."""
 
 from __future__ import annotations
 
-import os
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.special import expit, logit
 
-from louder.datafiles import load_yaml_model
+from louder.datafiles import load_cached
 from louder.errors import LouderError
 
 P_CLIP = 1e-6
@@ -87,18 +85,9 @@ class Calibration(BaseModel):
         return {(o.model, o.condition, o.scenario, o.group, o.attribute): o.offset for o in self.offsets}
 
 
-@cache
-def _parse(path: str, mtime: int | None) -> Calibration:
-    return load_yaml_model(Calibration, Path(path), "calibration")
-
-
 def load_calibration(path: str | Path) -> Calibration:
     """The calibration file at ``path`` (read again when it changes); LouderError naming the problem."""
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except OSError:
-        mtime = None  # load_yaml_model names the file and the problem
-    return _parse(str(path), mtime)
+    return load_cached(Calibration, Path(path), "calibration")
 
 
 def offset_for(calibration: Calibration, model: str, condition: str, scenario: str,

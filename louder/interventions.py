@@ -17,7 +17,6 @@ models)."""
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from louder.datafiles import load_yaml_model
+from louder.datafiles import load_cached, load_yaml_model
 from louder.errors import LouderError
 
 NONE = "none"  # the level without an intervention: the paper's prompt
@@ -62,10 +61,9 @@ def builtins() -> dict[str, Intervention]:
 FORMAT = "an intervention file gives `id: NAME`, `text: …` and `where: system` or `where: before_decision`"
 
 
-@cache
-def _parse(path: str, mtime: int | None) -> Intervention:
+def _parse(path: str) -> Intervention:
     try:
-        return load_yaml_model(Intervention, Path(path), "intervention")
+        return load_cached(Intervention, Path(path), "intervention")  # an edited file is read again
     except LouderError as e:
         if "cannot be read" in str(e):
             raise
@@ -78,11 +76,7 @@ def load_intervention(ref: str) -> Intervention | None:
     if ref == NONE:
         return None
     if ref.endswith((".yaml", ".yml")) or "/" in ref:
-        try:
-            mtime = os.stat(ref).st_mtime_ns  # an edited file is read again
-        except OSError:
-            mtime = None  # load_yaml_model names the file and the problem
-        iv = _parse(ref, mtime)
+        iv = _parse(ref)
         if iv.id == NONE or iv.id in builtins():
             raise LouderError(f"intervention file {ref}: id {iv.id!r} is "
                               f"{'the run without an intervention' if iv.id == NONE else 'a built-in'}; give the file "

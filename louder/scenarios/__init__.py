@@ -6,15 +6,13 @@ writing a file of the same format and naming its path where an id would go (see 
 
 from __future__ import annotations
 
-import os
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from louder.datafiles import load_yaml_model
+from louder.datafiles import load_cached
 from louder.errors import LouderError, did_you_mean
 
 DATA = resources.files("louder") / "data"
@@ -302,17 +300,7 @@ def _load(kind: str, ref: str, cls: type[BaseModel], among: Iterable[str] = ()):
     else:
         raise LouderError(f"unknown {what} {ref!r}{did_you_mean(ref, _builtin_ids(kind))}; built-in {kind}: "
                           f"{', '.join(_builtin_ids(kind))} (or give the path of a .yaml file)")
-    # Keyed on the file's modification time, so a file edited while the process runs is read again.
-    try:
-        mtime = os.stat(str(path)).st_mtime_ns
-    except OSError:
-        mtime = None  # unreadable: load_yaml_model names the file and the problem
-    return _parse(cls, path, what, mtime)
-
-
-@cache
-def _parse(cls: type[BaseModel], path: Any, what: str, mtime: int | None):
-    return load_yaml_model(cls, path, what)
+    return load_cached(cls, path, what)
 
 
 def load_scenario(ref: str, among: Iterable[str] = ()) -> Scenario:

@@ -13,7 +13,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from louder.analysis import stats
-from louder.datafiles import load_yaml_model
+from louder.datafiles import load_cached
 
 DIRECTION_COLUMNS = ["id", "model", "condition", "scenario", "group", "prediction", "higher", "lower",
                      "mean_higher", "mean_lower", "difference", "ci_low", "ci_high", "verdict", "note", "evidence"]
@@ -46,13 +46,13 @@ class Predictions(BaseModel):
 def load_predictions(path: str | Path | None = None) -> list[Prediction]:
     """The Table 3 predictions shipped with louder, or a user's file of the same format."""
     source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "directions.yaml"
-    return load_yaml_model(Predictions, source, "predictions").predictions
+    return load_cached(Predictions, source, "predictions").predictions
 
 
 def predictions_observed(path: str | Path | None = None) -> Path | None:
     """The observed-rates file a predictions file points to (its ``observed:``), or None."""
     source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "directions.yaml"
-    ref = load_yaml_model(Predictions, source, "predictions").observed
+    ref = load_cached(Predictions, source, "predictions").observed
     if ref is None:
         return None
     p = Path(ref)

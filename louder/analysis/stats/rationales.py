@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from louder.analysis import stats
 from louder.analysis.stats.keys import CASE_KEYS as KEYS
 from louder.analysis.stats.keys import is_valid
-from louder.datafiles import load_yaml_model
+from louder.datafiles import load_cached
 
 RATIONALE_COLUMNS = ["analysis", *KEYS, "attribute", "pattern", "paper", "n_rationales", "n_match", "share",
                      "word", "count", "delta", "z",
@@ -59,7 +59,7 @@ def _data_text(name: str) -> str:
 def load_patterns(path: str | Path | None = None) -> list[Pattern]:
     """The paper's phrase patterns shipped with louder, or a user's file of the same format."""
     source = Path(path) if path else resources.files("louder") / "data" / "analysis" / "rationale_patterns.yaml"
-    return load_yaml_model(Patterns, source, "patterns").patterns
+    return load_cached(Patterns, source, "patterns").patterns
 
 
 def stopwords() -> frozenset[str]:
