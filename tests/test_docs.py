@@ -10,7 +10,8 @@
 docs/tutorials/ and docs/how-to/, every fenced ``console`` block's ``$ `` lines and every fenced ``bash`` block's
 non-comment lines are commands, run in order in one scratch folder per page (with ``examples/``
 linked in) and each must exit 0. ``louder`` (or ``.venv/bin/louder``) is this checkout's louder (a plain
-``louder`` command runs in this process, the others in bash). A ``louder`` command that calls models runs
+``louder`` command runs in this process, the others in bash; in ``louder … || B`` the louder part runs here and B
+in bash, with ``$?`` its exit code). A ``louder`` command that calls models runs
 on ``fake:seed=1``: a ``--model/-m`` naming any other model is swapped for it, and ``run``/``probe``/``batch``
 commands that name none get it (a ``--dry-run`` calls none: it keeps the page's models, and its prices).
 ``louder analyze`` and ``louder report`` that name no ``-B`` get ``-B 2000``, unless the page shows their output.
