@@ -63,26 +63,48 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
 
 def test_openai_path_against_real_llama_cpp_server(llama_server, tmp_path):
     """No json_mode given: the run's preflight negotiates one with the real server (json_schema is refused
-    with a 500 validation body, tests/test_preflight.py's check) and records it."""
+    with a 500 validation body, tests/test_preflight.py's check) and records it.
+
+    Nothing here depends on what SmolLM2 writes. The written-persona condition sends the persona over the
+    OpenAI path, but an agent whose persona fails its checks (SmolLM2 echoes the placeholder or writes two
+    words, issue 23.5) is not asked; in one CI run all of them failed. Under no_persona with the names
+    signal the persona is "A person named …" from the curated lists, no model call, so those agents are
+    always asked. What the server promises, whatever the model
+    writes: every answer that parses carries a decision among the offered labels (the schema's enum is
+    its grammar)."""
     spec = f"openai:smollm2@{llama_server}"
-    cfg = build_config(dict(models=[spec], scenarios=["career_path_selection"], groups=["gender_identity"], agents=2,
-                            concurrency=2))
+    cfg = build_config({"models": [spec], "concurrency": 2,
+                        "simulation": {"scenarios": ["career_path_selection"], "groups": ["gender_female_male"],
+                                       "conditions": ["contextualized", "no_persona"], "signal": ["names"],
+                                       "agents": 1}})
     res = run_experiment(cfg, tmp_path)
     pf = res.manifest["preflight"][spec]["model"]
     assert pf["json_mode"] == "json_object_schema" and pf["json_mode_source"] == "auto"
     d = res.decisions
-    assert len(d) == 6 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert len(d) == 4 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
     assert (d["status"] != "error").all(), d["raw_response"].tolist()
-    # JSON mode on a real server mostly parses: judged on the decisions the model was asked. An agent
-    # whose persona failed its checks (SmolLM2 echoes the placeholder or writes two words, issue 23.5)
-    # is not asked and counts invalid; how many personas fail varies from one server process to the next.
+    assert (d.loc[d["condition"] == "no_persona", "attempts"] > 0).all()
     asked = d[d["attempts"] > 0]
-    assert len(asked) >= 1 and (asked["status"] == "valid").mean() >= 0.5, d[["status", "raw_response"]]
+    parsed = asked["raw_response"].map(_json_object)
+    decided = parsed.map(lambda o: o is not None and "decision" in o)
+    assert decided.any(), asked["raw_response"].tolist()  # the server returned JSON for the schema
+    assert parsed[decided].map(lambda o: o["decision"]).isin(["Astronaut", "Plumber"]).all()
+    valid = d[d["status"] == "valid"]
+    assert valid["decision"].isin(["Astronaut", "Plumber"]).all()
+    assert (valid["target"] == (valid["decision"] == "Astronaut")).all()
     unasked = d[d["attempts"] == 0]
-    assert (unasked["status"] == "invalid").all()
+    assert (unasked["status"] == "invalid").all() and (unasked["condition"] == "contextualized").all()
     assert set(unasked["agent_id"]) <= set(res.personas.loc[res.personas["status"] != "valid", "agent_id"])
-    assert res.manifest["model_calls"] > 0
+    assert res.manifest["model_calls"] == 2 + len(asked)  # two written personas, one call per asked decision
     assert run_experiment(cfg, tmp_path).manifest["model_calls"] == 0
+
+
+def _json_object(text: str) -> dict | None:
+    try:
+        o = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return o if isinstance(o, dict) else None
 
 
 def test_completion_path_against_real_llama_cpp_server(llama_server, tmp_path):
