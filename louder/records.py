@@ -155,6 +155,15 @@ class RunContext:
         return counts
 
     @property
+    def concurrency(self) -> int:
+        """How many items of the run to take on at once: the config's concurrency, or fewer when every model
+        of the run serves fewer calls at once. An in-process model (fake, embedded) serves one: items side by
+        side would only take turns at the interpreter and the cache."""
+        most = max((c.concurrency for s in self.sessions.values() for c in (s.client, s.extractor, s.rewriter)
+                    if c is not None), default=self.config.concurrency)
+        return min(self.config.concurrency, most)
+
+    @property
     def deferred(self) -> bool:
         return self.recorder is not None and len(self.recorder) > 0
 

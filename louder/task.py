@@ -155,7 +155,7 @@ def execute(task: Task, config: ExperimentConfig, out_dir: str | Path, retry_err
                     else:
                         # Items run side by side so small ones never leave call slots idle; the global
                         # in-flight cap still holds, since every call passes the clients' shared semaphore.
-                        results = run_all([lambda k=k: task.run_item(ctx, k, tick) for k in keys], config.concurrency,
+                        results = run_all([lambda k=k: task.run_item(ctx, k, tick) for k in keys], ctx.concurrency,
                                           total, ctx.stop)
                 except (KeyboardInterrupt, Stopped):
                     ctx.stop.set()

@@ -242,7 +242,8 @@ class Client:
         first uncached call (its finished calls stay cached) and goes to the pool. The calling thread
         takes the next item only while the pool has room, so a plan of a million items costs the
         memory of the items in hand, and the first call starts after the first item.
-        ``fn`` must therefore be safe to run again after a ``CacheMiss``.
+        ``fn`` must therefore be safe to run again after a ``CacheMiss``. With a concurrency of one
+        there is no pool: every item runs in the calling thread, once.
         """
         results: list = []
         pool: ThreadPoolExecutor | None = None
@@ -272,7 +273,9 @@ class Client:
                 if failed:
                     break
                 results.append(None)
-                self._local.cache_only = True
+                # One call at a time: the item runs here, asking the model for what is not cached (a
+                # cache-only pass first would only do its cached part twice).
+                self._local.cache_only = self.concurrency > 1
                 try:
                     results[i] = fn(x)
                 except CacheMiss:
@@ -280,13 +283,10 @@ class Client:
                         deferred += 1
                         continue
                     self._local.cache_only = False
-                    if self.concurrency == 1:
-                        results[i] = fn(x)
-                    else:
-                        room.acquire()  # wait while the pool has its hands full
-                        pool = pool or ThreadPoolExecutor(self.concurrency)
-                        futures.append((i, pool.submit(run, x)))
-                        continue
+                    room.acquire()  # wait while the pool has its hands full
+                    pool = pool or ThreadPoolExecutor(self.concurrency)
+                    futures.append((i, pool.submit(run, x)))
+                    continue
                 finally:
                     self._local.cache_only = False
                 if on_done:

@@ -344,4 +344,4 @@ class FakeModel:
 
 register(BackendInfo("fake", lambda model, url, cfg: FakeModel(model), forms=("fake", "fake:seed=N,bias=WORD:P"),
                      can_score=True, local=True, takes_url=False, model_optional=True, reasoning_controls=("fake",),
-                     free_text=False))
+                     free_text=False, concurrency=1))

@@ -473,7 +473,7 @@ def convention_task(config: ExperimentConfig) -> Task:
         from louder.llm.client import run_all
 
         most = max(arm.size for arm, _ in keys)
-        return run_all([lambda k=k: run_item(ctx, k, tick) for k in keys], config.concurrency, most * len(keys),
+        return run_all([lambda k=k: run_item(ctx, k, tick) for k in keys], ctx.concurrency, most * len(keys),
                        ctx.stop)
 
     def tables(ctx, results):

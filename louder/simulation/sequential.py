@@ -211,7 +211,7 @@ def run_waves(design: Design, config: ExperimentConfig, ctx, keys: list, sizes: 
 
     report()
     # cases side by side: enough at once that their waves fill the call slots
-    return run_all([lambda i=i, k=k: one(i, k) for i, k in enumerate(keys)], config.concurrency,
+    return run_all([lambda i=i, k=k: one(i, k) for i, k in enumerate(keys)], ctx.concurrency,
                    max(1, sum(sizes) * seq.wave // B))
 
 
