@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
+from functools import lru_cache
 
 from louder.prompts import Prompts
 
@@ -24,19 +26,40 @@ def echoes_placeholder(text: str, prompts: Prompts) -> bool:
     """Is ``text`` the prompt's own placeholder (whole, in part, or paraphrased closely)? Any ``<…>``
     template text counts (``TEMPLATE_TEXT``); so does a text that contains a placeholder of the persona/twin templates
     (``prompts.placeholders``) or is ``placeholder_similarity`` like one (difflib ratio)."""
+    return _echoes(text, tuple(prompts.placeholders), float(prompts.persona_checks["placeholder_similarity"]))
+
+
+# A run reads each persona again for every wording, order and level it decides under: the verdict of a text
+# is kept (a few MB at most), not computed again.
+@lru_cache(maxsize=1 << 14)
+def _echoes(text: str, placeholders: tuple[str, ...], limit: float) -> bool:
     if TEMPLATE_TEXT.search(text):
         return True
-    plain, limit = _plain(text), float(prompts.persona_checks["placeholder_similarity"])
-    for p in map(_plain, prompts.placeholders):
+    plain = _plain(text)
+    for p in map(_plain_placeholder, placeholders):
         if p in plain:
             return True
         if len(plain) <= 2 * len(p):
             # ratio() is bounded above by quick_ratio() and that by real_quick_ratio(): the cheap bounds
             # settle most texts (a persona is not its placeholder) without the full matching
-            m = difflib.SequenceMatcher(None, plain, p)
+            m = _matcher(p)
+            m.set_seq1(plain)
             if m.real_quick_ratio() >= limit and m.quick_ratio() >= limit and m.ratio() >= limit:
                 return True
     return False
+
+
+_plain_placeholder = lru_cache(maxsize=256)(_plain)
+_matchers = threading.local()
+
+
+def _matcher(placeholder: str) -> difflib.SequenceMatcher:
+    """A matcher whose second sequence is ``placeholder``, made once per thread: difflib indexes the second
+    sequence when it is set, the costly part of a comparison with a short text; ``set_seq1`` keeps that index."""
+    made = _matchers.__dict__.setdefault("made", {})
+    if placeholder not in made:
+        made[placeholder] = difflib.SequenceMatcher(None, "", placeholder)
+    return made[placeholder]
 
 
 def text_problem(text, kind: str, prompts: Prompts) -> str | None:

@@ -48,6 +48,35 @@ def test_texts_that_only_look_alike_are_not_placeholders(text):
     assert not echoes_placeholder(text, PROMPTS)
 
 
+def test_the_kept_matchers_give_difflibs_own_ratio_on_every_text():
+    """The check keeps one matcher per placeholder and its verdicts per text (louder.text_checks): on texts
+    near each placeholder, half-way and far (each checked twice), the verdict is the one a fresh
+    ``difflib.SequenceMatcher`` gives."""
+    import difflib
+    import random
+
+    from louder.text_checks import TEMPLATE_TEXT, _plain
+
+    limit = float(PROMPTS.persona_checks["placeholder_similarity"])
+
+    def fresh(text):
+        plain = _plain(text)
+        return bool(TEMPLATE_TEXT.search(text)) or any(
+            p in plain or (len(plain) <= 2 * len(p) and difflib.SequenceMatcher(None, plain, p).ratio() >= limit)
+            for p in map(_plain, PROMPTS.placeholders))
+
+    rng = random.Random(0)
+    texts = []
+    for p in PROMPTS.placeholders:
+        words = p.split()
+        for k in range(len(words) + 1):  # drop k words, swap one for another placeholder's
+            kept = [w for i, w in enumerate(words) if i not in rng.sample(range(len(words)), k)]
+            texts.append(" ".join(kept + [rng.choice(["Dana", "likes", "maps", "nurse"])]))
+    assert sum(map(fresh, texts)) not in (0, len(texts))  # both verdicts occur
+    for text in texts + texts:
+        assert echoes_placeholder(text, PROMPTS) == fresh(text), text
+
+
 @pytest.mark.parametrize("text,kind,why", [
     ("", "persona", "empty persona"), ("   ", "name", "empty name"), (None, "persona", "empty persona"),
     ("Mentor and Dreamer", "persona", "persona too short: 3 words < 5"),  # SmolLM2, the demo run
