@@ -26,16 +26,20 @@ def fit_titles(fig: Figure) -> Figure:
     """Wrap every axes title wider than the figure (a long model spec in a narrow figure) onto more lines,
     so that the picture shows it whole instead of cutting it at the edges; then fix the layout.
 
-    Each pass lays the figure out (constrained layout) without rendering it (``draw_without_rendering``:
-    text measured, nothing drawn) and narrows the titles that stick out. The layout of the last pass is
+    Each pass lays the figure out (its layout engine, constrained layout: what a draw does first, without
+    drawing every artist after it) and narrows the titles that stick out. The layout of the last pass is
     the figure's: the layout engine is then set to none, so that saving the figure draws it once
     instead of laying it out again (constrained layout is most of a figure's time)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)  # the renderer the text is measured with
     width = fig.bbox.width
+    engine = fig.get_layout_engine()
     for _ in range(8):
-        fig.draw_without_rendering()
+        if engine is not None and fig.axes:
+            engine.execute(fig)  # the axes' positions; a title's width and its axes' centre need nothing else
+        else:
+            fig.draw_without_rendering()
         renderer = canvas.get_renderer()
         wide = [(t, t.get_window_extent(renderer)) for ax in fig.axes for t in (ax.title, ax._left_title,
                                                                                  ax._right_title) if t.get_text()]
