@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 
 import httpx
-import openai
 
 
 # Environment variables that hold a provider's key (openai:, langchain: specs); their values never reach a log.
@@ -43,7 +43,14 @@ NAMED = {400: "http_400_invalid_request", 401: "http_401_unauthorized", 403: "ht
 # What a client raises reading a response that is not of the API's shape: an empty `choices` list,
 # a body that is not JSON or not an object. Both clients label it `bad_response` (LangChain raises
 # these from the openai SDK; the lean client's parser returns the label itself).
-BAD_RESPONSE = (IndexError, KeyError, TypeError, json.JSONDecodeError, openai.APIResponseValidationError)
+BAD_RESPONSE = (IndexError, KeyError, TypeError, json.JSONDecodeError)
+
+
+def _openai(*names: str) -> tuple[type[BaseException], ...]:
+    """The openai SDK's exception classes ``names``, or none: an exception of the SDK can only come from an
+    SDK that is imported already, and importing it here would cost every `louder` command most of a second."""
+    sdk = sys.modules.get("openai")
+    return tuple(getattr(sdk, n) for n in names) if sdk is not None else ()
 TRANSIENT = {"timeout", "connection", "http_408_timeout", "http_409_conflict", "http_429_rate_limited", "http_5xx"}
 
 
@@ -65,11 +72,12 @@ def classify_failure(status: int | None, body: str = "", exc: BaseException | No
     5xx; everything else, including a 5xx whose body is a request-validation error, is not.
     """
     if status is None:
-        if isinstance(exc, (TimeoutError, httpx.TimeoutException, openai.APITimeoutError)):
+        if isinstance(exc, (TimeoutError, httpx.TimeoutException, *_openai("APITimeoutError"))):
             return Failure("timeout", True)
-        if isinstance(exc, (ConnectionError, httpx.TransportError, openai.APIConnectionError)):
+        if isinstance(exc, (ConnectionError, httpx.TransportError, *_openai("APIConnectionError"))):
             return Failure("connection", True)
-        if isinstance(exc, BAD_RESPONSE) or (isinstance(exc, ValueError) and "response" in str(exc).lower()):
+        if isinstance(exc, (*BAD_RESPONSE, *_openai("APIResponseValidationError"))) or (
+                isinstance(exc, ValueError) and "response" in str(exc).lower()):
             return Failure("bad_response", False)  # an answer came, but not of the API's shape (empty choices, …)
         return Failure("other", False)
     if status == 429 and "insufficient_quota" in body:

@@ -6,10 +6,10 @@ import time
 from typing import Callable, TypeVar
 
 # Imported here, at import time: a first import of httpx from several worker threads at once
-# leaves openai seeing a partially initialised module.
+# leaves openai seeing a partially initialised module. (openai itself is imported where a backend
+# that uses it is built, in the calling thread: louder.llm.remote; every `louder` command importing it
+# here paid most of a second for it.)
 import httpx  # noqa: F401
-import openai  # noqa: F401
-
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from louder.llm.base import Reply

@@ -4,15 +4,17 @@ are 0..n−1 (node i carries the i-th agent of the agents table, ordered by ``ag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 from pydantic import Field
 
 from louder.errors import LouderError
 from louder.sections import Section
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Allowed parameters per generator: name -> required? (n defaults to the number of agents).
 PARAMS: dict[str, dict[str, bool]] = {
@@ -59,6 +61,8 @@ def build_graph(config: NetworkConfig, agents: pd.DataFrame | None = None) -> nx
     """The graph of ``config``, relabelled to 0..n−1 (Mesa's Network keys cells by node id, and the
     rounds index agents by node, so ids must be contiguous). ``agents`` (one row per agent) fixes n
     and is required by ``homophily_sbm``. Bad parameters raise one-line ``LouderError``s."""
+    import networkx as nx  # here: `louder` reads a network config without building a graph
+
     params = dict(config.params)
     allowed = PARAMS[config.generator]
     for name in params:
@@ -128,6 +132,8 @@ def _homophily_sbm(params: dict, agents: pd.DataFrame | None, seed: int) -> nx.G
     With E = n·d/2 expected edges (d = mean_degree) and w = within: p_in = w·E / Σ_b C(n_b, 2) and
     p_out = (1−w)·E / Σ_{b<b'} n_b·n_b', so a share w of all ties join agents of the same group.
     """
+    import networkx as nx
+
     group = params["group"]
     if agents is None:
         raise _bad("group", "homophily_sbm needs the agents table to know each agent's group")
@@ -157,6 +163,8 @@ def _homophily_sbm(params: dict, agents: pd.DataFrame | None, seed: int) -> nx.G
 def _edge_list(path: str, agents: pd.DataFrame | None) -> nx.Graph:
     """Whitespace-separated node pairs, one edge per line, ``#`` comments. Nodes are sorted (as
     integers when all are) and node i is the i-th agent."""
+    import networkx as nx
+
     p = Path(path)
     if not p.is_file():
         raise _bad("path", f"no file {path}; give the path of an edge-list file")

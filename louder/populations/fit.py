@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2
 
 from louder.errors import LouderError
 from louder.populations.schema import Population
@@ -210,6 +209,8 @@ def fit_diagnostics(population: Population | FittedPopulation, agents: pd.DataFr
     share = (lambda e: e / n if n else float("nan"))  # noqa: E731
     pos = joint.ravel() > 0
     expected = n * joint.ravel()[pos]
+    from scipy.stats import chi2  # here: scipy.stats costs a second to import, and every run imports this module
+
     x2 = float(((counts.ravel()[pos] - expected) ** 2 / expected).sum())
     df = int(pos.sum()) - 1
     return FitDiagnostics(n=n, max_marginal_error=err[1], max_share_error=share(err[1]), max_table_error=err[2],

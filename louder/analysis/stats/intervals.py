@@ -43,8 +43,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
 NAN = float("nan")
 
@@ -127,6 +125,9 @@ def _critical(t: np.ndarray, level: float, df: float | None = None) -> float:
     """c = the level-quantile of max-|t|, never below the pointwise normal quantile — or, when the
     standard errors rest on few units (clusters, agents' p), the Student t quantile with ``df``
     degrees of freedom (∞ below 1 df: one unit says nothing about the spread)."""
+    from scipy.stats import norm  # here: scipy.stats costs a second to import, and `louder` imports this module
+    from scipy.stats import t as student_t
+
     if df is None:
         floor = float(norm.ppf((1 + level) / 2))
     else:
@@ -214,6 +215,8 @@ def dpd_p_value(estimates, draws, pair_variance, draw_pair_variance, floor=None)
     ok = ~np.isnan(b.t).all(axis=1)
     m = np.nanmax(b.t[ok], axis=1) if ok.any() else np.zeros(0)
     boot = (1 + np.count_nonzero(m >= T)) / (1 + m.size)
+    from scipy.stats import norm
+
     tail = floor(T) if floor is not None else (0.0 if np.isinf(T) else float(2 * norm.sf(T)))
     return float(min(1.0, max(tail, boot)))
 
