@@ -139,14 +139,16 @@ def build(base: Path, only: list[str] | None = None) -> dict[str, dict]:
     """Make every reference run under ``base`` (those of ``only``), analyse it with each of its settings
     and snapshot each analysis: {run/label: {"csv": {name: text}, "console": text, "report": {h2: html}}}.
 
-    The reports' figures are drawn — laid out and drawn on matplotlib's null renderer
-    (``draw_without_rendering``), so a figure that fails to draw fails the build — but not written as SVG:
-    the snapshot replaces every picture by ``IMG`` and keeps only its size, which is the figure's
-    (``html._size`` reads it from the SVG's header, written here alone). Writing the pictures was 40 % of
-    the build's time; tests/test_report_layout.py and the other report tests write real ones."""
+    The reports' figures are drawn on matplotlib's null renderer (``draw_without_rendering``), so a figure
+    that fails to draw fails the build, but neither laid out nor written as SVG: the snapshot replaces every
+    picture by ``IMG`` and keeps only its size, which is the figure's (``html._size`` reads it from the
+    SVG's header, written here alone). Writing the pictures was 40 % of the build's time, and constrained
+    layout two thirds of what was left; tests/test_report_layout.py and the other report tests lay out
+    and write real ones."""
     from louder.analysis.report import html
 
     def drawn(fig) -> bytes:
+        fig.set_layout_engine("none")
         fig.draw_without_rendering()
         width, height = fig.get_size_inches() * 72
         return f'<svg width="{width}pt" height="{height}pt"></svg>'.encode()

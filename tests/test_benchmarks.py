@@ -136,11 +136,11 @@ def test_p6_quick_on_a_small_synthetic_run(bench, monkeypatch, tmp_path):
     monkeypatch.setattr(analyze_100k, "synthetic_run", functools.partial(
         analyze_100k.synthetic_run, agents=20, scenarios=("emergency_response",)))
     p6, cached, score = bench.p6_analysis(tmp_path, quick=True)
-    assert (p6.key, p6.values["runs"], p6.values["cases"]) == ("P6", 3, 9)
+    assert (p6.key, p6.values["runs"], p6.values["cases"]) == ("P6", 2, 9)
     assert score.key == "P6 score" and score.values["runs"] == 1
     assert cached.key == "P6 cached" and cached.values["cold_s"] == p6.values["seconds"] > 0
     # cold: every run analysed a fresh copy of the decisions; the folder they were copied from stays bare
-    for key, runs in (("P6", 3), ("P6_score", 1)):
+    for key, runs in (("P6", 2), ("P6_score", 1)):
         assert sorted(f.name for f in (tmp_path / key / "data").iterdir()) == ["decisions.parquet"]
         assert all((tmp_path / key / f"cold{i + 1}" / "analysis.json").is_file() for i in range(runs))
     # score mode: the probability DPD is filled in
