@@ -69,9 +69,8 @@ def test_openai_path_against_real_llama_cpp_server(llama_server, tmp_path):
     OpenAI path, but an agent whose persona fails its checks (SmolLM2 echoes the placeholder or writes two
     words, issue 23.5) is not asked; in one CI run all of them failed. Under no_persona with the names
     signal the persona is "A person named …" from the curated lists, no model call, so those agents are
-    always asked. What the server promises, whatever the model
-    writes: every answer that parses carries a decision among the offered labels (the schema's enum is
-    its grammar)."""
+    always asked. What the server promises, whatever the model writes: every answer that parses carries a
+    decision among the offered labels (the schema's enum is its grammar)."""
     spec = f"openai:smollm2@{llama_server}"
     cfg = build_config({"models": [spec], "concurrency": 2,
                         "simulation": {"scenarios": ["career_path_selection"], "groups": ["gender_female_male"],

@@ -69,8 +69,9 @@ def test_the_kept_matchers_give_difflibs_own_ratio_on_every_text():
     texts = []
     for p in PROMPTS.placeholders:
         words = p.split()
-        for k in range(len(words) + 1):  # drop k words, swap one for another placeholder's
-            kept = [w for i, w in enumerate(words) if i not in rng.sample(range(len(words)), k)]
+        for k in range(len(words) + 1):  # drop k of its words at random and add a word of a persona
+            dropped = set(rng.sample(range(len(words)), k))
+            kept = [w for i, w in enumerate(words) if i not in dropped]
             texts.append(" ".join(kept + [rng.choice(["Dana", "likes", "maps", "nurse"])]))
     assert sum(map(fresh, texts)) not in (0, len(texts))  # both verdicts occur
     for text in texts + texts:
