@@ -14,6 +14,12 @@ export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # Its wheel holds no Python extension (llama.cpp's libraries, loaded with ctypes: tagged py3-none), so it
 # is built once into WHEELS and every venv, on any Python, installs it from there (pip's own cache
 # keeps a build per Python).
+# The ~200 packages of louder and its test extra are installed by uv (from PyPI, into this venv): it fetches
+# and unpacks them in parallel, ~20 s where pip took ~2 min (CI sets up twice). It installs the same versions
+# (the constraints pin them) but reads neither pip's configuration (behind a private index, set
+# UV_INDEX_URL as you set pip's) nor pip's cache, and builds a source release again whenever the index
+# answers anew: so pip builds what comes as source on some Pythons (humanleague on 3.11) into WHEELS too,
+# where its cache keeps the build.
 WHEELS ?= .wheels
 
 .PHONY: setup demo test test-fast bench docs docs-serve constraints clean
@@ -22,14 +28,17 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade $(PIN) pip
 	mkdir -p $(WHEELS)
-	$(PY) -m pip wheel --quiet $(PIN) --no-deps --find-links $(WHEELS) --wheel-dir $(WHEELS) llama-cpp-python
-	$(PY) -m pip install --quiet $(PIN) --find-links $(WHEELS) -e ".[test]"
+	$(PY) -m pip wheel --quiet $(PIN) --no-deps --find-links $(WHEELS) --wheel-dir $(WHEELS) llama-cpp-python humanleague
+	$(PY) -m pip install --quiet $(PIN) uv
+	$(VENV)/bin/uv pip install --quiet --python $(PY) $(PIN) --find-links $(WHEELS) -e ".[test]"
 	touch $@
 
 setup: $(VENV)/.installed
 
+# PYTHONDONTWRITEBYTECODE emptied (as for the suite, below): uv installs without compiling, so the first run
+# writes the venv's bytecode, and a machine that sets the variable would otherwise compile it at every start.
 demo: setup
-	$(VENV)/bin/louder demo
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/louder demo
 
 # The suite runs on every core (pytest-xdist): its tests are independent, and the embedded model's
 # threads sleep while they wait, so two of its runs side by side share the cores. loadfile: a file's
