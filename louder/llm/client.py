@@ -323,7 +323,9 @@ def run_all(tasks: list[Callable[[], R]], concurrency: int, n_items: int,
     the run is interrupted, ``stop`` (the clients' shared event) is set, so the others stop too."""
     tasks = [_deferrable(t) for t in tasks]
     per_task = max(1, n_items // max(1, len(tasks)))
-    workers = min(len(tasks), 1 + -(-concurrency // per_task))
+    # one more than the slots need, so a finishing task's slots are taken at once; with one slot (an
+    # in-process model) one at a time: a second thread would only take turns at the GIL and the cache's lock
+    workers = min(len(tasks), 1 + -(-concurrency // per_task)) if concurrency > 1 else 1
     if workers <= 1 or len(tasks) <= 1:
         return [t() for t in tasks]
     pool = ThreadPoolExecutor(workers)
