@@ -104,3 +104,27 @@ def test_map_stops_at_the_first_failure_and_keeps_what_arrived(tmp_path):
         client.map(client.call, (req(replicate=f"r{i}") for i in range(10_000)))
     assert client.model_calls < 100  # it did not go on through the rest of the plan
     assert len(client.cache) == client.model_calls  # every answer that arrived is cached
+
+
+def test_a_cache_key_is_the_hash_of_the_whole_key_as_before():
+    """``cache_key`` splices the request's rendering (made once, ``Request.key_json``) into the key's JSON:
+    the key must stay the hash of the whole rendering, or every cache written before would miss. The fake
+    model's draws are spliced the same way and must stay the draws of the whole rendering."""
+    import random
+
+    from pydantic import BaseModel
+
+    from louder.llm.base import stable_hash
+    from louder.llm.fake import FakeModel
+
+    class Answer(BaseModel):
+        decision: str
+        why: str
+
+    identity = {"model": "m", "seed": 1, "options": {"b": [1, 2.5, None], "a": "é"}}
+    for r in (Request(messages=(("system", 'Sé ✓ "q"'), ("user", "x\ny")), schema=Answer, seed=3, replicate="a",
+                      reasoning="high"),
+              Request(prompt="p", temperature=0.7), Request(messages=(("user", "hi"),))):
+        assert cache_key(identity, r) == stable_hash({"model": identity, "request": r.key_material()})
+        draw = FakeModel("seed=5")._rng(r, "noise", "prefix", "c1").random()
+        assert draw == random.Random(stable_hash([5, r.key_material(), "noise", "prefix", "c1"])).random()

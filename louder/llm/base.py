@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -41,6 +41,12 @@ class Request:
 
     def schema_json(self) -> dict | None:
         return _schema_json(self.schema) if self.schema else None
+
+    @cached_property
+    def key_json(self) -> str:
+        """``canonical_json(key_material())``, made once per request: its cache key and the fake model's
+        draws both hash it, and rendering it was a tenth of a fake-model run."""
+        return canonical_json(self.key_material())
 
     def key_material(self) -> dict:
         """Everything that determines the answer, for the cache key."""
@@ -119,9 +125,21 @@ def _schema_json(schema: type[BaseModel]) -> dict:
     return schema.model_json_schema()
 
 
+def canonical_json(obj) -> str:
+    """The JSON that ``stable_hash`` hashes: keys sorted, default separators. It nests: the rendering of
+    a list or a dict is its items' renderings joined (``"[" + ", ".join(...) + "]"``, and for a dict
+    ``'"key": ' + ...`` in key order), so a part rendered once can be spliced into a larger one."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+
+def hash_json(text: str) -> str:
+    """sha256 (hex) of a canonical JSON text."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def stable_hash(obj) -> str:
     """sha256 of a canonical JSON rendering."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hash_json(canonical_json(obj))
 
 
 def stable_seed(*parts) -> int:

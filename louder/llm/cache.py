@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from louder.errors import LouderError
-from louder.llm.base import Reply, Request, stable_hash
+from louder.llm.base import Reply, Request, canonical_json, hash_json
 
 COLUMNS = ("key", "reply", "is_error")
 # The JSON shape of a stored reply, field → the JSON types it may have (None: the field may be absent).
@@ -72,7 +72,9 @@ def readable_reply(text) -> Reply | None:
 
 
 def cache_key(identity: dict, request: Request) -> str:
-    return stable_hash({"model": identity, "request": request.key_material()})
+    """``stable_hash({"model": identity, "request": request.key_material()})``, with the request's
+    rendering made once (``Request.key_json``)."""
+    return hash_json(f'{{"model": {canonical_json(identity)}, "request": {request.key_json}}}')
 
 
 class CacheDamaged(LouderError):

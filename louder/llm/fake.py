@@ -84,7 +84,7 @@ from importlib import resources
 import yaml
 
 from louder.errors import LouderError
-from louder.llm.base import Reply, Request, stable_hash
+from louder.llm.base import Reply, Request, canonical_json, hash_json
 from louder.llm.registry import BackendInfo, register
 from louder.llm.thinking import LEVELS
 
@@ -202,7 +202,9 @@ class FakeModel:
         return {"backend": "fake", "model": self.options or "default"}
 
     def _rng(self, request: Request, *extra) -> random.Random:
-        return random.Random(stable_hash([self.seed, request.key_material(), *extra]))
+        # stable_hash([self.seed, request.key_material(), *extra]), the request rendered once
+        parts = [canonical_json(self.seed), request.key_json, *map(canonical_json, extra)]
+        return random.Random(hash_json(f"[{', '.join(parts)}]"))
 
     def _hits(self, request: Request, gated: bool = True, words: dict[str, float] | None = None) -> dict[str, float]:
         """The bias words in the request's prompt (when ``gated``, none unless the ``only`` word is there too,
