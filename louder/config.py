@@ -141,9 +141,9 @@ class ExperimentConfig(BaseModel):
         for name, share in self.mix.items():
             if name not in labels:
                 raise ValueError(f"mix: {name!r} is not a model of the run{_did_you_mean(name, labels)}; give a share "
-                                 f"to each of models: {', '.join(labels)} (or add {name} to models)")
+                                 f"to each of models: {', '.join(labels)} (or add {name!r} to models)")
             if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
-                raise ValueError(f"mix: {name}: {share!r} is not a share; give a number above 0 and at most 1")
+                raise ValueError(f"mix: {name!r}: {share!r} is not a share; give a number above 0 and at most 1")
         left = [m for m in labels if m not in self.mix]
         if left:
             raise ValueError(f"mix: model {left[0]} has no share; give every model of `models` a share (adding up "

@@ -4,7 +4,7 @@ never a traceback."""
 import itertools
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from louder.analysis.stats.directions import load_predictions
@@ -26,6 +26,8 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 @SETTINGS
 @given(config_docs)
+@example({"mix": {"\r": False}})  # a name printed as it was broke the line (found by a fresh clone's draws)
+@example({"mix": {"a\nb": 0.5, "embedded": "\n"}})
 def test_any_config_document_is_valid_or_one_clear_error(doc):
     try:
         build_config(doc)
