@@ -17,9 +17,10 @@ export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # The ~200 packages of louder and its test extra are installed by uv (from PyPI, into this venv): it fetches
 # and unpacks them in parallel, ~20 s where pip took ~2 min (CI sets up twice). It installs the same versions
 # (the constraints pin them) but reads neither pip's configuration (behind a private index, set
-# UV_INDEX_URL as you set pip's) nor pip's cache, and builds a source release again whenever the index
-# answers anew: so pip builds what comes as source on some Pythons (humanleague on 3.11) into WHEELS too,
-# where its cache keeps the build.
+# UV_INDEX_URL as you set pip's; --native-tls: it trusts the system's certificates, as pip set to them does)
+# nor pip's cache, and builds a source release again whenever the index answers anew: so pip builds what
+# comes as source on some Pythons (humanleague on 3.11) into WHEELS too, where its cache keeps the build.
+# Where uv fails, pip installs as before.
 WHEELS ?= .wheels
 
 .PHONY: setup demo test test-fast bench docs docs-serve constraints clean
@@ -29,8 +30,10 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PY) -m pip install --quiet --upgrade $(PIN) pip
 	mkdir -p $(WHEELS)
 	$(PY) -m pip wheel --quiet $(PIN) --no-deps --find-links $(WHEELS) --wheel-dir $(WHEELS) llama-cpp-python humanleague
-	$(PY) -m pip install --quiet $(PIN) uv
-	$(VENV)/bin/uv pip install --quiet --python $(PY) $(PIN) --find-links $(WHEELS) -e ".[test]"
+	{ $(PY) -m pip install --quiet $(PIN) uv \
+	  && $(VENV)/bin/uv pip install --quiet --native-tls --python $(PY) $(PIN) --find-links $(WHEELS) -e ".[test]"; } \
+	|| { echo "uv could not install (above): pip installs instead (~2 min)"; \
+	     $(PY) -m pip install --quiet $(PIN) --find-links $(WHEELS) -e ".[test]"; }
 	touch $@
 
 setup: $(VENV)/.installed
