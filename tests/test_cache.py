@@ -126,5 +126,8 @@ def test_a_cache_key_is_the_hash_of_the_whole_key_as_before():
                       reasoning="high"),
               Request(prompt="p", temperature=0.7), Request(messages=(("user", "hi"),))):
         assert cache_key(identity, r) == stable_hash({"model": identity, "request": r.key_material()})
+        score = {"prefix": '{"decision": "', "choices": ["Évacuer", "Stay"]}
+        assert cache_key(identity, r, score) == stable_hash({"model": identity, "request": r.key_material(),
+                                                             "score": score})
         draw = FakeModel("seed=5")._rng(r, "noise", "prefix", "c1").random()
         assert draw == random.Random(stable_hash([5, r.key_material(), "noise", "prefix", "c1"])).random()

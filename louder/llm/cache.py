@@ -71,10 +71,14 @@ def readable_reply(text) -> Reply | None:
     return Reply.from_json(text)
 
 
-def cache_key(identity: dict, request: Request) -> str:
-    """``stable_hash({"model": identity, "request": request.key_material()})``, with the request's
-    rendering made once (``Request.key_json``)."""
-    return hash_json(f'{{"model": {canonical_json(identity)}, "request": {request.key_json}}}')
+def cache_key(identity: dict, request: Request, score: dict | None = None) -> str:
+    """``stable_hash({"model": identity, "request": request.key_material()})``, and ``"score": score`` too
+    for a scored call (its prefix and choices), with the request's rendering made once
+    (``Request.key_json``) and the keys in stable_hash's (sorted) order."""
+    text = f'{{"model": {canonical_json(identity)}, "request": {request.key_json}'
+    if score is not None:
+        text += f', "score": {canonical_json(score)}'
+    return hash_json(text + "}")
 
 
 class CacheDamaged(LouderError):

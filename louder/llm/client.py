@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterable, TypeVar
 
 from louder.errors import LouderError
-from louder.llm.base import LanguageModel, Reply, Request, stable_hash
+from louder.llm.base import LanguageModel, Reply, Request
 from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
 from louder.llm.errors import fix_for, is_transient_cause, redact
@@ -193,8 +193,7 @@ class Client:
 
     def score(self, request: Request, prefix: str, choices: list[str]) -> Reply:
         """``backend.score`` through the same cache, limits and counters as ``call``."""
-        key = stable_hash({"model": self._key_identity(request), "request": request.key_material(),
-                           "score": {"prefix": prefix, "choices": list(choices)}})
+        key = cache_key(self._key_identity(request), request, {"prefix": prefix, "choices": list(choices)})
         return self._cached(key, request, lambda: self.backend.score(request, prefix, choices),
                             (prefix, tuple(choices)))
 
