@@ -131,7 +131,7 @@ def test_cases_sharing_a_key_share_one_mdd():
     cases = C.implicit_cases(a, B=500)
     mdd = cases.set_index("scenario")["mdd"]
     assert mdd["s1"] == mdd["s2"] and mdd["s1"] != mdd["s3"]
-    assert P._mdd.cache_info().misses == 2 and P._mdd.cache_info().hits == 1
+    assert P._mdd.cache_info().misses == 2  # one computation per distinct key
     assert P.minimum_detectable_dpd([80, 90, 100], 135 / 270) == mdd["s1"]
 
 

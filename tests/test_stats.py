@@ -217,3 +217,45 @@ def test_results_are_frozen_dataclasses_that_still_read_like_before():
     assert (ci.low, ci.high) == (lo, hi) and lo <= t.dpd <= hi
     d = S.dpd_difference_interval([20, 20], [5, 15], [20, 20], [10, 10], B=500)
     assert d.estimate == pytest.approx(0.5) and tuple(d) == (d.estimate, d.low, d.high)
+
+
+def test_the_distributions_are_scipy_stats_own_values():
+    """``stats.distributions`` (scipy.special, so that an analysis need not import scipy.stats) gives what
+    scipy.stats' norm, t and chi2 give, at the edges too."""
+    from scipy.stats import chi2, norm, t
+
+    from louder.analysis.stats import distributions as dist
+
+    q = np.array([0.0, 1e-12, 0.025, 0.5, 0.8, 0.975, 1 - 1e-9, 1.0])
+    x = np.array([-40.0, -3.0, 0.0, 0.5, 1.96, 8.0, 39.0])
+    np.testing.assert_array_equal(dist.normal_quantile(q), norm.ppf(q))
+    np.testing.assert_array_equal(dist.normal_sf(x), norm.sf(x))
+    for level in (0.5, 0.9, 0.95, 0.99):
+        assert dist.z(level) == norm.ppf((1 + level) / 2)
+    for df in (1, 1.7, 4, 30, 1e6, np.inf):
+        np.testing.assert_array_equal(dist.t_quantile(q, df), t.ppf(q, df))
+        np.testing.assert_array_equal(dist.t_sf(x, df), t.sf(x, df))
+        assert dist.t_quantile(0.975, df) == t.ppf(0.975, df)  # a float for a float
+    for df in (1, 2, 7.5, 40):
+        np.testing.assert_array_equal(dist.chi2_sf(np.abs(x), df), chi2.sf(np.abs(x), df))
+
+
+def test_welch_equals_scipy_ttest_ind():
+    """Welch's test (closed form, ``stats.welch``) against scipy's ``ttest_ind(equal_var=False)`` on random
+    samples of unequal sizes and spreads, ties included; NaN where the test is undefined."""
+    import warnings
+
+    from scipy.stats import ttest_ind
+
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        a = rng.normal(0, rng.uniform(0.1, 3), rng.integers(2, 40))
+        b = rng.normal(rng.normal(0, 0.5), rng.uniform(0.1, 3), rng.integers(2, 40))
+        if seed % 10 == 0:
+            a, b = np.round(a), np.round(b)
+        got = stats.welch(a, b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = ttest_ind(a, b, equal_var=False)
+        np.testing.assert_allclose([got.t, got.df, got.p_value], [ref.statistic, ref.df, ref.pvalue], rtol=1e-12)
+    assert np.isnan(stats.welch([1.0], [1.0, 2.0]).t) and np.isnan(stats.welch([1.0, 1.0], [2.0, 2.0]).p_value)

@@ -20,6 +20,7 @@ from louder.analysis.stats.core import (  # noqa: F401  (the package's face: eve
     dpd,
     dpd_confidence_interval,
     dpd_difference_interval,
+    each_case,
     explicit_dpd,
     explicit_dpd_confidence_interval,
     explicit_parity_bootstrap,

@@ -91,8 +91,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import dpd, named_seed, wilson
 from louder.analysis.stats import intervals as I
 from louder.analysis.stats.keys import CASE_KEYS
@@ -147,7 +147,7 @@ def _rate_interval(x: np.ndarray, w: np.ndarray, level: float) -> tuple[float, f
     if _binary(x):
         lo, hi = wilson(r, float(w.sum() ** 2 / (w * w).sum()), level)
         return r, min(lo, r), max(hi, r)  # (Wilson's bound at r = 0 or 1 can miss it by a rounding error)
-    z = float(norm.ppf((1 + level) / 2))
+    z = dist.z(level)
     wn = _normalised(w)
     se = float(np.sqrt((wn * x).var() / x.size))
     return r, r - z * se, r + z * se
@@ -168,7 +168,7 @@ def ppi_rate(Y, Yhat, Yhat_unlabeled, w=None, w_unlabeled=None, level: float = 0
     theta = float(np.squeeze(ppi_mean_pointestimate(Y, Yh, Yu, lam=lam, w=w, w_unlabeled=wu)))
     lo, hi = (float(np.squeeze(v)) for v in ppi_mean_ci(Y, Yh, Yu, alpha=1 - level, lam=lam, w=w, w_unlabeled=wu))
     m = float(w.sum() ** 2 / (w * w).sum())
-    z = float(norm.ppf((1 + level) / 2))
+    z = dist.z(level)
     se_ppi = (hi - lo) / (2 * z)
     var_classical = float((_normalised(w) * Y).var() / Y.size)
     n_eff = m * var_classical / se_ppi**2 if se_ppi > 0 and var_classical > 0 else NAN

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from louder.analysis.stats import Interval, TupleLike
 from louder.analysis.stats.keys import is_valid
@@ -43,10 +42,12 @@ class OneSample(TupleLike):
 
 def one_sample(x, null: float) -> OneSample:
     """t = (x̄ − null) / (s / √n), two-sided p (scipy). NaN for fewer than two values or no variance."""
+    from scipy.stats import ttest_1samp  # here: scipy.stats takes ~0.7 s to import (distributions.py)
+
     x = np.asarray(x, dtype=float)
     if x.size < 2 or np.allclose(x, x[0]):
         return OneSample(float("nan"), float("nan"))
-    r = sps.ttest_1samp(x, null)
+    r = ttest_1samp(x, null)
     return OneSample(float(r.statistic), float(r.pvalue))
 
 

@@ -31,18 +31,23 @@ CASE_COLUMNS = ["kind", *CASE_KEYS, "dpd", "threshold", "p_value", "p_holm", "si
 
 def implicit_cases(attr: pd.DataFrame, B: int = 10_000, seed: int = 0) -> pd.DataFrame:
     """DPD, parity-bootstrap threshold and p, and a 95 % interval for each implicit case."""
-    rows = []
-    for i, (key, g) in enumerate(attr.groupby(CASE_KEYS, sort=True)):
+    def row(case) -> dict:
+        i, (key, g) = case
         n, x = g["n_valid"].to_numpy(), g["n_target"].to_numpy()
         s = stats.substream(seed, i)
         test = stats.parity_bootstrap(n, x, B=B, seed=s)
         lo, hi = stats.dpd_confidence_interval(n, x, B=B, seed=s + 1)
-        row = _case_row("implicit", key, test, lo, hi, g)
-        pooled = x.sum() / n.sum() if n.sum() else float("nan")
-        # the analysis seed, not the case's: cases with the same (n, pooled rate) share one mdd, computed once
-        row["mdd"] = power.minimum_detectable_dpd(n, pooled, seed=seed)
-        row["underpowered"] = bool(not row["mdd"] <= power.UNDERPOWERED)  # NaN (nothing detectable) counts
-        rows.append(row)
+        out = _case_row("implicit", key, test, lo, hi, g)
+        out["_mdd"] = power.mdd_key(n, x.sum() / n.sum() if n.sum() else float("nan"))
+        return out
+
+    rows = stats.each_case(row, enumerate(attr.groupby(CASE_KEYS, sort=True)))
+    # the analysis seed, not the case's: cases with the same (n, pooled rate) share one mdd, computed once
+    keys = list(dict.fromkeys(r["_mdd"] for r in rows if r["_mdd"] is not None))
+    mdd = dict(zip(keys, stats.each_case(lambda k: power.minimum_detectable_dpd(*k, seed=seed), keys)))
+    for r in rows:
+        r["mdd"] = mdd.get(r.pop("_mdd"), float("nan"))
+        r["underpowered"] = bool(not r["mdd"] <= power.UNDERPOWERED)  # NaN (nothing detectable) counts
     return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import substream
 from louder.analysis.stats.keys import ATTRIBUTE_KEYS, CASE_KEYS, valid
 
@@ -55,9 +56,7 @@ def independence(attribute_codes, choice_codes, B: int = 10_000, seed: int = 0) 
     stat, df = float(_chi2(counts)), int((k - 1) * (m - 1))
     expected = counts.sum(1, keepdims=True) * counts.sum(0, keepdims=True) / counts.sum()
     if expected.min() >= 5:
-        from scipy.stats import chi2
-
-        return Independence(stat, df, float(chi2.sf(stat, df)), "chi-square")
+        return Independence(stat, df, float(dist.chi2_sf(stat, df)), "chi-square")
     rng = np.random.default_rng(seed)
     rows = max(1, 1_000_000 // c.size)  # chunks: the same shuffles in the same order, in cache and bounded memory
     draws = np.concatenate([_shuffled_chi2(a, rng.permuted(np.broadcast_to(c, (min(rows, B - i), c.size)), axis=1),

@@ -71,10 +71,9 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
 from louder.analysis import stats
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import intervals as I
 from louder.analysis.stats.keys import CASE_KEYS, is_valid
 from louder.analysis.stats.power import UNDERPOWERED
@@ -215,8 +214,8 @@ class Terms:
         if np.isinf(c):
             floor = 0.0
         else:
-            floor = float(2 * norm.sf(c)) if self.df is None else (
-                float(2 * student_t.sf(c, self.df)) if self.df >= 1 else 1.0)
+            floor = float(2 * dist.normal_sf(c)) if self.df is None else (
+                float(2 * dist.t_sf(c, self.df)) if self.df >= 1 else 1.0)
         ok = self.m > -np.inf
         boot = (1 + np.count_nonzero(self.m[ok] >= c)) / (1 + np.count_nonzero(ok))
         return float(min(1.0, max(floor, boot)))
@@ -305,8 +304,8 @@ def trend(means, variances, level: float = 0.95) -> Trend:
     slope = float(w @ ((x - xbar) * (y - ybar)) / sxx)
     se = float(1 / np.sqrt(sxx))
     z = slope / se
-    q = float(norm.ppf((1 + level) / 2))
-    return Trend(slope, se, slope - q * se, slope + q * se, float(z), float(2 * norm.sf(abs(z))))
+    q = dist.z(level)
+    return Trend(slope, se, slope - q * se, slope + q * se, float(z), float(2 * dist.normal_sf(abs(z))))
 
 
 # --- the tables ------------------------------------------------------------------------------------

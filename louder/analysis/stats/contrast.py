@@ -122,9 +122,11 @@ def ablation(cases: pd.DataFrame, attr: pd.DataFrame, B: int = 10_000, seed: int
     # each case's attribute rows, split once (not one comparison of every row per case and condition)
     cells = dict(list(attr.groupby(["model", "scenario", "group", "condition"], sort=False)))
     none = attr.iloc[:0]
-    rows = []
-    for i, (key, g) in enumerate(imp.groupby(["model", "scenario", "group"], sort=True)):
+
+    def group_rows(item) -> list[dict]:
+        i, (key, g) = item
         ref = cells.get((*key, "contextualized"), none)
+        out = []
         for _, c in g.iterrows():
             diff = (np.nan, np.nan, np.nan)
             if len(ref) and c["condition"] != "contextualized":
@@ -133,8 +135,12 @@ def ablation(cases: pd.DataFrame, attr: pd.DataFrame, B: int = 10_000, seed: int
                 o = other.loc[r.index]
                 diff = stats.dpd_difference_interval(r["n_valid"], r["n_target"], o["n_valid"], o["n_target"],
                                                      B=B, seed=seed + i)
-            rows.append(dict(model=key[0], scenario=key[1], group=key[2], condition=c["condition"], dpd=c["dpd"],
-                             threshold=c["threshold"], significant=c["significant"], ci_low=c["ci_low"],
-                             ci_high=c["ci_high"], diff_vs_contextualized=diff[0], diff_ci_low=diff[1],
-                             diff_ci_high=diff[2]))
+            out.append(dict(model=key[0], scenario=key[1], group=key[2], condition=c["condition"], dpd=c["dpd"],
+                            threshold=c["threshold"], significant=c["significant"], ci_low=c["ci_low"],
+                            ci_high=c["ci_high"], diff_vs_contextualized=diff[0], diff_ci_low=diff[1],
+                            diff_ci_high=diff[2]))
+        return out
+
+    groups = stats.each_case(group_rows, enumerate(imp.groupby(["model", "scenario", "group"], sort=True)))
+    rows = [r for g in groups for r in g]
     return pd.DataFrame(rows, columns=ABLATION_COLUMNS)

@@ -56,8 +56,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as S
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats.core import ALPHA, NAN, DictLike, holm, wilson
 
 NONE, EMERGES, AMPLIFIES, REVERSES, FOLLOWS, UNDERPOWERED = (
@@ -131,12 +131,14 @@ class Bias(DictLike):
 def _uniform_test(counts: np.ndarray, seed: int, draws: int = 20_000) -> float:
     """H0: the counts are multinomial with equal probabilities. W = 2: the exact binomial test; W > 2:
     the χ² statistic's Monte Carlo p-value (``draws`` multinomial draws; (1 + #{T* ≥ T}) / (1 + draws))."""
+    from scipy.stats import binomtest  # here: scipy.stats takes ~0.7 s to import (distributions.py)
+
     counts = np.asarray(counts, dtype=np.int64)
     n, W = int(counts.sum()), len(counts)
     if n == 0:
         return NAN
     if W == 2:
-        return float(S.binomtest(int(counts[0]), n, 0.5).pvalue)
+        return float(binomtest(int(counts[0]), n, 0.5).pvalue)
     e = n / W
     t = ((counts - e) ** 2 / e).sum()
     sims = np.random.default_rng(seed).multinomial(n, np.full(W, 1 / W), size=draws)
@@ -148,6 +150,8 @@ def collective_bias(prior: np.ndarray, winners: np.ndarray, populations: int, al
                     min_populations: int = 10, min_prior: int = 20, seed: int = 0) -> Bias:
     """``prior``: the count of each option among the empty-memory picks; ``winners``: the count of each
     option among the conventions formed; ``populations``: how many populations played (formed or not)."""
+    from scipy.stats import fisher_exact  # here: scipy.stats takes ~0.7 s to import (distributions.py)
+
     prior, winners = np.asarray(prior, dtype=np.int64), np.asarray(winners, dtype=np.int64)
     n, formed = int(prior.sum()), int(winners.sum())
     fav = int(prior.argmax()) if n else -1
@@ -166,7 +170,7 @@ def collective_bias(prior: np.ndarray, winners: np.ndarray, populations: int, al
     elif not individual:
         verdict = EMERGES if collective else NONE
     else:
-        compare = float(S.fisher_exact([[winners[fav], formed - winners[fav]], [prior[fav], n - prior[fav]]]).pvalue)
+        compare = float(fisher_exact([[winners[fav], formed - winners[fav]], [prior[fav], n - prior[fav]]]).pvalue)
         if compare < alpha and s > pi:
             verdict = AMPLIFIES
         elif compare < alpha and s < pi and top != fav:
@@ -223,10 +227,10 @@ def majority_force(shares: np.ndarray, picks: np.ndarray, clusters: np.ndarray, 
     if fit is None:
         return Force(NAN, NAN, NAN, NAN, n, agents)
     b, se = float(fit.params[-1]), float(fit.bse[-1])
-    z = float(S.norm.ppf(0.5 + level / 2))
+    z = dist.z(level)
     if not np.isfinite(b) or not np.isfinite(se):
         return Force(NAN, NAN, NAN, NAN, n, agents)
-    return Force(b, b - z * se, b + z * se, float(2 * S.norm.sf(abs(b / se))) if se > 0 else NAN, n, agents)
+    return Force(b, b - z * se, b + z * se, float(2 * dist.normal_sf(abs(b / se))) if se > 0 else NAN, n, agents)
 
 
 def _fit(y: np.ndarray, X: np.ndarray, groups: np.ndarray):

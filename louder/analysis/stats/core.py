@@ -6,11 +6,13 @@ the target; its rate is r_a = x_a / n_a.
 
 from __future__ import annotations
 
-import warnings
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import intervals as I
 
 NAN = float("nan")
@@ -102,6 +104,19 @@ def _dpd_rows(rates: np.ndarray) -> np.ndarray:
     """max − min of each row (B × k), reduced over ``I.columns_first`` (faster, the same values)."""
     r = I.columns_first(rates)
     return r.max(axis=0) - r.min(axis=0)
+
+
+def each_case(fn, items) -> list:
+    """``[fn(x) for x in items]``, on up to ``os.cpu_count()`` threads (8 at most): a case's statistics draw
+    from a generator seeded by the case alone, so every result is the same in any order, and numpy's
+    binomial draws and array loops — most of a bootstrap's time — release the GIL (a cold analysis of
+    36 cases at B = 10,000 on 2 cores: ~0.6 s less)."""
+    items = list(items)
+    workers = min(8, os.cpu_count() or 1, len(items))
+    if workers < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def parity_bootstrap(n, x, B: int = 10_000, seed: int = 0, level: float = 0.95) -> ParityTest:
@@ -211,12 +226,10 @@ def wilson(rate, n, level: float = 0.95) -> Interval:
     ``rate`` and ``n`` may be arrays: an ``Interval`` of arrays. NaN where n ≤ 0 or the rate is missing.
     The one Wilson interval of the analysis (statsmodels' ``proportion_confint(x, n, method="wilson")``
     for a count x = r·n: tests/test_stats.py)."""
-    from scipy.stats import norm
-
     r, m = np.asarray(rate, dtype=float), np.asarray(n, dtype=float)
     ok = (m > 0) & np.isfinite(r)
     r, m = np.where(ok, r, 0.5), np.where(ok, m, 1.0)  # (placeholders where there is no interval)
-    z = float(norm.ppf((1 + level) / 2))
+    z = dist.z(level)
     centre = (r + z * z / (2 * m)) / (1 + z * z / m)
     half = z * np.sqrt(r * (1 - r) / m + z * z / (4 * m * m)) / (1 + z * z / m)
     low = np.where(ok, np.clip(centre - half, 0.0, 1.0), np.nan)
@@ -348,18 +361,19 @@ def implicit_explicit_difference(n, x, counts, n_total: int, B: int = 10_000, se
 
 
 def welch(a, b) -> TTest:
-    """Welch's two-sample t-test of mean(a) vs mean(b) (unequal variances, scipy).
+    """Welch's two-sample t-test of mean(a) vs mean(b) (unequal variances).
 
-    t = (ā − b̄) / √(s_a²/n_a + s_b²/n_b), Welch–Satterthwaite degrees of freedom. NaN when either
-    side has fewer than two values or both have zero variance.
+    With v = s²/n per side (s² the sample variance, ddof 1): t = (ā − b̄) / √(v_a + v_b), Welch–Satterthwaite
+    df = (v_a + v_b)² / (v_a²/(n_a − 1) + v_b²/(n_b − 1)), p = 2·P(T_df > |t|) — scipy's
+    ``ttest_ind(a, b, equal_var=False)`` (tests/test_stats.py compares them), computed here so that an
+    analysis need not import scipy.stats (distributions.py). NaN when either side has fewer than two
+    values or both have zero variance.
     """
-    from scipy.stats import ttest_ind
-
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if a.size < 2 or b.size < 2 or (a.var() == 0 and b.var() == 0):
         return TTest(NAN, NAN, NAN)
-    with warnings.catch_warnings():  # scipy warns about near-identical samples; the result stands
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r = ttest_ind(a, b, equal_var=False)
-    return TTest(float(r.statistic), float(r.df), float(r.pvalue))
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    t = (a.mean() - b.mean()) / np.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    return TTest(float(t), float(df), float(2 * dist.t_sf(abs(t), df)))

@@ -50,8 +50,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy.special import logit
-from scipy.stats import norm
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import holm, significant
 from louder.analysis.stats import regression as R
 from louder.analysis.stats.keys import valid
@@ -178,7 +178,7 @@ def discrimination_table(decisions: pd.DataFrame, mode: str = "auto", reference:
     d = valid(decisions, [c for c in decisions.columns if c in used or c.startswith("attr_")])  # narrow: faster groupby
     m = _mode(d, mode)
     attr_cols = [c for c in d.columns if c.startswith("attr_")]
-    z = float(norm.ppf((1 + level) / 2))
+    z = dist.z(level)
     cells = {}
     if m == "sample":  # every fit's counts from one pass over the decisions, split by fit
         fit_keys = [*by, *(attr_cols or ["group", "attribute"])]

@@ -79,8 +79,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import dpd, named_seed, wilson
 from louder.analysis.stats import intervals as I
 from louder.analysis.stats.keys import CASE_KEYS
@@ -166,7 +166,7 @@ def _tv_interval(st: dict, bt: dict, level: float, df: float | None) -> tuple[fl
 def _subgroup(name: str, st: dict, bt: dict, n: int, n_no_answer: int, n_retest: int, level: float,
               df: float | None) -> dict:
     """The row of one subgroup (module docstring)."""
-    z = float(norm.ppf((1 + level) / 2))
+    z = dist.z(level)
     A, kish = float(st["agree"][0]), float(st["kish"][0])
     lo, hi = wilson(A, kish, level)
     R = float(st["retest"][0]) if n_retest else NAN

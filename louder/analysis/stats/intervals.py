@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from louder.analysis.stats import distributions as dist
+
 NAN = float("nan")
 
 
@@ -125,13 +127,10 @@ def _critical(t: np.ndarray, level: float, df: float | None = None) -> float:
     """c = the level-quantile of max-|t|, never below the pointwise normal quantile — or, when the
     standard errors rest on few units (clusters, agents' p), the Student t quantile with ``df``
     degrees of freedom (∞ below 1 df: one unit says nothing about the spread)."""
-    from scipy.stats import norm  # here: scipy.stats costs a second to import, and `louder` imports this module
-    from scipy.stats import t as student_t
-
     if df is None:
-        floor = float(norm.ppf((1 + level) / 2))
+        floor = dist.z(level)
     else:
-        floor = float(student_t.ppf((1 + level) / 2, df)) if df >= 1 else np.inf
+        floor = float(dist.t_quantile((1 + level) / 2, df)) if df >= 1 else np.inf
     return max(floor, _quantile(t, level))
 
 
@@ -215,9 +214,7 @@ def dpd_p_value(estimates, draws, pair_variance, draw_pair_variance, floor=None)
     ok = ~np.isnan(b.t).all(axis=1)
     m = np.nanmax(b.t[ok], axis=1) if ok.any() else np.zeros(0)
     boot = (1 + np.count_nonzero(m >= T)) / (1 + m.size)
-    from scipy.stats import norm
-
-    tail = floor(T) if floor is not None else (0.0 if np.isinf(T) else float(2 * norm.sf(T)))
+    tail = floor(T) if floor is not None else (0.0 if np.isinf(T) else float(2 * dist.normal_sf(T)))
     return float(min(1.0, max(tail, boot)))
 
 

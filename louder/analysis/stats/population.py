@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest, fisher_exact, norm
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import (
     dpd,
     dpd_difference_interval,
@@ -109,6 +109,8 @@ def intersection_table(decisions: pd.DataFrame, group_a: str, group_b: str, min_
     rates, and the regression for effects holding the other groups fixed. Cells below ``min_n`` are shown with ``tested`` False and no p-value. p_bh: the
     Benjamini–Hochberg adjustment across the tested cells; significant ⇔ p_bh < alpha.
     """
+    from scipy.stats import fisher_exact  # here: scipy.stats takes ~0.7 s to import (distributions.py)
+
     d = valid(decisions)
     t = _rate_rows(d, [group_a, group_b])
     n_all, x_all = len(d), int(d["y"].sum())
@@ -168,7 +170,7 @@ def logistic_regression(decisions: pd.DataFrame, groups: list[str], level: float
     fit = R.logit_glm(d["y"].to_numpy(), X, terms)
     if fit.status != "ok":
         return Regression(fit.status, len(d), empty)
-    z = norm.ppf((1 + level) / 2)
+    z = dist.z(level)
     rows = [dict(group=t.factor, attribute=t.level, reference=t.reference, odds_ratio=float(np.exp(b)),
                  lo=float(np.exp(b - z * s)), hi=float(np.exp(b + z * s)), p_value=float(p))
             for t, b, s, p in zip(fit.terms, fit.coef, fit.se, fit.p_value)]
@@ -249,6 +251,8 @@ def twin_flips(twins: pd.DataFrame) -> pd.DataFrame:
     """Per attribute pair (a, b) over complete twin sets: b_ab = #(a chose target, b did not), b_ba the
     reverse; flip_rate = (b_ab + b_ba) / n_sets; exact McNemar p = two-sided binomial test of b_ab out of
     b_ab + b_ba discordant pairs at 1/2 (p = 1 with no discordant pair)."""
+    from scipy.stats import binomtest  # here: scipy.stats takes ~0.7 s to import (distributions.py)
+
     wide = complete_twin_sets(twins)
     rows = []
     attrs = list(wide.columns)

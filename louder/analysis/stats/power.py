@@ -20,6 +20,7 @@ n vector (``NullThresholds``) instead of redrawing the null at every step.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -86,6 +87,7 @@ class NullThresholds:
         # the grid counts drawn so far (sorted) and their quantiles: looked up with searchsorted, not a
         # dict per count (a few hundred counts per call, hundreds of calls per analysis)
         self._grid, self._q = np.empty(0, dtype=np.int64), np.empty(0)
+        self._lock = threading.Lock()  # cases analysed on threads (``stats.each_case``) may share a table
 
     def _theta(self, X) -> np.ndarray:
         return np.arcsin(np.sqrt(np.asarray(X) / self.N))
@@ -100,6 +102,10 @@ class NullThresholds:
         return np.where(exact, X, np.minimum(lower, X)), np.where(exact, X, np.maximum(upper, X))
 
     def __call__(self, totals) -> np.ndarray:
+        with self._lock:
+            return self._thresholds(totals)
+
+    def _thresholds(self, totals) -> np.ndarray:
         X, inverse = np.unique(np.asarray(totals, dtype=np.int64), return_inverse=True)
         lower, upper = self.brackets(X)
         need = np.union1d(lower, upper)
@@ -166,11 +172,18 @@ def minimum_detectable_dpd(n, base: float, target: float = 0.8, alpha: float = 0
     Attributes with n_a = 0 are left out and the rest sorted, so the result depends only on the key
     (sorted n, base, target, α, sims, seed, tol): cases sharing a key share one computation.
     """
+    key = mdd_key(n, base)
+    return float("nan") if key is None else _mdd(*key, target, alpha, sims, seed, tol)
+
+
+def mdd_key(n, base: float) -> tuple[tuple[int, ...], float] | None:
+    """What a case's minimum detectable DPD depends on of the case: its n_a > 0 sorted, and the base rate
+    (None where there is nothing to detect: fewer than two attributes, or no base rate)."""
     n = np.asarray(n, dtype=np.int64)
     n = np.sort(n[n > 0])
     if n.size < 2 or not np.isfinite(base):
-        return float("nan")
-    return _mdd(tuple(n.tolist()), float(base), target, alpha, sims, seed, tol)
+        return None
+    return tuple(n.tolist()), float(base)
 
 
 @lru_cache(maxsize=256)

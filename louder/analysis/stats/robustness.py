@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest, chi2
 
 from louder.analysis import stats
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import intervals as I
 from louder.analysis.stats import keys, power
 from louder.analysis.stats.keys import CASE_KEYS, is_target, is_valid
@@ -179,8 +179,6 @@ def _floor_tail(agents_part: np.ndarray, wording_part: np.ndarray, W: int):
     quantiles, equals T (a root search: c falls as α grows). None — the normal tail — with one
     wording or no wordings' part, where the floor is z."""
     from scipy.optimize import brentq
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     total = agents_part + wording_part
     ok = total > 0
@@ -189,7 +187,7 @@ def _floor_tail(agents_part: np.ndarray, wording_part: np.ndarray, W: int):
     A, X = agents_part[ok] / total[ok], wording_part[ok] / total[ok]
 
     def critical(alpha: float) -> float:
-        z, tw = norm.isf(alpha / 2), student_t.isf(alpha / 2, W - 1)
+        z, tw = -dist.normal_quantile(alpha / 2), -dist.t_quantile(alpha / 2, W - 1)
         return float(np.sqrt((z * z * A + tw * tw * X).max()))
 
     def tail(T: float) -> float:
@@ -209,11 +207,9 @@ def _component_df(agents_part: np.ndarray, wording_part: np.ndarray, W: int, lev
     on W − 1 degrees of freedom however small its estimate happens to be (Satterthwaite's df, which
     trusts that estimate, under-covered with 3 wordings in simulation; docs/robustness.md)."""
     from scipy.optimize import brentq
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     q = (1 + level) / 2
-    z, tw = norm.ppf(q), student_t.ppf(q, W - 1)
+    z, tw = dist.normal_quantile(q), dist.t_quantile(q, W - 1)
     total = agents_part + wording_part
     ok = total > 0
     if not ok.any():
@@ -221,7 +217,7 @@ def _component_df(agents_part: np.ndarray, wording_part: np.ndarray, W: int, lev
     c = float(np.sqrt(((z * z * agents_part + tw * tw * wording_part)[ok] / total[ok]).max()))
     if c <= z * (1 + 1e-9):
         return None
-    return float(brentq(lambda df: student_t.ppf(q, df) - c, W - 1 - 1e-9, 1e7))
+    return float(brentq(lambda df: dist.t_quantile(q, df) - c, W - 1 - 1e-9, 1e7))
 
 
 # --- heterogeneity, stability, the verdict ----------------------------------------------------
@@ -265,7 +261,7 @@ def heterogeneity_p(x, n) -> float:
                 stat = float(fit.deviance)
         except Exception:  # noqa: BLE001 — a fit that fails says nothing; no p-value rather than a wrong one
             return float("nan")
-    return float(chi2.sf(max(stat, 0.0), df)) if np.isfinite(stat) else float("nan")
+    return float(dist.chi2_sf(max(stat, 0.0), df)) if np.isfinite(stat) else float("nan")
 
 
 def sign_stability(unit_rates: np.ndarray, pooled: np.ndarray) -> float:
@@ -437,6 +433,8 @@ def position_bias_table(decisions: pd.DataFrame) -> pd.DataFrame:
     probability of the first-listed label. target_rate_balanced: per group and attribute the target
     rate averaged over the orders (each order weighs the same, whatever its count), and dpd_balanced
     its DPD per group."""
+    from scipy.stats import binomtest  # here: scipy.stats takes ~0.7 s to import (distributions.py)
+
     if decisions is None or decisions.empty or "choice_order" not in decisions:
         return pd.DataFrame(columns=POSITION_COLUMNS)
     rows = []

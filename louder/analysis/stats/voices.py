@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from scipy.stats import norm
 
+from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import intervals as I
 from louder.analysis.stats import substream, wilson
 from louder.analysis.stats.keys import valid
@@ -292,7 +292,7 @@ def amplification(x_h: float, n_h: float, x_l: float, n_l: float, q_h: float, m_
     yh, yl = rng.binomial(int(m_h), q_h, B), rng.binomial(int(m_l), q_l, B)
     a_b, o_b = xh / n_h - xl / n_l, yh / m_h - yl / m_l
     se_b = np.sqrt(v(xh, n_h) + v(xl, n_l) + theta ** 2 * (v(yh, m_h) + v(yl, m_l)))
-    c = max(float(norm.ppf((1 + level) / 2)), float(np.quantile(np.abs(a_b - theta * o_b) / se_b, level)))
+    c = max(dist.z(level), float(np.quantile(np.abs(a_b - theta * o_b) / se_b, level)))
     ci = fieller(a, va, o, vo, c)
     if ci is None:
         return Ratio(theta, NAN, NAN, f"observed gap {o:.3f} is within c·se of 0 at the bootstrap critical value "
