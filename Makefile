@@ -20,7 +20,8 @@ export CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # UV_INDEX_URL as you set pip's; --native-tls: it trusts the system's certificates, as pip set to them does)
 # nor pip's cache, and builds a source release again whenever the index answers anew: so pip builds what
 # comes as source on some Pythons (humanleague on 3.11) into WHEELS too, where its cache keeps the build.
-# Where uv fails, pip installs as before.
+# Where uv fails, pip installs as before. --compile-bytecode: as pip does, the packages' bytecode is written at
+# install (~20 s on 2 cores), not by the suite's first processes, each worker compiling the same modules.
 WHEELS ?= .wheels
 
 .PHONY: setup demo test test-fast bench docs docs-serve constraints clean
@@ -31,15 +32,16 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	mkdir -p $(WHEELS)
 	$(PY) -m pip wheel --quiet $(PIN) --no-deps --find-links $(WHEELS) --wheel-dir $(WHEELS) llama-cpp-python humanleague
 	{ $(PY) -m pip install --quiet $(PIN) uv \
-	  && $(VENV)/bin/uv pip install --quiet --native-tls --python $(PY) $(PIN) --find-links $(WHEELS) -e ".[test]"; } \
+	  && $(VENV)/bin/uv pip install --quiet --native-tls --compile-bytecode --python $(PY) $(PIN) --find-links $(WHEELS) \
+	     -e ".[test]"; } \
 	|| { echo "uv could not install (above): pip installs instead (~2 min)"; \
 	     $(PY) -m pip install --quiet $(PIN) --find-links $(WHEELS) -e ".[test]"; }
 	touch $@
 
 setup: $(VENV)/.installed
 
-# PYTHONDONTWRITEBYTECODE emptied (as for the suite, below): uv installs without compiling, so the first run
-# writes the venv's bytecode, and a machine that sets the variable would otherwise compile it at every start.
+# PYTHONDONTWRITEBYTECODE emptied (as for the suite, below): louder itself (installed editable) is compiled by its
+# first run, and a machine that sets the variable would otherwise compile it at every start.
 demo: setup
 	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/louder demo
 

@@ -59,3 +59,20 @@ def test_http_client_needs_openai_spec(tmp_path):
                           scenarios=["emergency_response"], groups=["gender_identity"]))
     with pytest.raises(LouderError, match="client: http"):
         run_experiment(c, tmp_path)
+
+
+def test_clients_share_one_tls_context_that_trusts_what_httpx_would():
+    """Each model's client (and each preflight request) used to build a TLS context of its own, loading
+    the CA bundle (~26 ms): now one per process, built as httpx builds its default — SSL_CERT_FILE when set."""
+    import ssl
+
+    import httpx
+
+    from louder.llm import tls
+    from louder.llm.http import HTTPChatModel
+
+    a, b = HTTPChatModel("m", "http://127.0.0.1:1/v1"), HTTPChatModel("m", "http://127.0.0.1:2/v1")
+    assert a._http._transport._pool._ssl_context is tls.context() is b._http._transport._pool._ssl_context
+    assert tls.context().verify_mode == ssl.CERT_REQUIRED and tls.context().check_hostname
+    default = httpx.create_ssl_context()
+    assert tls.context().cert_store_stats() == default.cert_store_stats() and default.cert_store_stats()["x509_ca"] > 0

@@ -43,11 +43,13 @@ def _minilm() -> Callable[[list[str]], np.ndarray]:
 def _openai(texts: list[str], model: str, url: str, timeout_s: float) -> np.ndarray:
     import httpx
 
+    from louder.llm.tls import context as tls_context
+
     key = os.environ.get("OPENAI_API_KEY", "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         r = httpx.post(f"{url}/embeddings", json={"model": model, "input": list(texts)}, headers=headers,
-                       timeout=timeout_s)
+                       timeout=timeout_s, verify=tls_context())
         r.raise_for_status()
         data = sorted(r.json()["data"], key=lambda d: d["index"])
     except (httpx.HTTPError, KeyError, ValueError) as e:

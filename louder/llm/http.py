@@ -17,6 +17,7 @@ from louder.llm.base import Reply, Request
 from louder.llm.openai_wire import generation_reply, request_body, score_reply
 from louder.llm.remote import RemoteChatModel
 from louder.llm.retry import call_or_error
+from louder.llm.tls import context as tls_context
 
 
 class HTTPChatModel(RemoteChatModel):
@@ -34,7 +35,7 @@ class HTTPChatModel(RemoteChatModel):
         if os.environ.get("OPENAI_API_KEY"):
             headers["Authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
         root = (base_url or "https://api.openai.com/v1").rstrip("/") + "/"
-        self._http = httpx.Client(base_url=root, headers=headers, timeout=timeout_s,
+        self._http = httpx.Client(base_url=root, headers=headers, timeout=timeout_s, verify=tls_context(),
                                   limits=httpx.Limits(max_connections=max_connections,
                                                       max_keepalive_connections=max_connections))
 

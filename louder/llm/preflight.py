@@ -27,6 +27,7 @@ from louder.llm.base import Reply, Request
 from louder.llm.errors import TRANSIENT, classify_exception, fix_for, redact, server_message
 from louder.llm.retry import call_with_retries
 from louder.llm.spec import ModelConfig, build_backend, parse_spec
+from louder.llm.tls import context as tls_context
 
 # Best first: a JSON schema enforced by the server, then a schema inside json_object
 # (llama_cpp.server), then plain JSON mode, then the prompt alone.
@@ -122,7 +123,7 @@ def _list_models(backend: str, root: str, timeout_s: float) -> tuple[tuple[str, 
     headers = {"Authorization": f"Bearer {key}"} if backend == "openai" and key else {}
 
     def get() -> dict:
-        r = httpx.get(f"{root}/{path}", headers=headers, timeout=min(timeout_s, 30.0))
+        r = httpx.get(f"{root}/{path}", headers=headers, timeout=min(timeout_s, 30.0), verify=tls_context())
         r.raise_for_status()
         return r.json()
 
