@@ -241,9 +241,22 @@ def ratio_variance(w, y, n) -> tuple[np.ndarray, np.ndarray]:
     sum of the outcomes and n_ca the count of attribute a's units in cluster c:
     r_a = Σ_c w_c y_ca / Σ_c w_c n_ca and var(r_a) ≈ Σ_c w_c (y_ca − r_a n_ca)² / (Σ_c w_c n_ca)².
     w: (C,) or (B × C); y, n: (C × k). NaN where attribute a has no unit."""
+    return ratio_variance_of(cluster_sums(w, y, n))
+
+
+def cluster_sums(w, y, n) -> np.ndarray:
+    """Σ_c w_c · [y, n, y², y·n, n²]_ca, stacked on a new first axis (5 × … × k): one product that reads the
+    B × C weights once, where five read them five times (the bootstrap's weights are its largest array)."""
     w, y, n = (np.asarray(v, dtype=float) for v in (w, y, n))
-    sy, sn = w @ y, w @ n
+    k = y.shape[1]
+    s = w @ np.hstack([y, n, y * y, y * n, n * n])
+    return np.stack([s[..., i * k:(i + 1) * k] for i in range(5)])
+
+
+def ratio_variance_of(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``ratio_variance`` from its ``cluster_sums``."""
+    sy, sn, syy, syn, snn = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(sn > 0, sy / sn, np.nan)
-        v = (w @ (y * y) - 2 * r * (w @ (y * n)) + r * r * (w @ (n * n))) / sn ** 2
+        v = (syy - 2 * r * syn + r * r * snn) / sn ** 2
     return r, np.maximum(v, 0)

@@ -105,9 +105,10 @@ def _rate_variance(w: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndar
     of ``intervals.ratio_variance``, at least the binomial ``intervals.binomial_variance`` of the
     attribute's pooled counts (so a rate of 0 or 1 keeps a positive variance; with one decision per
     cluster the two are equal up to that smoothing)."""
-    r, v = I.ratio_variance(w, x, n)
+    sums = I.cluster_sums(w, x, n)
+    r, v = I.ratio_variance_of(sums)
     with np.errstate(invalid="ignore", divide="ignore"):
-        floor = I.binomial_variance(w @ x, w @ n)
+        floor = I.binomial_variance(sums[0], sums[1])
     return r, np.fmax(v, floor)
 
 
