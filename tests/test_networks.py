@@ -286,3 +286,28 @@ def test_scalar_bucketing_in_decide_matches_bucket_of():
         got.append(decide(Agent, None, s).p_target)
     expected = [[0.0, 0.1, 0.2, 0.3, 0.4][i + 1] for i in bucket_of(shares, b)]
     assert got == expected
+
+
+def test_records_are_pandas_records_of_every_dtype():
+    """``space.records`` builds the agents' rows column by column: the values and their types are
+    ``to_dict("records")``'s, a nullable column's missing value None (not pd.NA), a float NaN kept."""
+    import math
+
+    from louder.networks.space import records
+
+    n = 6
+    df = pd.DataFrame({"agent_id": np.arange(n), "attribute": ["Female", "Male", "Non-binary"] * 2,
+                       "weight": [np.nan, 1.5, 0.25, 1.0, 2.0, 0.5],
+                       "age": pd.array([30, None, 41, 52, None, 19], dtype="Int64"),
+                       "town": pd.array(["a", None, "c", "d", "e", None], dtype="str"),
+                       "urban": pd.array([True, None, False, True, False, None], dtype="boolean"),
+                       "note": pd.Series([None, "x", 3, None, "y", 2.5], dtype=object),
+                       "when": pd.Timestamp("2020-01-01")})
+
+    def same(a, b) -> bool:
+        return type(a) is type(b) and (a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)))
+
+    want, got = df.to_dict("records"), records(df)
+    assert len(got) == n and all(list(w) == list(g) for w, g in zip(want, got))
+    assert all(same(w[k], g[k]) for w, g in zip(want, got) for k in df.columns), (want, got)
+    assert got[1]["age"] is None and got[1]["urban"] is None  # (a str column gives NaN, as pandas does)

@@ -35,6 +35,14 @@ class NetworkAgent(CellAgent):
         self.cell = model.grid[node]
 
 
+def records(df: pd.DataFrame) -> list[dict]:
+    """``df.to_dict("records")`` — the same values, a nullable column's missing value as None — built column
+    by column: pandas' conversion row by row was half of building a network model."""
+    cols = [[None if v is pd.NA else v for v in df[c].tolist()] if df[c].hasnans else df[c].tolist()
+            for c in df.columns]
+    return [dict(zip(df.columns, vals)) for vals in zip(*cols)]
+
+
 class InfluenceModel(mesa.Model):
     """A Mesa model whose space is the social network; node i holds the i-th agent of ``agents``
     (sorted by ``agent_id`` when there is one). ``order`` is the order agents are created in; it
@@ -49,7 +57,7 @@ class InfluenceModel(mesa.Model):
         if agents is not None and len(agents) != n:
             raise ValueError(f"{len(agents)} agents for {n} nodes")
         rows = ([{}] * n if agents is None else
-                (agents.sort_values("agent_id") if "agent_id" in agents.columns else agents).to_dict("records"))
+                records(agents.sort_values("agent_id") if "agent_id" in agents.columns else agents))
         self.grid = topological_network(graph, self.random)
         self.by_node: list[NetworkAgent | None] = [None] * n
         for node in (range(n) if order is None else order):
