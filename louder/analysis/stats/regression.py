@@ -165,8 +165,6 @@ def logit_glm(y, X: pd.DataFrame, terms: list[Term], nuisance: pd.DataFrame | No
     pattern, so β, the information matrix X'WX and hence se and p are those of the fit on every row;
     IRLS even takes the same steps (same start μ₀ = (y + ½)/2 per row, same deviance to stop on), so
     they agree to rounding. Rows of a categorical design are mostly repeats: ``outcome_counts``."""
-    from scipy.special import ndtr
-
     y = np.asarray(y, dtype=float)
     n = len(y) if counts is None else int(np.sum(counts))
     full = X if nuisance is None or nuisance.empty else pd.concat([X, nuisance], axis=1)
@@ -183,7 +181,7 @@ def logit_glm(y, X: pd.DataFrame, terms: list[Term], nuisance: pd.DataFrame | No
         return failed("failed", n, method, terms)
     k = len(terms)
     b, s = beta[1:k + 1], se[1:k + 1]
-    return Fit("ok", n, method, tuple(terms), b, s, 2 * ndtr(-np.abs(b / s)))
+    return Fit("ok", n, method, tuple(terms), b, s, 2 * dist.normal_sf(np.abs(b / s)))
 
 
 def _exact(scale: float, y: np.ndarray) -> bool:
