@@ -848,17 +848,25 @@ def test_code_column_lists_are_documented():
 
 NOTEBOOKS = sorted(DOCS.rglob("*.ipynb")) + sorted((ROOT / "examples").glob("*.ipynb"))
 GETTING_STARTED_NOTEBOOK = DOCS / "getting-started" / "first-experiment.ipynb"
-# The getting-started notebook runs every cell on a served model below (the same cells, and more checked of
-# them): running it on the fake model too would check nothing more, at a notebook's cost (a kernel, a run, a report).
-ON_THE_FAKE_MODEL = [p for p in NOTEBOOKS if p != GETTING_STARTED_NOTEBOOK]
+# Notebooks a test of their own runs top to bottom, with more of their cells checked: running them on the fake
+# model here too would check nothing more, at a notebook's cost (a kernel, a run, a report).
+RUN_ELSEWHERE = {GETTING_STARTED_NOTEBOOK: ("tests/test_docs.py", "test_getting_started_notebook_on_a_served_model"),
+                 ROOT / "examples" / "quickstart.ipynb": ("tests/test_kinds.py", "test_quickstart_notebook_runs")}
 
 
-@pytest.mark.parametrize("path", ON_THE_FAKE_MODEL, ids=[str(p.relative_to(ROOT)) for p in ON_THE_FAKE_MODEL])
-def test_notebook_runs_on_the_fake_model(path, tmp_path):
-    nb = notebooks.execute(path, tmp_path, {"model": FAKE, "agents": 3, "probe_trials": 3})
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
-    assert (tmp_path / "runs").exists()
+def test_every_notebook_runs_on_the_fake_model(tmp_path):
+    """Every notebook the docs and the examples ship runs, every cell without an error: here on the fake
+    model, or in the test named for it in ``RUN_ELSEWHERE`` (which must exist)."""
+    for path, (file, test) in RUN_ELSEWHERE.items():
+        assert path in NOTEBOOKS, f"{path} is not shipped any more: drop it from RUN_ELSEWHERE"
+        assert f"def {test}" in (ROOT / file).read_text("utf-8"), f"{path}: {file} has no test {test}…"
+    for path in (p for p in NOTEBOOKS if p not in RUN_ELSEWHERE):
+        out = tmp_path / path.stem
+        out.mkdir()
+        nb = notebooks.execute(path, out, {"model": FAKE, "agents": 3, "probe_trials": 3})
+        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert not errors, path
+        assert (out / "runs").exists(), path
 
 
 def test_getting_started_notebook_on_a_served_model_that_misbehaves(fake_server, tmp_path):

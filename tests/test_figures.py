@@ -82,6 +82,38 @@ def test_the_same_figure_gives_the_same_svg():
     assert html.svg(dpd_figure(cases)) == html.svg(dpd_figure(cases))
 
 
+def test_a_laid_out_figure_is_drawn_once_to_write_it():
+    """``svg`` lays the figure out (constrained layout, titles fitted), then savefig draws it once: with
+    any layout engine left on the figure — even the "none" placeholder — savefig first draws it a second
+    time, draw-disabled, measuring every text again. A figure with no engine to begin with is drawn once
+    to measure its titles and once to be written. So whatever layout matplotlibrc asks for."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from louder.analysis.measures.cases import dpd_figure
+
+    cases = pd.DataFrame([dict(kind=k, model="m", condition="contextualized", scenario="s", group="g", dpd=0.3,
+                               threshold=0.2, significant=k == "implicit", ci_low=0.1, ci_high=0.5, p_value=0.01,
+                               p_holm=0.02, dpd_p=np.nan) for k in ("implicit", "explicit")])
+    for rc in ({}, {"figure.constrained_layout.use": True}, {"figure.autolayout": True}):
+        with matplotlib.rc_context(rc):
+            fig = dpd_figure(cases)
+            assert fig.get_layout_engine() is not None
+            draws = []
+            fig.canvas.mpl_connect("draw_event", lambda event: draws.append(event))
+            first = html.svg(fig)
+            assert len(draws) == 1, rc
+            positions = [ax.get_position().bounds for ax in fig.axes]
+            assert html.svg(fig) == first, rc  # written again: the same bytes and layout
+            assert [ax.get_position().bounds for ax in fig.axes] == positions
+    plain = Figure()
+    plain.subplots().plot([0, 1], [0, 1])
+    draws = []
+    plain.canvas.mpl_connect("draw_event", lambda event: draws.append(event))
+    html.svg(plain)
+    assert len(draws) == 2
+
+
 def test_a_bad_interval_and_a_colour_off_the_palette_are_seen():
     """The checks can fail: an interval that misses its point and a default matplotlib colour."""
     fig = MplFigure()

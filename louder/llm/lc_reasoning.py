@@ -7,12 +7,21 @@ and answer; ``cut_body`` turns the OpenAI SDK's refusal to parse a cut answer in
 
 from __future__ import annotations
 
+import functools
+
 from louder.llm.openai_wire import message_thinking
 
 
 def chat_openai(**kw):
     """LangChain's ChatOpenAI that also keeps the reasoning field of OpenAI-compatible servers
     (``reasoning_content`` / ``reasoning``), in ``additional_kwargs["reasoning_content"]``."""
+    return _reasoning_chat_openai()(**kw)
+
+
+@functools.cache
+def _reasoning_chat_openai() -> type:
+    """The class, made once: a pydantic model class costs ~10 ms to build, and a run builds a client per
+    model, per wave, per level."""
     from langchain_openai import ChatOpenAI
 
     class ReasoningChatOpenAI(ChatOpenAI):
@@ -26,7 +35,7 @@ def chat_openai(**kw):
                     gen.message.additional_kwargs["reasoning_content"] = thinking
             return result
 
-    return ReasoningChatOpenAI(**kw)
+    return ReasoningChatOpenAI
 
 
 def lc_thinking(message) -> str | None:

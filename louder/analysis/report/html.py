@@ -28,7 +28,7 @@ def fit_titles(fig: Figure) -> Figure:
 
     Each pass lays the figure out (its layout engine, constrained layout: what a draw does first, without
     drawing every artist after it) and narrows the titles that stick out. The layout of the last pass is
-    the figure's: the layout engine is then set to none, so that saving the figure draws it once
+    the figure's: the layout engine is then taken away, so that saving the figure draws it once
     instead of laying it out again (constrained layout is most of a figure's time)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -45,13 +45,24 @@ def fit_titles(fig: Figure) -> Figure:
                                                                                  ax._right_title) if t.get_text()]
         wide = [(t, box) for t, box in wide if box.x0 < 0 or box.x1 > width]
         if not wide:
-            fig.set_layout_engine("none")  # laid out as it stands: savefig keeps these positions
+            _no_engine(fig)  # laid out as it stands: savefig keeps these positions
             break
         for title, box in wide:  # refill the whole text, its widest line 10 % narrower than what fits
             lines = title.get_text().split("\n")
             chars = max(len(line) for line in lines) * 0.9 * min(1.0, width / box.width)
             title.set_text(textwrap.fill(" ".join(lines), max(16, int(chars))))
     return fig
+
+
+def _no_engine(fig: Figure) -> None:
+    """Take the figure's layout engine away. Not ``set_layout_engine("none")``: that leaves a placeholder
+    engine, and savefig, seeing an engine, draws the whole figure once more (draw-disabled, measuring every
+    text again) before the draw that writes it — half of the time of writing a figure. A user's
+    matplotlibrc asking for tight or constrained layout must not put an engine back."""
+    import matplotlib
+
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
 
 
 # Text stays text (<text>, anchored at its start, middle or end as matplotlib laid it out, in DejaVu Sans or
@@ -69,6 +80,7 @@ def svg(fig: Figure) -> bytes:
     buf = io.BytesIO()
     with matplotlib.rc_context(SVG_RC):
         fig.savefig(buf, format="svg", metadata={"Date": None})
+    _no_engine(fig)  # savefig ends by setting the engine it found, None read as what matplotlibrc asks for
     return buf.getvalue()
 
 
