@@ -92,15 +92,15 @@ def test_a_laid_out_figure_is_drawn_once_to_write_it():
 
     from louder.analysis.measures.cases import dpd_figure
 
-    cases = pd.DataFrame([dict(kind=k, model="m", condition="contextualized", scenario="s", group="g", dpd=0.3,
-                               threshold=0.2, significant=k == "implicit", ci_low=0.1, ci_high=0.5, p_value=0.01,
-                               p_holm=0.02, dpd_p=np.nan) for k in ("implicit", "explicit")])
+    cases = pd.DataFrame([{"kind": k, "model": "m", "condition": "contextualized", "scenario": "s", "group": "g",
+                           "dpd": 0.3, "threshold": 0.2, "significant": k == "implicit", "ci_low": 0.1, "ci_high": 0.5,
+                           "p_value": 0.01, "p_holm": 0.02, "dpd_p": np.nan} for k in ("implicit", "explicit")])
     for rc in ({}, {"figure.constrained_layout.use": True}, {"figure.autolayout": True}):
         with matplotlib.rc_context(rc):
             fig = dpd_figure(cases)
             assert fig.get_layout_engine() is not None
-            draws = []
-            fig.canvas.mpl_connect("draw_event", lambda event: draws.append(event))
+            draws: list = []
+            fig.canvas.mpl_connect("draw_event", draws.append)
             first = html.svg(fig)
             assert len(draws) == 1, rc
             positions = [ax.get_position().bounds for ax in fig.axes]
@@ -109,7 +109,7 @@ def test_a_laid_out_figure_is_drawn_once_to_write_it():
     plain = Figure()
     plain.subplots().plot([0, 1], [0, 1])
     draws = []
-    plain.canvas.mpl_connect("draw_event", lambda event: draws.append(event))
+    plain.canvas.mpl_connect("draw_event", draws.append)
     html.svg(plain)
     assert len(draws) == 2
 
