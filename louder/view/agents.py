@@ -126,6 +126,9 @@ def page(run: str) -> str:
     return PAGE.replace("__RUN__", json.dumps(run)[1:-1].replace("<", "&lt;"))
 
 
+# Every change of a filter asks the server again; the answers can come back in another order than the questions
+# (a case's every agent is slower to read than one attribute's), so ``load`` shows an answer only when no
+# question was asked after it (``asked``): otherwise the agents of a filter already left would replace the rows.
 PAGE = r"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>louder view — the agents' words</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <style>
@@ -150,16 +153,16 @@ button{font-size:13px;padding:.2em .8em;margin-right:.5em}
 <tbody id="agents"></tbody></table><nav><button id="prev">previous</button><button id="next">next</button></nav></main>
 <script>
 (function(){
-const $=id=>document.getElementById(id);let facets={by_case:{}},offset=0;const size=50;
+const $=id=>document.getElementById(id);let facets={by_case:{}},offset=0,asked=0;const size=50;
 const fill=(sel,values,all)=>{const keep=sel.value;sel.innerHTML='';if(all){sel.add(new Option(all,''));}
 values.forEach(v=>sel.add(new Option(v,v)));if([...sel.options].some(o=>o.value===keep)){sel.value=keep;}};
 const text=(tag,cls,s)=>{const e=document.createElement(tag);if(cls){e.className=cls;}e.textContent=s==null?'':String(s);return e;};
 function caseChanged(){const f=facets.by_case[$('case').value]||{attributes:[],statuses:[],decisions:[]};
 fill($('attribute'),f.attributes,'every attribute');fill($('status'),f.statuses,'every status');
 fill($('decision'),f.decisions,'every decision');offset=0;load();}
-async function load(){const q=new URLSearchParams({case:$('case').value,attribute:$('attribute').value,
+async function load(){const mine=++asked;const q=new URLSearchParams({case:$('case').value,attribute:$('attribute').value,
 status:$('status').value,decision:$('decision').value,text:$('text').value,offset:offset,limit:size});
-const r=await fetch('/api/agents?'+q);const data=await r.json();const body=$('agents');body.innerHTML='';
+const r=await fetch('/api/agents?'+q);const data=await r.json();if(mine!==asked){return;}const body=$('agents');body.innerHTML='';
 data.rows.forEach(a=>{const tr=document.createElement('tr');tr.className='agent';
 const who=document.createElement('td');who.className='who';who.appendChild(text('b','',a.attribute));
 who.appendChild(document.createElement('br'));who.appendChild(text('span','dim',(a.name||'agent')+' #'+a.agent_id+

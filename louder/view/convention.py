@@ -111,7 +111,8 @@ def server(run_dir: str | Path, port: int = 8765) -> ThreadingHTTPServer:
 
 
 # The page: a population selector, the shares over the steps as an inline SVG (colours: Okabe & Ito, as the
-# report's), a step slider and the plays of the chosen step.
+# report's), a step slider and the plays of the chosen step. Dragging the slider asks for many steps' plays, whose
+# answers can come back in another order: each is shown only when no later one was asked (``askedPlays``, ``askedShares``).
 PAGE = r"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>louder view — conventions</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <style>
@@ -132,7 +133,7 @@ aria-label="share of each option among the valid picks of every step"></svg>
 <script>
 (function(){
 const $=id=>document.getElementById(id);const COLORS=['#0072B2','#E69F00','#009E73','#D55E00','#CC79A7','#56B4E9','#F0E442','#000000'];
-const NS='http://www.w3.org/2000/svg';let shares=null;
+const NS='http://www.w3.org/2000/svg';let shares=null,askedPlays=0,askedShares=0;
 const el=(tag,attrs)=>{const e=document.createElementNS(NS,tag);for(const k in attrs){e.setAttribute(k,attrs[k]);}return e;};
 const text=(tag,s,cls)=>{const e=document.createElement(tag);if(cls){e.className=cls;}e.textContent=s==null?'':String(s);return e;};
 function draw(){const svg=$('chart');svg.innerHTML='';if(!shares){return;}const W=760,H=300,L=40,B=30,T=10,R=10;
@@ -144,14 +145,16 @@ $('legend').innerHTML='';shares.options.forEach((o,i)=>{const c=COLORS[i%COLORS.
 svg.appendChild(el('polyline',{points:v.map((p,j)=>x(j)+','+y(p)).join(' '),fill:'none',stroke:c,'stroke-width':2.2}));
 const sp=text('span','\u25A0 "'+o+'" '+(v[shares.steps.indexOf(s)]!=null?Math.round(100*v[shares.steps.indexOf(s)])+' %':''));sp.style.color=c;$('legend').appendChild(sp);});
 const t=el('text',{x:W/2,y:H-6,'font-size':11,'text-anchor':'middle'});t.textContent='step';svg.appendChild(t);}
-async function plays(){const q=new URLSearchParams({population:$('population').value,step:$('step').value});
-const rows=await (await fetch('/api/plays?'+q)).json();const body=$('plays');body.innerHTML='';
+async function plays(){const mine=++askedPlays;const q=new URLSearchParams({population:$('population').value,step:$('step').value});
+const rows=await (await fetch('/api/plays?'+q)).json();if(mine!==askedPlays){return;}const body=$('plays');body.innerHTML='';
 rows.forEach(r=>{const tr=document.createElement('tr');tr.appendChild(text('td','#'+r.agent+(r.committed?' (committed)':'')+(r.agent_model?' · '+r.agent_model:'')+(r.attribute?' · '+r.attribute:'')));
 tr.appendChild(text('td',r.memory||'(empty)'));tr.appendChild(text('td',r.pick||'no valid option',r.pick?'':'miss'));
 tr.appendChild(text('td','#'+r.partner));tr.appendChild(text('td',r.partner_pick||'no valid option'));
 tr.appendChild(text('td',r.success?'matched (+'+r.payoff+')':'missed ('+r.payoff+')',r.success?'ok':'miss'));
 tr.appendChild(text('td',r.status==null?'committed':r.status,r.status&&r.status!=='valid'?'miss':''));tr.appendChild(text('td',r.rationale));body.appendChild(tr);});}
-async function population(){shares=await (await fetch('/api/shares?'+new URLSearchParams({population:$('population').value}))).json();
+async function population(){const mine=++askedShares;
+const got=await (await fetch('/api/shares?'+new URLSearchParams({population:$('population').value}))).json();
+if(mine!==askedShares){return;}shares=got;
 $('step').max=shares.steps.length?shares.steps[shares.steps.length-1]:1;$('step').value=1;$('stepno').textContent='1';draw();plays();}
 $('population').addEventListener('change',population);$('step').addEventListener('input',()=>{$('stepno').textContent=$('step').value;draw();plays();});
 fetch('/api/populations').then(r=>r.json()).then(ps=>{ps.forEach(p=>$('population').add(new Option(p,p)));population();});
