@@ -54,6 +54,10 @@ def fit_titles(fig: Figure) -> Figure:
     return fig
 
 
+# What ``set_layout_engine(None)`` reads: with these, None is no engine (not the one a matplotlibrc asks for)
+NO_ENGINE_RC = {"figure.autolayout": False, "figure.constrained_layout.use": False}
+
+
 def _no_engine(fig: Figure) -> None:
     """Take the figure's layout engine away. Not ``set_layout_engine("none")``: that leaves a placeholder
     engine, and savefig, seeing an engine, draws the whole figure once more (draw-disabled, measuring every
@@ -61,7 +65,7 @@ def _no_engine(fig: Figure) -> None:
     matplotlibrc asking for tight or constrained layout must not put an engine back."""
     import matplotlib
 
-    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+    with matplotlib.rc_context(NO_ENGINE_RC):
         fig.set_layout_engine(None)
 
 
@@ -78,9 +82,10 @@ def svg(fig: Figure) -> bytes:
 
     fit_titles(fig)
     buf = io.BytesIO()
-    with matplotlib.rc_context(SVG_RC):
+    # savefig ends by setting back the engine it found (None, read under the rc of the moment): NO_ENGINE_RC
+    # keeps it none, so that writing the figure again does not lay it out anew
+    with matplotlib.rc_context({**SVG_RC, **NO_ENGINE_RC}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
-    _no_engine(fig)  # savefig ends by setting the engine it found, None read as what matplotlibrc asks for
     return buf.getvalue()
 
 
