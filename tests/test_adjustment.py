@@ -10,7 +10,7 @@ import pytest
 from scipy.special import expit, logit
 
 from louder.analysis.stats import dpd
-from louder.analysis.stats.calibration import calibration_offsets, rake
+from louder.analysis.stats.calibration import _solve_group, calibration_offsets, rake
 from louder.analysis.stats.interventions import INTERVENTION_COLUMNS, intervention_changes
 from louder.analysis.stats.prob_dpd import prob_dpd
 from louder.analysis.stats.sensitivity import sensitivity_table
@@ -155,6 +155,45 @@ def test_raking_several_groups_at_once():
     pooled = float((W[0] * p).sum() / W.sum())
     deltas, residual = rake(logit(p)[None, :], W, codes, [np.full(2, pooled), np.full(2, pooled)])
     assert residual < 1e-8
+
+
+def test_raking_to_inconsistent_targets_settles_instead_of_drifting():
+    """Observed rates whose groups imply different overall rates (gender's 0.62, ideology's 0.57 here)
+    cannot all hold. Raking used to move a constant from one group's offsets to the other's every cycle
+    (the offsets are identified only up to it) and ran to max_cycles with offsets near ±36 — and past ±40,
+    the solver's bracket, the fit itself broke. Centred, the offsets settle with the rates: the same after
+    20 cycles as after 500, every group after the first with mean 0 over its agents, the last group's
+    targets met, and every agent's adjusted logit the same as without centring (uncentred, 10 cycles:
+    the rates settle before the drift reaches the bracket)."""
+    rng = np.random.default_rng(9)
+    n = 400
+    g = rng.choice(["Male", "Female"], n)
+    ide = rng.choice(["Liberal", "Moderate", "Conservative"], n, p=[0.3, 0.3, 0.4])
+    p = expit(0.5 * (g == "Female") - 0.4 * (ide == "Liberal") + rng.normal(0, 0.7, n))
+    codes = [pd.factorize(g, sort=True)[0], pd.factorize(ide, sort=True)[0]]
+    W = np.vstack([np.ones(n), rng.multinomial(n, np.full(n, 1 / n), size=30)])  # the data and 30 resamples
+    L = np.broadcast_to(logit(p), W.shape)
+    targets = [np.array([0.7, 0.55]), np.array([0.5, 0.6, 0.65])]
+    deltas, residual = rake(L, W, codes, targets)
+    again, _ = rake(L, W, codes, targets, max_cycles=20)
+    for d, e in zip(deltas, again):
+        assert np.abs(d - e).max() < 1e-8
+    assert max(np.abs(d).max() for d in deltas) < 5 and residual > 0.01  # finite offsets; the targets conflict
+    eta = L + sum(d[:, c] for d, c in zip(deltas, codes))
+    s = expit(eta)
+    for a in range(3):  # the last group's targets hold in every row
+        m = codes[1] == a
+        assert np.allclose((W[:, m] * s[:, m]).sum(1) / W[:, m].sum(1), targets[1][a], atol=1e-9)
+    assert np.allclose((W * deltas[1][:, codes[1]]).sum(1) / W.sum(1), 0, atol=1e-9)
+    # the same fit as the plain alternation, stopped after 10 cycles, before its drift reaches the bracket
+    plain = [np.zeros((len(W), 2)), np.zeros((len(W), 3))]
+    eta_plain = np.array(L)
+    for _ in range(10):
+        for k, (c, t) in enumerate(zip(codes, targets)):
+            base = eta_plain - plain[k][:, c]
+            plain[k] = _solve_group(base, W, c, np.broadcast_to(t, (len(W), len(t))), plain[k], 1e-12)
+            eta_plain = base + plain[k][:, c]
+    assert np.abs(expit(eta_plain) - s).max() < 1e-9
 
 
 def test_apply_offsets_to_choice_probabilities():

@@ -20,9 +20,10 @@ stays p̄) or the observed rate of a (``to="observed"``). Each equation is monot
 (Shifting each attribute's mean *logit* to the pooled mean logit would leave a DPD of a few points
 wherever the attributes' spreads differ — Jensen — so the offsets solve the equation itself.)
 With several groups at once (a population run) the offsets add over groups, ℓ_i + Σ_g δ_{g, a_g(i)},
-and are solved by raking: Newton steps on each group's equations in turn until no offset moves by
-1e-10 (parity targets are always consistent; observed targets of different groups may not be, and
-the residual is reported).
+and are solved by raking: Newton steps on each group's equations in turn, every group after the first
+then centred (W-weighted mean offset 0, the first group taking the constant: the offsets are identified
+only up to it), until no offset moves by 1e-10 (parity targets are always consistent; observed targets
+of different groups may not be, and the residual is reported: the last group's targets hold).
 
 Sample mode stores no probabilities, only decisions. There ℓ_i is the logit of the agent's cell
 rate (cell: its attribute, or its attributes in every group; ½-smoothed: (x + ½)/(n + 1)), so the
@@ -129,14 +130,13 @@ def rake(L: np.ndarray, W: np.ndarray, codes: list[np.ndarray], targets: list[np
     deltas = [np.zeros((R, k)) for k in sizes]
     eta = np.array(L, dtype=float)
     for _ in range(max_cycles if len(sizes) > 1 else 1):
-        moved = 0.0
+        before = [d.copy() for d in deltas]
         for g, (c, t) in enumerate(zip(codes, ts)):
             base = eta - deltas[g][:, c]
-            new = _solve_group(base, W, c, t, deltas[g], tol)
-            moved = max(moved, float(np.abs(new - deltas[g]).max()))
-            deltas[g] = new
-            eta = base + new[:, c]
-        if moved < tol:
+            deltas[g] = _solve_group(base, W, c, t, deltas[g], tol)
+            eta = base + deltas[g][:, c]
+        _centre(deltas, W, codes)
+        if max(float(np.abs(d - b).max()) for d, b in zip(deltas, before)) < tol:
             break
     s = expit(eta)
     residual = 0.0
@@ -147,6 +147,29 @@ def rake(L: np.ndarray, W: np.ndarray, codes: list[np.ndarray], targets: list[np
             r = np.where(den > 0, np.abs(member_sums(W * s, members) / den - t), 0.0)
         residual = max(residual, float(r.max()) if r.size else 0.0)
     return deltas, residual
+
+
+def _centre(deltas: list[np.ndarray], W: np.ndarray, codes: list[np.ndarray]) -> None:
+    """Give every group after the first a W-weighted mean offset of 0 over its agents, the first group
+    taking the difference: the same sums ℓ + Σ_g δ_g for every agent, so the same fit.
+
+    The offsets are identified only up to a constant moved between groups (δ_1 + k, δ_2 − k). Where
+    the targets are consistent raking converges either way; where they are not (observed rates whose
+    groups imply different overall rates), each group's solve pulls the overall rate to its own
+    targets and that constant drifted by the same step every cycle, forever: the adjusted rates had
+    settled after ~10 cycles, but the offsets never did, and raking ran to ``max_cycles`` with offsets
+    in the tens (and an agent whose attribute was absent from the data, offset 0, took the other groups'
+    ±36 alone). Centred, the offsets settle with the rates. An attribute without weight in a row keeps
+    offset 0, its group's mean."""
+    if len(deltas) < 2:
+        return
+    total = W.sum(axis=1)
+    live = [member_sums(W, [np.flatnonzero(c == a) for a in range(d.shape[1])]) > 0 for c, d in zip(codes, deltas)]
+    for g in range(1, len(deltas)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shift = np.where(total > 0, (W * deltas[g][:, codes[g]]).sum(axis=1) / total, 0.0)[:, None]
+        deltas[g] = np.where(live[g], deltas[g] - shift, 0.0)
+        deltas[0] = np.where(live[0], deltas[0] + shift, 0.0)
 
 
 def logits(p: np.ndarray) -> np.ndarray:
