@@ -138,7 +138,7 @@ class Run:
         return a
 
     def analyze(self, bootstrap: int = 10_000, seed: int = 0, write: bool = True, options: dict | None = None,
-                **shorthands) -> dict[str, pd.DataFrame]:
+                measures: list[str] | None = None, **shorthands) -> dict[str, pd.DataFrame]:
         """Every table ``louder analyze`` computes, keyed by its CSV stem (``cases``, ``attributes``,
         ``choices``, …); with ``write`` the CSVs are written into the run folder as the CLI does.
         ``options``: the measures' options, ``{"conditional": {"control": ["political_ideology"]}}``
@@ -148,15 +148,23 @@ class Run:
         observed: sensitivity.csv), ``random_slopes`` and ``reference`` (discrimination.csv), ``control``
         (conditional.csv), and those of installed measures. Computed once per data state and settings:
         calling it again reads the same tables back without recomputing the bootstrap or rewriting a
-        CSV. What the run lacks for a measure is raised as a ``louder.LouderWarning`` (``warnings.warn``)."""
+        CSV. What the run lacks for a measure is raised as a ``louder.LouderWarning`` (``warnings.warn``).
+        ``measures`` (with ``write=False``): only the tables of these measures and of those they read,
+        ``run.analyze(write=False, measures=["amplification"])`` — a study of many runs that reads one table."""
         from louder.analysis import analyze
         from louder.analysis.engine.run import settings_of
 
         settings = settings_of(bootstrap, seed, options, **shorthands)
         if not write:
-            a = analyze(self.path, settings.bootstrap, settings.seed, write=False, options=settings.options)
+            a = analyze(self.path, settings.bootstrap, settings.seed, write=False, options=settings.options,
+                        measures=measures)
             _warn(a.missing)
             return dict(a.tables)
+        if measures is not None:
+            from louder.errors import LouderError
+
+            raise LouderError("Run.analyze: measures= computes the tables of the measures named in memory; pass "
+                              "write=False (a run folder's analysis is that of every measure)")
         return dict(self._analysed(settings).tables)
 
     def summary(self, compute: bool = True) -> Summary:

@@ -164,7 +164,7 @@ def test_null_network_runs_on_the_fake_model_read_no_change(tmp_path):
                           "simulation": {"scenarios": ["emergency_response"], "groups": ["gender_identity"],
                                          "agents": 100, "conditions": ["no_persona"]}},
                          out=tmp_path / f"{seed}-{rule}", progress=False)
-        amp = run.analyze(bootstrap=400, write=False)["amplification"]
+        amp = run.analyze(bootstrap=400, write=False, measures=["amplification"])["amplification"]
         final = amp[amp["final"]].iloc[0]
         verdicts.append(final["verdict"])
     assert verdicts.count("no change") >= 19, verdicts

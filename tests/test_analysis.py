@@ -109,6 +109,26 @@ def test_analyze_writes_every_table(full_run):
     assert not a.missing
 
 
+def test_measures_selects_tables_and_what_they_read_in_memory(full_run):
+    """``measures=``: the tables of the measures named (a measure or a table it writes) and of those they
+    read, equal to the whole analysis's; nothing written; refused with write=True; an unknown name is one
+    line."""
+    from louder.errors import LouderError
+
+    whole = analyze(full_run, bootstrap=300, write=False)
+    part = analyze(full_run, bootstrap=300, write=False, measures=["ablation", "contrast_cases"])
+    # ablation reads cases and attributes (its ``after``; attributes writes choices too); contrast writes
+    # contrast and contrast_cases, after cases, attributes and voices (which writes nothing without beliefs)
+    assert set(part.tables) == {"ablation", "cases", "attributes", "choices", "contrast", "contrast_cases"}
+    for name, t in part.tables.items():
+        pd.testing.assert_frame_equal(t, whole.tables[name])
+    assert not list(full_run.glob("*.csv")) and not (full_run / "analysis.json").exists()
+    with pytest.raises(LouderError, match="pass write=False"):
+        analyze(full_run, bootstrap=300, measures=["ablation"])
+    with pytest.raises(LouderError, match=r"^measures=: no measure 'ablaton' \(did you mean 'ablation'\?\)"):
+        analyze(full_run, bootstrap=300, write=False, measures=["ablaton"])
+
+
 def test_report_is_self_contained(full_run):
     path = write_report(analyze(full_run, bootstrap=500))
     html = path.read_text()

@@ -35,7 +35,7 @@ def config(model: str, interventions: list[str], agents: int = 100, seed: int = 
 def intervention_rows(tmp_path, model, interventions, seed, agents=100):
     out = tmp_path / f"run{seed}-{abs(hash((model, tuple(interventions)))) % 10**6}"
     louder.run(config(model, interventions, agents, seed), out=out, progress=False)
-    return analyze(out, bootstrap=1000, seed=seed, write=False).tables["interventions"]
+    return analyze(out, bootstrap=1000, seed=seed, write=False, measures=["interventions"]).tables["interventions"]
 
 
 def test_a_bias_the_intervention_stops_reads_reduces_in_three_of_three_seeds(tmp_path):
@@ -63,7 +63,7 @@ def test_without_a_bias_no_change_in_at_least_1_minus_alpha_of_cases(tmp_path):
                                                                  "political_ideology"],
         "conditions": ["no_persona"], "agents": 100, "interventions": ["none", fairness(tmp_path)]}},
         out=out, progress=False)
-    t = analyze(out, bootstrap=1000, write=False).tables["interventions"]
+    t = analyze(out, bootstrap=1000, write=False, measures=["interventions"]).tables["interventions"]
     assert len(t) == 12 and t["verdict"].isin(["no change", "underpowered", "reduces", "increases"]).all()
     assert (t["verdict"] == "no change").sum() >= 10, t[["scenario", "group", "verdict"]]
     assert ((t["ci_low"] <= t["dpd_change"]) & (t["dpd_change"] <= t["ci_high"])).all()

@@ -113,14 +113,14 @@ def test_a_run_at_two_levels_finds_a_planted_change_and_no_change_without_one(tm
     `high`; a bias it has at both levels reads as no change (3 seeds each)."""
     for seed in range(3):
         planted = _levels_run(tmp_path / f"p{seed}", f"fake:seed={seed},think=inline,level=high:female:0.95", 150)
-        t = planted.analyze(bootstrap=500, write=False)["reasoning"]
+        t = planted.analyze(bootstrap=500, write=False, measures=["reasoning"])["reasoning"]
         high = t[t["level"] == "high"].iloc[0]
         assert high["reference"] == "off" and high["change_ci_low"] <= high["change"] <= high["change_ci_high"]
         # planted: high has Female at 0.95 and the others at 0.5, off none: a change of about 0.45
         assert high["verdict"] == "raises" and high["change_ci_low"] <= 0.45 <= high["change_ci_high"]
         assert high["thinking_share"] == 1.0 and t[t["level"] == "off"].iloc[0]["thinking_share"] == 0.0
         same = _levels_run(tmp_path / f"s{seed}", f"fake:seed={seed},bias=female:0.9", 150)
-        t = same.analyze(bootstrap=500, write=False)["reasoning"]
+        t = same.analyze(bootstrap=500, write=False, measures=["reasoning"])["reasoning"]
         assert t[t["level"] == "high"].iloc[0]["verdict"] in ("no change", "underpowered")
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from louder.errors import LouderError
 from louder.llm.answers import classify, classify_count
-from louder.llm.base import Reply, Request
+from louder.llm.base import Reply, Request, canonical_json
 from louder.llm.cache import cache_key
 from louder.llm.client import Client
 from louder.llm.fake import FakeModel
@@ -183,4 +183,6 @@ def test_a_level_sent_another_way_is_another_cache_key():
     a, b = Client(FakeModel(), None), Client(Effort(), None)
     assert a._key_identity(req) != b._key_identity(req)
     plain = Request(messages=(("user", "x"),))
-    assert a._key_identity(plain) == b._key_identity(plain) == a.identity()  # no level: the identity as before
+    # no level: the identity as before (rendered once per client), so the same cache key as before
+    assert a._key_identity(plain) == b._key_identity(plain) == canonical_json(a.identity())
+    assert cache_key(a._key_identity(plain), plain) == cache_key(a.identity(), plain)

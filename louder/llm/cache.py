@@ -71,11 +71,13 @@ def readable_reply(text) -> Reply | None:
     return Reply.from_json(text)
 
 
-def cache_key(identity: dict, request: Request, score: dict | None = None) -> str:
+def cache_key(identity: dict | str, request: Request, score: dict | None = None) -> str:
     """``stable_hash({"model": identity, "request": request.key_material()})``, and ``"score": score`` too
     for a scored call (its prefix and choices), with the request's rendering made once
-    (``Request.key_json``) and the keys in stable_hash's (sorted) order."""
-    text = f'{{"model": {canonical_json(identity)}, "request": {request.key_json}'
+    (``Request.key_json``) and the keys in stable_hash's (sorted) order. ``identity`` may be given as its
+    ``canonical_json`` already (a client renders its own once, not at every call)."""
+    model = identity if isinstance(identity, str) else canonical_json(identity)
+    text = f'{{"model": {model}, "request": {request.key_json}'
     if score is not None:
         text += f', "score": {canonical_json(score)}'
     return hash_json(text + "}")

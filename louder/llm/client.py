@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterable, TypeVar
 
 from louder.errors import LouderError
-from louder.llm.base import LanguageModel, Reply, Request
+from louder.llm.base import LanguageModel, Reply, Request, canonical_json
 from louder.llm.batch import Pending, Recorder
 from louder.llm.cache import ResponseCache, cache_key
 from louder.llm.errors import fix_for, is_transient_cause, redact
@@ -154,6 +154,7 @@ class Client:
         self.model_seconds = 0.0
         self._count_lock = threading.Lock()
         self._identity = backend.identity()
+        self._identity_json = canonical_json(self._identity)  # the model part of every cache key, rendered once
         # One semaphore shared by every client of a run caps the calls in flight globally.
         self.slots = slots or threading.BoundedSemaphore(self.concurrency)
         # Per thread: answer from the cache only (map's first pass). Shared with the session's
@@ -171,11 +172,12 @@ class Client:
     def identity(self) -> dict:
         return self._identity
 
-    def _key_identity(self, request: Request) -> dict:
+    def _key_identity(self, request: Request) -> dict | str:
         """The identity in a request's cache key: with a reasoning level, also the control that sends it
-        (the same level sent another way is another question); without one, the identity as before."""
+        (the same level sent another way is another question); without one, the identity as before (its
+        rendering, made once)."""
         if request.reasoning is None:
-            return self._identity
+            return self._identity_json
         return {**self._identity, "reasoning_control": getattr(self.backend, "reasoning_control", None)}
 
     @property

@@ -192,6 +192,7 @@ class FakeModel:
         self.options = options
         o = parse_all(options)
         self.seed, self.bias, self.pick, self.only, self.first = o["seed"], o["bias"], o["pick"], o["only"], o["first"]
+        self._seed_json = canonical_json(self.seed)  # rendered once: every answer's draws hash it
         self.shift = o["shift"]
         self.think, self.levels, self.unless = o["think"], o["level"], o["unless"]
         self.tone, self.same, self.noise = o["persona_tone"], o["persona_same"], o["noise"]
@@ -203,7 +204,7 @@ class FakeModel:
 
     def _rng(self, request: Request, *extra) -> random.Random:
         # stable_hash([self.seed, request.key_material(), *extra]), the request rendered once
-        parts = [canonical_json(self.seed), request.key_json, *map(canonical_json, extra)]
+        parts = [self._seed_json, request.key_json, *map(canonical_json, extra)]
         return random.Random(hash_json(f"[{', '.join(parts)}]"))
 
     def _hits(self, request: Request, gated: bool = True, words: dict[str, float] | None = None) -> dict[str, float]:

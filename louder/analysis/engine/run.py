@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -100,16 +101,22 @@ def written(run_dir: str | Path, names: list[str] | None = None) -> dict[str, pd
 
 
 def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, write: bool = True,
-            options: dict | None = None, **shorthands) -> Analysis:
+            options: dict | None = None, measures: Sequence[str] | None = None, **shorthands) -> Analysis:
     """Every table of the run folder's measures (``louder.analysis.engine.registry``) and, with ``write``, the
     CSVs and analysis.json in the folder. ``options``: measure → option → value (``louder measures``
     lists them); ``shorthands``: the keyword forms of the flags options declare (``control=["political_ideology"]``
     is ``--control political_ideology``, ``options={"conditional": {"control": [...]}}``). With
     ``write``, an analysis of the same data with the same settings is read back from its CSVs
     (``Analysis.cached``), not computed or written again; ``write=False`` computes in memory and
-    touches no file."""
+    touches no file. ``measures``: only the tables of these measures and of those they read (``after``), in
+    memory (``write=False``: a run folder holds the analysis of every measure) — a simulation study that
+    reads one table of many runs computes only that."""
     start = time.perf_counter()
     settings = settings_of(bootstrap, seed, options, **shorthands)
+    chosen = selection(measures)
+    if chosen is not None and write:
+        raise LouderError("analyze: measures= computes the tables of the measures named in memory; pass write=False "
+                          "(a run folder's analysis is that of every measure)")
     run = Path(run_dir)
     if not run.is_dir():
         raise LouderError(f"run folder {run} does not exist; give the --out folder of `louder run`")
@@ -124,13 +131,26 @@ def analyze(run_dir: str | Path, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int =
         a.tables, a.missing, a.cached = cached, list(done.get("missing") or []), True
     else:
         for m in registry.measures():
-            if a.applies(m):
+            if (chosen is None or m.name in chosen) and a.applies(m):
                 a.tables.update(m.build(a.context(m, building=True)))
     check_unchanged(run, generations)  # no run rewrote a file while it was read
     a.seconds = time.perf_counter() - start
     if write and not a.cached:
         _write(a, state)
     return a
+
+
+def selection(measures: Sequence[str] | None) -> set[str] | None:
+    """The measures ``measures`` names (a measure, or a table it writes: ``amplification`` is the network
+    measure's) and those they read (``registry.runs_after``); None: every measure. An unknown name is one
+    line, with the measures there are."""
+    if measures is None:
+        return None
+    chosen = set()
+    for name in [measures] if isinstance(measures, str) else measures:
+        m = registry.owner(name) or registry.get(name, "measures=")
+        chosen |= {m.name, *registry.runs_after(m)}
+    return chosen
 
 
 def leads(a: Analysis) -> list[str]:
