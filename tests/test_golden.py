@@ -17,9 +17,10 @@ DRAWN: list[tuple[str, str, list[str]]] = []  # every figure the reports drew: (
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The reference runs, analysed and reported; every figure the reports draw is checked as it is drawn
-    (``figure_checks``: intervals around their estimates, the palette's colours)."""
+def golden_runs(tmp_path_factory):
+    """The reference runs, analysed and reported — their folder and their snapshot; every figure the
+    reports draw is checked as it is drawn (``figure_checks``: intervals around their estimates, the
+    palette's colours)."""
     from louder.analysis.report import html
 
     real = html.figure
@@ -32,10 +33,53 @@ def built(tmp_path_factory):
     html.figure = checked
     try:
         # the reference probes run on the fake model, which writes no word pairs: planning them says so
+        base = tmp_path_factory.mktemp("golden")
         with pytest.warns(UserWarning, match="writes a filler sentence"):
-            return golden.build(tmp_path_factory.mktemp("golden"))
+            return base, golden.build(base)
     finally:
         html.figure = real
+
+
+@pytest.fixture(scope="module")
+def built(golden_runs):
+    return golden_runs[1]
+
+
+@pytest.fixture(scope="module")
+def written_files(golden_runs, tmp_path_factory) -> dict[str, list[tuple[str, list[str]]]]:
+    """file → [(run, its columns)] of every file the reference runs wrote — each folder's Parquet files,
+    each analysis's CSVs (the snapshot's: a run's next setting is analysed afresh) — and of the runs
+    docs/reference/outputs.md needs beyond them (``test_docs.extra_runs``)."""
+    import io
+
+    import pandas as pd
+    from test_docs import columns_of, extra_runs
+
+    base, data = golden_runs
+    found: dict[str, list[tuple[str, list[str]]]] = {}
+    for label, snap in data.items():
+        run = label.split("/")[0]
+        for name, text in snap["csv"].items():
+            found.setdefault(name, []).append((label, [str(c) for c in pd.read_csv(io.StringIO(text), nrows=0).columns]))
+        if label.endswith("/default"):
+            for f in sorted((base / run).glob("*.parquet")):
+                found.setdefault(f.name, []).append((run, columns_of(f)))
+    for run in extra_runs(tmp_path_factory.mktemp("more-runs")):
+        for f in sorted(run.glob("*.parquet")) + sorted(run.glob("*.csv")):
+            found.setdefault(f.name, []).append((run.name, columns_of(f)))
+    return found
+
+
+@pytest.mark.slow
+def test_documented_files_and_columns_are_those_runs_write(written_files):
+    """docs/reference/outputs.md lists every file a run folder can hold and each one's columns: every file
+    and column the reference runs (every kind of run, each analysis setting) and a few more wrote is on the
+    page, and everything on the page was written by one of them. (The golden runs' folders serve: building
+    a second set of reference runs for this was 18 s of the suite.)"""
+    from test_docs import undocumented
+
+    problems = undocumented(written_files)
+    assert not problems, "\n".join(problems)
 
 
 def _rows(csv_text: str) -> int:
