@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 import numpy as np
@@ -231,16 +231,30 @@ def neighbour_message(nb: NeighbourCounts, choices: Sequence[str], target: str,
                       templates: Mapping | None = None) -> str:
     """The sentence an agent reads in round r ≥ 1, e.g. "Of the 8 people you know best, 6 decided
     to evacuate and 2 decided to stay." The target comes first; neighbours without a valid answer
-    are said to have given no clear answer. Pure: the same counts always give the same text."""
-    t = templates or influence_templates()
-    if nb.total == 0:
+    are said to have given no clear answer. Pure: the same counts always give the same text — so
+    with louder's own templates each distinct count is rendered once (a round of many agents
+    repeats few counts; rendering was a tenth of a round)."""
+    counts = tuple(nb.counts[c] for c in choices)
+    unclear = nb.invalid + nb.refused + nb.error
+    if not templates:
+        return _default_message(nb.total, counts, unclear, tuple(choices), target)
+    return _message(nb.total, dict(zip(choices, counts)), unclear, choices, target, templates)
+
+
+@lru_cache(maxsize=65_536)
+def _default_message(total: int, counts: tuple[int, ...], unclear: int, choices: tuple[str, ...], target: str) -> str:
+    return _message(total, dict(zip(choices, counts)), unclear, choices, target, influence_templates())
+
+
+def _message(total: int, counts: Mapping[str, int], unclear: int, choices: Sequence[str], target: str,
+             t: Mapping) -> str:
+    if total == 0:
         return t["nobody"]
     order = [target] + [c for c in choices if c != target]
-    parts = [render(t["count"], k=str(nb.counts[c]), phrase=choice_phrase(c, t)) for c in order]
-    unclear = nb.invalid + nb.refused + nb.error
+    parts = [render(t["count"], k=str(counts[c]), phrase=choice_phrase(c, t)) for c in order]
     if unclear:
         parts.append(render(t["unclear"], k=str(unclear)))
-    return render(t["message"], n=str(nb.total), counts=_and_list(parts, t["and"]))
+    return render(t["message"], n=str(total), counts=_and_list(parts, t["and"]))
 
 
 def share_message(share: float, target: str, templates: Mapping | None = None) -> str:
