@@ -132,7 +132,7 @@ def update(cap: Capital, x, max_cells: int = 4_000_000) -> Capital:
     with np.errstate(divide="ignore"):
         cap_plus = np.where(m > 0, TRUNCATION / m, np.inf)
         cap_minus = np.where(m < 1, TRUNCATION / (1 - m), np.inf)
-    log_plus, log_minus = cap.log_plus.copy(), cap.log_minus.copy()
+    log_plus, log_minus = np.empty_like(cap.log_plus), np.empty_like(cap.log_minus)
     rows = max(1, max_cells // (w * GRID.size))  # bound the memory of the streams × w × grid block
     for a in range(0, s, rows):
         b = slice(a, a + rows)
@@ -142,11 +142,11 @@ def update(cap: Capital, x, max_cells: int = 4_000_000) -> Capital:
         f = np.minimum(lam[b, :, None], cap_plus)
         f *= d
         f += 1
-        log_plus[b] += _log_product(f)
+        np.add(cap.log_plus[b], _log_product(f), out=log_plus[b])  # (a copy, then +=: the same sum, one pass less)
         np.minimum(lam[b, :, None], cap_minus, out=f)
         f *= d
         np.subtract(1, f, out=f)
-        log_minus[b] += _log_product(f)
+        np.add(cap.log_minus[b], _log_product(f), out=log_minus[b])
     n = cap.n + ok.sum(axis=1)
     return Capital(cap.bet_alpha, n, sums[:, -1], sum_sq[:, -1], log_plus, log_minus)
 
@@ -160,8 +160,14 @@ PRODUCT_RUN = 64
 def _log_product(f: np.ndarray) -> np.ndarray:
     """Σ_i log f_i over axis 1, as the logs of products of ``PRODUCT_RUN`` factors: one log for every 64
     factors instead of one each (the log was most of a sequential run's time); the same sum up to
-    rounding (~10⁻¹⁵ on log K)."""
-    return sum(np.log(f[:, i:i + PRODUCT_RUN].prod(axis=1)) for i in range(0, f.shape[1], PRODUCT_RUN))
+    rounding (~10⁻¹⁵ on log K). Summed from the first run's log on (what ``sum`` gives after its 0 + x,
+    which is x); a single factor is its own product (a look after every observation: no product pass)."""
+    if f.shape[1] == 1:
+        return np.log(f[:, 0])
+    out = np.log(f[:, :PRODUCT_RUN].prod(axis=1))
+    for i in range(PRODUCT_RUN, f.shape[1], PRODUCT_RUN):
+        out += np.log(f[:, i:i + PRODUCT_RUN].prod(axis=1))
+    return out
 
 
 def intervals(cap: Capital, alpha: float) -> tuple[np.ndarray, np.ndarray]:
