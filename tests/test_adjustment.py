@@ -196,6 +196,37 @@ def test_raking_to_inconsistent_targets_settles_instead_of_drifting():
     assert np.abs(expit(eta_plain) - s).max() < 1e-9
 
 
+def test_calibrating_to_observed_rates_that_conflict_says_so():
+    """`louder calibrate --to observed` on a population run whose groups' observed rates imply different
+    overall rates (here gender's 0.60 against ideology's 0.52 on these agents): one warning naming both and
+    the group whose rates the offsets meet; rates that agree (parity) warn of nothing."""
+    import warnings
+
+    from louder.errors import LouderWarning
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    g = rng.choice(["Female", "Male"], n)
+    ide = rng.choice(["Liberal", "Conservative"], n)
+    p = expit(0.4 * (g == "Female") - 0.3 * (ide == "Liberal") + rng.normal(0, 0.5, n))
+    d = pd.DataFrame({"model": "fake", "scenario": "evacuate", "variant": "base", "status": "valid", "p_target": p,
+                      "attr_gender_identity": g, "attr_political_ideology": ide})
+    observed = pd.DataFrame({"group": ["gender_identity"] * 2 + ["political_ideology"] * 2,
+                             "attribute": ["Female", "Male", "Liberal", "Conservative"], "rate": [0.7, 0.5, 0.5, 0.54]})
+    implied = [0.7 * (g == "Female").mean() + 0.5 * (g == "Male").mean(),
+               0.5 * (ide == "Liberal").mean() + 0.54 * (ide == "Conservative").mean()]
+    with pytest.warns(LouderWarning, match=r"gender_identity 0\.\d{3}, political_ideology 0\.\d{3}\), so they cannot "
+                                           r"all hold; the offsets meet political_ideology's") as caught:
+        o = calibration_offsets(d, to="observed", observed=observed)
+    assert f"gender_identity {implied[0]:.3f}" in str(caught[0].message)
+    assert f"political_ideology {implied[1]:.3f}" in str(caught[0].message)
+    ideology = o[o["group"] == "political_ideology"]
+    assert np.allclose(ideology["rate_adjusted"], ideology["target"], atol=1e-8)  # the last group's rates hold
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LouderWarning)
+        calibration_offsets(d, to="parity")
+
+
 def test_apply_offsets_to_choice_probabilities():
     probs = np.array([[0.2, 0.5, 0.3], [0.6, 0.3, 0.1], [1.0, 0.0, 0.0]])
     out = apply_offsets(probs, 0, [1.0, 0.0, -2.0])

@@ -36,6 +36,7 @@ run in score mode to calibrate agents.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,7 +49,7 @@ from louder.analysis.engine import select
 from louder.analysis.engine.declarations import Input
 from louder.analysis.stats.keys import is_valid, value_column
 from louder.calibration import P_CLIP, apply_offsets, calibrated_probability  # noqa: F401  (the agents apply them too)
-from louder.errors import LouderError
+from louder.errors import LouderError, LouderWarning
 
 NAN = float("nan")
 OFFSET_COLUMNS = ["group", "attribute", "source", "to", "n", "rate", "target", "offset", "se", "rate_adjusted"]
@@ -275,7 +276,10 @@ def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: p
         else:
             cells = pd.MultiIndex.from_frame(g[attr_cols]).factorize()[0] if len(attr_cols) > 1 else codes[0]
             L = cell_logits(y, W, cells)
-        deltas, targets, _ = fit_offsets(L, W, codes, levels, to, observed, case.get("scenario"), names, y[None, :])
+        deltas, targets, residual = fit_offsets(L, W, codes, levels, to, observed, case.get("scenario"), names,
+                                                y[None, :])
+        if residual > CONFLICT:
+            _warn_conflict(case, names, codes, targets, W[0], residual)
         eta = L[0] + sum(dl[0][c] for dl, c in zip(deltas, codes))
         adjusted = expit(eta)
         for name, c, lv, dl, t in zip(names, codes, levels, deltas, targets):
@@ -288,6 +292,23 @@ def calibration_offsets(decisions: pd.DataFrame, to: str = "parity", observed: p
                                  target=float(t[j]), offset=float(dl[0, j]), se=_offset_se(y[m], adjusted[m], w, source),
                                  rate_adjusted=float(w @ adjusted[m] / w.sum())))
     return pd.DataFrame(rows, columns=[*by, *OFFSET_COLUMNS])
+
+
+CONFLICT = 1e-6  # a residual above the solver's tolerance: the targets cannot all hold
+
+
+def _warn_conflict(case: dict, names: list[str], codes: list[np.ndarray], targets: list, w: np.ndarray,
+                   residual: float) -> None:
+    """Observed rates of several groups that imply different overall rates on these agents (Σ_a share_a ·
+    rate_a per group) cannot all hold: say so, and which group's the offsets meet (raking's last)."""
+    implied = [float(np.bincount(c, weights=w, minlength=len(np.ravel(t))) @ np.ravel(t) / w.sum())
+               for c, t in zip(codes, targets)]
+    where = ", ".join(f"{k} {v}" for k, v in case.items() if k != "group")
+    warnings.warn(LouderWarning(
+        f"calibration to observed rates ({where}): the groups' rates imply different overall rates on this run's "
+        f"agents ({', '.join(f'{n} {r:.3f}' for n, r in zip(names, implied))}), so they cannot all hold; the "
+        f"offsets meet {names[-1]}'s and miss the others' by up to {residual:.3f} (rate_adjusted against target)"),
+        stacklevel=3)
 
 
 def fit(run_dir: str | Path, to: str = "parity", observed: str | Path | None = None) -> pd.DataFrame:
