@@ -10,7 +10,7 @@ import pytest
 from scipy.special import expit, logit
 
 from louder.analysis.stats import dpd
-from louder.analysis.stats.calibration import _solve_group, calibration_offsets, rake
+from louder.analysis.stats.calibration import _solve_group, attribute_members, calibration_offsets, member_sums, rake
 from louder.analysis.stats.interventions import INTERVENTION_COLUMNS, intervention_changes
 from louder.analysis.stats.prob_dpd import prob_dpd
 from louder.analysis.stats.sensitivity import sensitivity_table
@@ -191,7 +191,9 @@ def test_raking_to_inconsistent_targets_settles_instead_of_drifting():
     for _ in range(10):
         for k, (c, t) in enumerate(zip(codes, targets)):
             base = eta_plain - plain[k][:, c]
-            plain[k] = _solve_group(base, W, c, np.broadcast_to(t, (len(W), len(t))), plain[k], 1e-12)
+            members = attribute_members(c, len(t))
+            plain[k] = _solve_group(base, W, c, members, member_sums(W, members), np.broadcast_to(t, (len(W), len(t))),
+                                    plain[k], 1e-12)
             eta_plain = base + plain[k][:, c]
     assert np.abs(expit(eta_plain) - s).max() < 1e-9
 

@@ -238,7 +238,7 @@ def neighbour_message(nb: NeighbourCounts, choices: Sequence[str], target: str,
     unclear = nb.invalid + nb.refused + nb.error
     if not templates:
         return _default_message(nb.total, counts, unclear, tuple(choices), target)
-    return _message(nb.total, dict(zip(choices, counts)), unclear, choices, target, templates)
+    return _message(nb.total, nb.counts, unclear, choices, target, templates)
 
 
 @lru_cache(maxsize=65_536)

@@ -88,13 +88,18 @@ def member_sums(X: np.ndarray, members: list[np.ndarray]) -> np.ndarray:
     return np.column_stack([X[:, m].sum(axis=1) for m in members])
 
 
-def _solve_group(base: np.ndarray, W: np.ndarray, c: np.ndarray, t: np.ndarray, start: np.ndarray,
-                 tol: float) -> np.ndarray:
-    """δ (R × k) with Σ_{i ∈ a} W expit(base + δ_a) / Σ_{i ∈ a} W = t_a for every row and attribute: each
-    equation is increasing in its own δ_a, so safeguarded Newton (a bisection step whenever Newton
-    would leave the bracket [lo, hi] known to hold the root) converges for any start."""
-    members = [np.flatnonzero(c == a) for a in range(t.shape[1])]
-    den = member_sums(W, members)
+def attribute_members(c: np.ndarray, k: int) -> list[np.ndarray]:
+    """The agents (columns) of each of ``k`` attributes, from each agent's attribute index ``c``: what
+    ``member_sums`` sums over."""
+    return [np.flatnonzero(c == a) for a in range(k)]
+
+
+def _solve_group(base: np.ndarray, W: np.ndarray, c: np.ndarray, members: list[np.ndarray], den: np.ndarray,
+                 t: np.ndarray, start: np.ndarray, tol: float) -> np.ndarray:
+    """δ (R × k) with Σ_{i ∈ a} W expit(base + δ_a) / Σ_{i ∈ a} W = t_a for every row and attribute (``members``:
+    each attribute's agents, ``den``: their weights Σ_{i ∈ a} W): each equation is increasing in its own δ_a,
+    so safeguarded Newton (a bisection step whenever Newton would leave the bracket [lo, hi] known to hold
+    the root) converges for any start."""
     live = den > 0
     lo, hi = np.full(start.shape, -40.0), np.full(start.shape, 40.0)
     delta = np.clip(start, lo, hi)
@@ -129,28 +134,28 @@ def rake(L: np.ndarray, W: np.ndarray, codes: list[np.ndarray], targets: list[np
     sizes = [int(np.asarray(t).shape[-1]) for t in targets]
     ts = [np.broadcast_to(np.asarray(t, dtype=float), (R, k)) for t, k in zip(targets, sizes)]
     deltas = [np.zeros((R, k)) for k in sizes]
+    members = [attribute_members(c, k) for c, k in zip(codes, sizes)]  # each group's, and their weights: fixed while raking
+    dens = [member_sums(W, m) for m in members]
     eta = np.array(L, dtype=float)
     for _ in range(max_cycles if len(sizes) > 1 else 1):
         before = [d.copy() for d in deltas]
         for g, (c, t) in enumerate(zip(codes, ts)):
             base = eta - deltas[g][:, c]
-            deltas[g] = _solve_group(base, W, c, t, deltas[g], tol)
+            deltas[g] = _solve_group(base, W, c, members[g], dens[g], t, deltas[g], tol)
             eta = base + deltas[g][:, c]
-        _centre(deltas, W, codes)
+        _centre(deltas, dens, W.sum(axis=1))
         if max(float(np.abs(d - b).max()) for d, b in zip(deltas, before)) < tol:
             break
     s = expit(eta)
     residual = 0.0
-    for c, t in zip(codes, ts):
-        members = [np.flatnonzero(c == a) for a in range(t.shape[1])]
-        den = member_sums(W, members)
+    for t, m, den in zip(ts, members, dens):
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(den > 0, np.abs(member_sums(W * s, members) / den - t), 0.0)
+            r = np.where(den > 0, np.abs(member_sums(W * s, m) / den - t), 0.0)
         residual = max(residual, float(r.max()) if r.size else 0.0)
     return deltas, residual
 
 
-def _centre(deltas: list[np.ndarray], W: np.ndarray, codes: list[np.ndarray]) -> None:
+def _centre(deltas: list[np.ndarray], dens: list[np.ndarray], total: np.ndarray) -> None:
     """Give every group after the first a W-weighted mean offset of 0 over its agents, the first group
     taking the difference: the same sums ℓ + Σ_g δ_g for every agent, so the same fit.
 
@@ -161,16 +166,15 @@ def _centre(deltas: list[np.ndarray], W: np.ndarray, codes: list[np.ndarray]) ->
     settled after ~10 cycles, but the offsets never did, and raking ran to ``max_cycles`` with offsets
     in the tens (and an agent whose attribute was absent from the data, offset 0, took the other groups'
     ±36 alone). Centred, the offsets settle with the rates. An attribute without weight in a row keeps
-    offset 0, its group's mean."""
+    offset 0, its group's mean. ``dens``: each group's attribute weights Σ_{i ∈ a} W (R × k_g), so that a
+    group's mean offset is Σ_a den_a δ_a / ``total``."""
     if len(deltas) < 2:
         return
-    total = W.sum(axis=1)
-    live = [member_sums(W, [np.flatnonzero(c == a) for a in range(d.shape[1])]) > 0 for c, d in zip(codes, deltas)]
     for g in range(1, len(deltas)):
         with np.errstate(invalid="ignore", divide="ignore"):
-            shift = np.where(total > 0, (W * deltas[g][:, codes[g]]).sum(axis=1) / total, 0.0)[:, None]
-        deltas[g] = np.where(live[g], deltas[g] - shift, 0.0)
-        deltas[0] = np.where(live[0], deltas[0] + shift, 0.0)
+            shift = np.where(total > 0, (dens[g] * deltas[g]).sum(axis=1) / total, 0.0)[:, None]
+        deltas[g] = np.where(dens[g] > 0, deltas[g] - shift, 0.0)
+        deltas[0] = np.where(dens[0] > 0, deltas[0] + shift, 0.0)
 
 
 def logits(p: np.ndarray) -> np.ndarray:
@@ -180,7 +184,7 @@ def logits(p: np.ndarray) -> np.ndarray:
 def cell_logits(y: np.ndarray, W: np.ndarray, cells: np.ndarray) -> np.ndarray:
     """Sample mode: per row of weights W (R × n), each agent's cell rate, ½-smoothed and on the logit
     scale: logit((x_c + ½)/(n_c + 1)) with x_c = Σ_{i ∈ c} W y, n_c = Σ_{i ∈ c} W."""
-    members = [np.flatnonzero(cells == c) for c in range(int(cells.max()) + 1)]
+    members = attribute_members(cells, int(cells.max()) + 1)
     x, n = member_sums(W * y, members), member_sums(W, members)
     return logit((x + 0.5) / (n + 1))[:, cells]
 

@@ -113,7 +113,7 @@ def _sensitivity_case(g, case, base, others, attr_cols, names, levels, col, scor
         overall = (W * p).sum(1) / W.sum(1)
         with np.errstate(invalid="ignore", divide="ignore"):
             per = [C.member_sums(W * p, m) / C.member_sums(W, m) for m in
-                   ([np.flatnonzero(c == a) for a in range(len(lv))] for c, lv in zip(arm["codes"], levels))]
+                   (C.attribute_members(c, len(lv)) for c, lv in zip(arm["codes"], levels))]
         return overall, per
 
     results = {}
