@@ -318,7 +318,9 @@ class FakeOpenAIServer:
         h.wfile.write(data)
 
     def start(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # stop() waits for the serving loop to see the request to shut down: it looks every poll_interval
+        # (0.5 s by default, half a second of an idle worker at the end of each of the ~150 tests that serve)
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def stop(self):
         self.httpd.shutdown()

@@ -128,7 +128,8 @@ class _Embeddings:
             seen: list = []
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # poll_interval: shut down at once, not after up to 0.5 s
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return f"openai:text-embedding-3-small@http://127.0.0.1:{self.server.server_port}/v1"
 
     def __exit__(self, *exc):

@@ -428,7 +428,8 @@ def test_louder_view_serves_the_shares_over_the_steps(analysed):
 
     out, _ = analysed
     httpd = server(out, 0)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # poll_interval: shut down at once, not after up to 0.5 s
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_port}"
     try:
         populations = json.load(urllib.request.urlopen(base + "/api/populations"))

@@ -16,8 +16,10 @@ from louder.types import DECISION_COLUMNS
 
 pytestmark = pytest.mark.slow
 
+# The two-attribute example group: every call of this file is the embedded model's (~2–3 s each here), and a
+# third attribute adds calls without adding a path
 CMD = [sys.executable, "-m", "louder.cli", "run", "--agents", "1", "--scenario", "emergency_response",
-       "--group", "gender_identity", "--out"]
+       "--group", "gender_female_male", "--out"]
 
 
 def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
@@ -25,36 +27,34 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     r = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     d = pd.read_parquet(out / "decisions.parquet")
-    assert list(d.columns) == DECISION_COLUMNS and len(d) == 3
+    assert list(d.columns) == DECISION_COLUMNS and len(d) == 2
     assert set(d["status"]) <= {"valid", "invalid", "refused", "error"}
-    assert d.groupby("attribute").size().to_dict() == {"Female": 1, "Male": 1, "Non-binary": 1}
+    assert d.groupby("attribute").size().to_dict() == {"Female": 1, "Male": 1}
     valid = d[d.status == "valid"]
     assert valid["decision"].isin(["Evacuate", "Stay"]).all()
     assert (valid["target"] == (valid["decision"] == "Evacuate")).all()
     assert d[d.status != "valid"]["decision"].isna().all()
     m = json.loads((out / "manifest.json").read_text())
     assert m["models"]["embedded"]["identity"]["sha256"] and len(m["models"]["embedded"]["identity"]["sha256"]) == 64
-    assert sum(m["status_counts"]["decisions"].values()) == 3 and m["model_calls"] > 0
+    assert sum(m["status_counts"]["decisions"].values()) == 2 and m["model_calls"] > 0
     p = pd.read_parquet(out / "personas.parquet")
-    assert len(p) == 3 and (p.loc[p.status == "valid", "name"].str.len() > 0).all()
+    assert len(p) == 2 and (p.loc[p.status == "valid", "name"].str.len() > 0).all()
     r2 = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
     assert r2.returncode == 0 and "model_calls: 0" in r2.stdout
     pd.testing.assert_frame_equal(d, pd.read_parquet(out / "decisions.parquet"))
 
-    # The same folder: explicit probes, analysis and report from a real (small) embedded-model run (the
-    # analysis and the report ask no model: they run in this process, without a second start-up).
-    cli = [sys.executable, "-m", "louder.cli"]
-    r3 = subprocess.run(cli + ["probe", "explicit", "--trials", "3", "--scenario", "emergency_response",
-                               "--group", "gender_identity", "--out", str(out)], capture_output=True, text=True,
-                        timeout=600)
-    assert r3.returncode == 0, r3.stderr
+    # The same folder: explicit probes, analysis and report from a real (small) embedded-model run, in this
+    # process (the two runs above were the CLI's own processes; a third start-up adds nothing)
+    r3 = CliRunner().invoke(app, ["probe", "explicit", "--trials", "2", "--scenario", "emergency_response",
+                                  "--group", "gender_female_male", "--out", str(out)])
+    assert r3.exit_code == 0, (r3.output, r3.exception)
     probes = pd.read_parquet(out / "probes.parquet")
-    assert len(probes) == 3 and set(probes["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert len(probes) == 2 and set(probes["status"]) <= {"valid", "invalid", "refused", "error"}
     r4 = CliRunner().invoke(app, ["analyze", str(out), "-B", "2000"])
     assert r4.exit_code == 0, (r4.output, r4.exception)
     cases = pd.read_csv(out / "cases.csv")
     assert sorted(cases["kind"]) == ["explicit", "implicit"]
-    assert cases["n_valid"].add(cases["n_invalid"]).add(cases["n_refused"]).add(cases["n_error"]).tolist() == [3, 3]
+    assert cases["n_valid"].add(cases["n_invalid"]).add(cases["n_refused"]).add(cases["n_error"]).tolist() == [2, 2]
     r5 = CliRunner().invoke(app, ["report", str(out), "-B", "2000"])
     assert r5.exit_code == 0, (r5.output, r5.exception)
     html = (out / "report" / "index.html").read_text()
@@ -108,13 +108,13 @@ def _json_object(text: str) -> dict | None:
 
 def test_completion_path_against_real_llama_cpp_server(llama_server, tmp_path):
     cfg = build_config(dict(models=[{"spec": f"completion:openai:smollm2@{llama_server}", "json_mode": "json_object_schema"}], scenarios=["emergency_response"],
-                            groups=["gender_identity"], agents=1))
+                            groups=["gender_female_male"], agents=1))
     res = run_experiment(cfg, tmp_path)
     d = res.decisions
-    assert len(d) == 3 and (d["status"] != "error").all(), d["raw_response"].tolist()
+    assert len(d) == 2 and (d["status"] != "error").all(), d["raw_response"].tolist()
     # completion + extraction for every persona, and again for the decision of each agent whose persona parsed
     n_valid_personas = int((res.personas["status"] == "valid").sum())
-    assert res.manifest["model_calls"] == 6 + 2 * n_valid_personas
+    assert res.manifest["model_calls"] == 4 + 2 * n_valid_personas
     assert res.personas["raw_response"].str.len().gt(0).all()  # the completion model's own words are kept
 
 

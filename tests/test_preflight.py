@@ -2,21 +2,20 @@
 # Bounds on wall time ("in seconds") are 60 s: they tell failing fast from retrying for minutes, and hold
 # on a loaded machine where the suite runs on every core.
 
-import os
-import subprocess
-import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 from fake_openai import FakeOpenAIServer
+from typer.testing import CliRunner
 
+from louder.cli import app
 from louder.config import build_config
 from louder.errors import LouderError
 from louder.llm.cache import ResponseCache
 from louder.llm.errors import classify_failure
 from louder.simulation import run_experiment
 
-CLI = [sys.executable, "-m", "louder.cli"]
 SMALL = dict(scenarios=["emergency_response"], groups=["gender_identity"], agents=1)
 
 
@@ -28,10 +27,14 @@ def server(request):
     s.stop()
 
 
-def cli(args, env=None, timeout=120):
+def cli(args, env=None):
+    """``louder ARGS`` in this process (a subprocess would add a Python start-up and louder's imports, ~3 s,
+    to each of these checks): the exit code, stdout and stderr apart, and the seconds it took. ``env``:
+    variables set (a value None: unset) for the call."""
     start = time.perf_counter()
-    r = subprocess.run(CLI + args, capture_output=True, text=True, timeout=timeout, env=env or os.environ.copy())
-    return r, time.perf_counter() - start
+    r = CliRunner().invoke(app, args, env=env)
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception  # no traceback
+    return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr), time.perf_counter() - start
 
 
 @pytest.mark.parametrize("status, body, cause, transient", [
@@ -112,7 +115,7 @@ KEY = "sk-louder-FAKE-0123456789abcdefSECRET"
 @pytest.mark.parametrize("server", [dict(api_key="sk-the-right-key-0000000000")], indirect=True)
 def test_401_fails_before_any_agent_in_one_line(server, tmp_path):
     r, seconds = cli(["run", "--model", f"openai:fake@{server.url}", "--agents", "1", "-s", "emergency_response",
-                      "-g", "gender_identity", "--out", str(tmp_path)], env={**os.environ, "OPENAI_API_KEY": KEY})
+                      "-g", "gender_identity", "--out", str(tmp_path)], env={"OPENAI_API_KEY": KEY})
     assert r.returncode != 0 and seconds < 60 and not server.requests
     assert "http_401_unauthorized" in r.stderr and "OPENAI_API_KEY" in r.stderr
     assert KEY not in r.stderr + r.stdout and KEY[3:20] not in r.stderr + r.stdout
@@ -120,8 +123,8 @@ def test_401_fails_before_any_agent_in_one_line(server, tmp_path):
 
 
 def test_missing_key_for_hosted_openai_is_one_line(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    r, seconds = cli(["run", "--model", "openai:gpt-4o-mini", "--agents", "1", "--out", str(tmp_path)], env=env)
+    r, seconds = cli(["run", "--model", "openai:gpt-4o-mini", "--agents", "1", "--out", str(tmp_path)],
+                     env={"OPENAI_API_KEY": None})
     assert r.returncode != 0 and "OPENAI_API_KEY" in r.stderr and seconds < 60
 
 
@@ -191,7 +194,7 @@ def test_llama_cpp_server_check(llama_server):
     option models (json_schema refused with a 500 validation body) and picks json_object_schema. A run
     that negotiates its mode on this server by itself (no config) is tests/test_e2e_embedded.py's
     test_openai_path_against_real_llama_cpp_server."""
-    r, _ = cli(["check", "--model", f"openai:smol@{llama_server}"], timeout=300)
+    r, _ = cli(["check", "--model", f"openai:smol@{llama_server}"])
     assert r.returncode == 0, r.stderr
     rows = {cols[1]: (cols[2], cols[3]) for cols in (ln.split("\t") for ln in r.stdout.splitlines()[1:]) if
             len(cols) == 4}

@@ -63,7 +63,8 @@ class _Embeddings(BaseHTTPRequestHandler):
 
 def test_probe_weat_remote_embeddings_and_analysis(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # poll_interval: shut down at once, not after up to 0.5 s
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/v1"
     try:
         env = {"PYTHONHASHSEED": "0", "OPENAI_API_KEY": "sk-test-weat"}
