@@ -20,7 +20,6 @@ import io
 import json
 import re
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,14 +121,14 @@ class _Embeddings:
         from http.server import ThreadingHTTPServer
 
         sys.path.insert(0, str(ROOT / "tests"))
+        from fake_openai import serve_in_background
         from test_weat import _Embeddings
 
         class Handler(_Embeddings):
             seen: list = []
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        # poll_interval: shut down at once, not after up to 0.5 s
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        serve_in_background(self.server)
         return f"openai:text-embedding-3-small@http://127.0.0.1:{self.server.server_port}/v1"
 
     def __exit__(self, *exc):

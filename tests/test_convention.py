@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 import figure_checks
 from cache_count import cached_replies
+from fake_openai import serve_in_background
 from louder import kinds
 from louder.analysis import analyze
 from louder.analysis.report.page import write_report
@@ -428,8 +429,7 @@ def test_louder_view_serves_the_shares_over_the_steps(analysed):
 
     out, _ = analysed
     httpd = server(out, 0)
-    # poll_interval: shut down at once, not after up to 0.5 s
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    serve_in_background(httpd)
     base = f"http://127.0.0.1:{httpd.server_port}"
     try:
         populations = json.load(urllib.request.urlopen(base + "/api/populations"))

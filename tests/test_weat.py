@@ -6,12 +6,12 @@ import itertools
 import json
 import subprocess
 import sys
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
 import pytest
+from fake_openai import serve_in_background
 
 from louder.analysis.stats.weat import association, weat
 
@@ -63,8 +63,7 @@ class _Embeddings(BaseHTTPRequestHandler):
 
 def test_probe_weat_remote_embeddings_and_analysis(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
-    # poll_interval: shut down at once, not after up to 0.5 s
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    serve_in_background(server)
     url = f"http://127.0.0.1:{server.server_port}/v1"
     try:
         env = {"PYTHONHASHSEED": "0", "OPENAI_API_KEY": "sk-test-weat"}
