@@ -46,7 +46,9 @@ demo: setup
 	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/louder demo
 
 # The suite runs on every core (pytest-xdist): its tests are independent, and the embedded model's
-# threads sleep while they wait, so two of its runs side by side share the cores. loadfile: a file's
+# threads sleep while they wait, so two of its runs side by side share the cores. `-n auto` is one worker
+# more than the cores (tests/conftest.py: a worker waiting on a subprocess or a server leaves its core to
+# the extra one), and one BLAS thread per worker. loadfile: a file's
 # tests run on one worker, which builds its module fixtures once, the files with slow tests first
 # (tests/conftest.py); the 25 slowest tests are listed at the end.
 # PYTHONDONTWRITEBYTECODE is emptied for the suite: with it set (some machines and CI images do) every
