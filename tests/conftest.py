@@ -20,10 +20,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for var in ("COLUMNS", "LINES"):
         os.environ.pop(var, None)
 
-# One BLAS thread per process: the suite already keeps every core busy with one worker each (``-n auto``), so
-# OpenBLAS's own threads (one per core in numpy's and in scipy's copy) only contend with the other worker
-# and spin while they wait for work. Paired on the analysis-heavy files: 5-11 % less CPU. Read when OpenBLAS
-# loads, so set before anything imports numpy (no plugin does); inherited by the suite's subprocesses.
+# One BLAS thread per process: the suite's workers already keep every core busy (``-n auto``: one more than
+# the cores, below), so OpenBLAS's own threads (one per core in numpy's and in scipy's copy) only contend with
+# the other workers and spin while they wait for work. Paired on the analysis-heavy files: 5-11 % less CPU.
+# Read when OpenBLAS loads, so set before anything imports numpy (no plugin does); inherited by the suite's
+# subprocesses.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from fake_openai import FakeOpenAIServer  # noqa: E402
