@@ -3,6 +3,9 @@
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from louder.llm.base import Reply, Request
 from louder.llm.cache import ResponseCache, cache_key
@@ -131,3 +134,27 @@ def test_a_cache_key_is_the_hash_of_the_whole_key_as_before():
                                                              "score": score})
         draw = FakeModel("seed=5")._rng(r, "noise", "prefix", "c1").random()
         assert draw == random.Random(stable_hash([5, r.key_material(), "noise", "prefix", "c1"])).random()
+
+
+class _Choice(BaseModel):
+    decision: str
+    rationale: str = ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["system", "user", "assistant"]), st.text()),
+                                              min_size=1, max_size=3).map(tuple)),
+       prompt=st.text(), schema=st.sampled_from([None, _Choice]),
+       temperature=st.floats(0, 2), max_tokens=st.integers(1, 32768), seed=st.integers(0, 2**31),
+       replicate=st.text(max_size=8), reasoning=st.one_of(st.none(), st.sampled_from(["low", "high", "off"])))
+def test_the_spliced_rendering_is_json_dumps_of_the_key_material(messages, prompt, schema, temperature, max_tokens,
+                                                                seed, replicate, reasoning):
+    """``Request.key_json`` is spliced from its parts (the schema's rendering made once per class): it must be,
+    character for character, what ``json.dumps(key_material(), sort_keys=True, ensure_ascii=False)`` writes —
+    any text (quotes, backslashes, control characters, any script), chat or completion, with or without a
+    schema or a reasoning level."""
+    import json
+
+    r = Request(messages=messages, prompt=None if messages else prompt, schema=schema, temperature=temperature,
+                max_tokens=max_tokens, seed=seed, replicate=replicate, reasoning=reasoning)
+    assert r.key_json == json.dumps(r.key_material(), sort_keys=True, ensure_ascii=False)

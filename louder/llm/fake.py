@@ -90,6 +90,13 @@ from louder.llm.thinking import LEVELS
 
 THINK = ("inline", "field", "unclosed")
 GAME_FIELD = "pick"  # the answer field of the convention game's schema (louder.simulation.convention_run)
+@cache
+def _word(w: str) -> re.Pattern:
+    """``w`` as a whole word, in any case (compiled once: the pattern was built and looked up in re's cache
+    for every word of every request)."""
+    return re.compile(rf"\b{re.escape(w)}\b", re.IGNORECASE)
+
+
 MEMORY = re.compile(r'partner picked "([^"]+)"')  # a memory line's partner pick (louder/data/convention.yaml)
 # persona_tone: the traits a persona of that tone is written with (three drawn per persona)
 TONES = {
@@ -211,9 +218,9 @@ class FakeModel:
         """The bias words in the request's prompt (when ``gated``, none unless the ``only`` word is there too,
         and none when the ``unless`` word is); ``words``: these words (the shifts) instead of the biases."""
         text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
-        if gated and self.only and not re.search(rf"\b{re.escape(self.only)}\b", text, re.IGNORECASE):
+        if gated and self.only and not _word(self.only).search(text):
             return {}
-        if gated and self.unless and re.search(rf"\b{re.escape(self.unless)}\b", text, re.IGNORECASE):
+        if gated and self.unless and _word(self.unless).search(text):
             return {}
         if words is not None:
             bias = words
@@ -221,7 +228,7 @@ class FakeModel:
             bias = {**self.bias, **self.levels.get(request.reasoning or "default", {})}
         else:  # free text echoes every word that is a bias at some level, and every shift word
             bias = {**{w: p for lv in self.levels.values() for w, p in lv.items()}, **self.bias, **self.shift}
-        return {w: p for w, p in bias.items() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)}
+        return {w: p for w, p in bias.items() if _word(w).search(text)}
 
     def probabilities(self, request: Request, options: list[str]) -> list[float]:
         """Uniform over ``options``, or the favoured one at P when a bias word is in the prompt
@@ -312,7 +319,7 @@ class FakeModel:
     def _matching(request: Request, words) -> list[str]:
         """The ``words`` (whole word, any case) in the request's prompt."""
         text = " ".join(c for _, c in request.messages) if request.messages else request.prompt or ""
-        return [w for w in words if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
+        return [w for w in words if _word(w).search(text)]
 
     def _thought(self, request: Request, schema: dict, answer: dict, rng: random.Random) -> Reply:
         """The answer, with thinking as the ``think`` option says (none at reasoning level off)."""
