@@ -1,5 +1,6 @@
 """Cache keys and the cache itself."""
 
+import json
 import threading
 
 import pytest
@@ -153,8 +154,6 @@ def test_the_spliced_rendering_is_json_dumps_of_the_key_material(messages, promp
     character for character, what ``json.dumps(key_material(), sort_keys=True, ensure_ascii=False)`` writes —
     any text (quotes, backslashes, control characters, any script), chat or completion, with or without a
     schema or a reasoning level."""
-    import json
-
     r = Request(messages=messages, prompt=None if messages else prompt, schema=schema, temperature=temperature,
                 max_tokens=max_tokens, seed=seed, replicate=replicate, reasoning=reasoning)
     assert r.key_json == json.dumps(r.key_material(), sort_keys=True, ensure_ascii=False)

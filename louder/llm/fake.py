@@ -90,13 +90,6 @@ from louder.llm.thinking import LEVELS
 
 THINK = ("inline", "field", "unclosed")
 GAME_FIELD = "pick"  # the answer field of the convention game's schema (louder.simulation.convention_run)
-@cache
-def _word(w: str) -> re.Pattern:
-    """``w`` as a whole word, in any case (compiled once: the pattern was built and looked up in re's cache
-    for every word of every request)."""
-    return re.compile(rf"\b{re.escape(w)}\b", re.IGNORECASE)
-
-
 MEMORY = re.compile(r'partner picked "([^"]+)"')  # a memory line's partner pick (louder/data/convention.yaml)
 # persona_tone: the traits a persona of that tone is written with (three drawn per persona)
 TONES = {
@@ -107,6 +100,13 @@ TONES = {
                  "enjoys a wonderful garden", "helps the neighbours gladly", "is calm and confident",
                  "trusts friends warmly"),
 }
+
+
+@cache
+def _word(w: str) -> re.Pattern:
+    """``w`` as a whole word, in any case (compiled once: the pattern was built and looked up in re's cache
+    for every word of every request)."""
+    return re.compile(rf"\b{re.escape(w)}\b", re.IGNORECASE)
 
 
 def parse_all(text: str) -> dict:
