@@ -147,7 +147,7 @@ def test_the_embedded_model_answers_in_range_under_the_schema():
     from louder.llm.embedded import EmbeddedModel
     from louder.schemas import count_schema
 
-    model = EmbeddedModel(n_threads=2)
+    model = EmbeddedModel()
     schema = count_schema("BeliefAnswer", "count", 0, 100, True)
     for seed in range(4):
         prompt = ("Out of 100 people, how many would evacuate? Answer with a big number such as 250 or 1000. "

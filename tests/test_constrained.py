@@ -20,7 +20,7 @@ from louder.llm.spec import ModelConfig, build_backend
 
 @pytest.fixture(scope="module")
 def model():
-    return EmbeddedModel(n_threads=2)
+    return EmbeddedModel()
 
 
 def ask(model, schema, text, max_tokens, seed=1, temperature=0.7):
@@ -116,7 +116,7 @@ def test_cache_keys_differ_between_constraint_methods(model):
 
 
 def test_gbnf_switch_still_gives_schema_json(model):
-    gbnf = EmbeddedModel(model.path, n_threads=2, constraint="gbnf")
+    gbnf = EmbeddedModel(model.path, constraint="gbnf")
     r = ask(gbnf, yes_no_schema(), 'Did you suggest it? Respond as json: {"answer": "yes" or "no"}', max_tokens=20)
     assert r.error is None and r.finish_reason == "stop"
     yes_no_schema().model_validate_json(r.text)

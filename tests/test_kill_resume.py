@@ -21,17 +21,14 @@ import subprocess
 import sys
 import time
 
-import ipywidgets
 import pandas as pd
 import pytest
-import solara
 import yaml
 
 from typer.testing import CliRunner
 
 from cache_count import cached_replies
 from louder.cli import app
-from louder.view.app import make_page
 
 DELAY = 0.15  # seconds the server holds each answer: long enough to kill mid-call, short enough to be cheap
 LOUDER = [sys.executable, "-m", "louder.cli"]
@@ -146,6 +143,11 @@ def test_network_run_killed_in_round_two_then_resumed_equals_uninterrupted(serve
     _louder("analyze", out, "-B", 500)
     _louder("report", out, "-B", 500)
     assert "Networks and influence" in (out / "report" / "index.html").read_text()
+    import ipywidgets  # here, not at the top: every pytest-xdist worker imports every test module, and the
+    import solara  # viewer's stack takes seconds
+
+    from louder.view.app import make_page
+
     box, rc = solara.render(make_page(str(out)), handle_error=False)
     assert len(rc.find(ipywidgets.Image).widgets) == 2
 

@@ -12,18 +12,23 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import httpx
-import ipywidgets
 import pytest
-import solara
 from conftest import free_port
 from typer.testing import CliRunner
 from view_fixture import write_network_run
 
 from louder.cli import app
 from louder.errors import LouderError
-from louder.view.app import make_page
 from louder.view.data import dpd_band, load_view_data
 from louder.view.model import ReplayModel
+
+
+def make_page(run: str):
+    """The page of ``louder view`` (solara and Mesa's visualization imported here, by the tests that render:
+    every pytest-xdist worker imports every test module, and these two take seconds)."""
+    from louder.view.app import make_page
+
+    return make_page(run)
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +56,9 @@ def test_large_runs_draw_a_seeded_sample(tmp_path):
 
 
 def test_page_renders_in_process(run):
+    import ipywidgets
+    import solara
+
     box, rc = solara.render(make_page(str(run)), handle_error=False)
     images = rc.find(ipywidgets.Image).widgets
     assert len(images) == 2 and all(len(i.value) > 10_000 for i in images)  # the network and the chart
@@ -68,6 +76,7 @@ def _round_slider(rc) -> int:
 def test_round_slider_follows_step_and_sets_the_round(run):
     """issue 23.7: the Round slider shows the model's round after every Step / ▶ (what SolaraViz's
     controller does: ``model.step()`` then ``force_update()``), and moving it moves the model."""
+    import solara
     from mesa.visualization.utils import force_update
 
     page = make_page(str(run))
