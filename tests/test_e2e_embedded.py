@@ -39,12 +39,12 @@ def test_cli_run_on_embedded_model_and_rerun_is_free(tmp_path):
     assert sum(m["status_counts"]["decisions"].values()) == 2 and m["model_calls"] > 0
     p = pd.read_parquet(out / "personas.parquet")
     assert len(p) == 2 and (p.loc[p.status == "valid", "name"].str.len() > 0).all()
-    r2 = subprocess.run(CMD + [str(out)], capture_output=True, text=True, timeout=600)
-    assert r2.returncode == 0 and "model_calls: 0" in r2.stdout
+    # The same folder again, and explicit probes, analysis and report of this real (small) embedded-model
+    # run, in this process (the run above was the CLI's own process; another start-up adds nothing)
+    r2 = CliRunner().invoke(app, CMD[3:] + [str(out)])
+    assert r2.exit_code == 0 and "model_calls: 0" in r2.output, (r2.output, r2.exception)
     pd.testing.assert_frame_equal(d, pd.read_parquet(out / "decisions.parquet"))
 
-    # The same folder: explicit probes, analysis and report from a real (small) embedded-model run, in this
-    # process (the two runs above were the CLI's own processes; a third start-up adds nothing)
     r3 = CliRunner().invoke(app, ["probe", "explicit", "--trials", "2", "--scenario", "emergency_response",
                                   "--group", "gender_female_male", "--out", str(out)])
     assert r3.exit_code == 0, (r3.output, r3.exception)
@@ -65,36 +65,32 @@ def test_openai_path_against_real_llama_cpp_server(llama_server, tmp_path):
     """No json_mode given: the run's preflight negotiates one with the real server (json_schema is refused
     with a 500 validation body, tests/test_preflight.py's check) and records it.
 
-    Nothing here depends on what SmolLM2 writes. The written-persona condition sends the persona over the
-    OpenAI path, but an agent whose persona fails its checks (SmolLM2 echoes the placeholder or writes two
-    words, issue 23.5) is not asked; in one CI run all of them failed. Under no_persona with the names
-    signal the persona is "A person named …" from the curated lists, no model call, so those agents are
-    always asked. What the server promises, whatever the model writes: every answer that parses carries a
-    decision among the offered labels (the schema's enum is its grammar)."""
+    Nothing here depends on what SmolLM2 writes. Under no_persona with the names signal the persona is
+    "A person named …" from the curated lists, no model call, so every agent is asked: two decisions over
+    the chat path, which is the path a written persona takes too (its own calls, and an agent left unasked
+    when its persona fails, are the fake server's tests; against this server a written persona cost ~10 s
+    of the suite and, SmolLM2 echoing the placeholder, often left its agent unasked). What the server
+    promises, whatever the model writes: every answer that parses carries a decision among the offered
+    labels (the schema's enum is its grammar)."""
     spec = f"openai:smollm2@{llama_server}"
     cfg = build_config({"models": [spec], "concurrency": 2,
                         "simulation": {"scenarios": ["career_path_selection"], "groups": ["gender_female_male"],
-                                       "conditions": ["contextualized", "no_persona"], "signal": ["names"],
-                                       "agents": 1}})
+                                       "conditions": ["no_persona"], "signal": ["names"], "agents": 1}})
     res = run_experiment(cfg, tmp_path)
     pf = res.manifest["preflight"][spec]["model"]
     assert pf["json_mode"] == "json_object_schema" and pf["json_mode_source"] == "auto"
     d = res.decisions
-    assert len(d) == 4 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
+    assert len(d) == 2 and set(d["status"]) <= {"valid", "invalid", "refused", "error"}
     assert (d["status"] != "error").all(), d["raw_response"].tolist()
-    assert (d.loc[d["condition"] == "no_persona", "attempts"] > 0).all()
-    asked = d[d["attempts"] > 0]
-    parsed = asked["raw_response"].map(_json_object)
+    assert (d["attempts"] > 0).all()
+    parsed = d["raw_response"].map(_json_object)
     decided = parsed.map(lambda o: o is not None and "decision" in o)
-    assert decided.any(), asked["raw_response"].tolist()  # the server returned JSON for the schema
+    assert decided.any(), d["raw_response"].tolist()  # the server returned JSON for the schema
     assert parsed[decided].map(lambda o: o["decision"]).isin(["Astronaut", "Plumber"]).all()
     valid = d[d["status"] == "valid"]
     assert valid["decision"].isin(["Astronaut", "Plumber"]).all()
     assert (valid["target"] == (valid["decision"] == "Astronaut")).all()
-    unasked = d[d["attempts"] == 0]
-    assert (unasked["status"] == "invalid").all() and (unasked["condition"] == "contextualized").all()
-    assert set(unasked["agent_id"]) <= set(res.personas.loc[res.personas["status"] != "valid", "agent_id"])
-    assert res.manifest["model_calls"] == 2 + len(asked)  # two written personas, one call per asked decision
+    assert res.manifest["model_calls"] == 2  # one call per decision, none for a persona
     assert run_experiment(cfg, tmp_path).manifest["model_calls"] == 0
 
 
