@@ -143,8 +143,10 @@ def test_network_run_killed_in_round_two_then_resumed_equals_uninterrupted(serve
     _louder("analyze", out, "-B", 500)
     _louder("report", out, "-B", 500)
     assert "Networks and influence" in (out / "report" / "index.html").read_text()
-    import ipywidgets  # here, not at the top: every pytest-xdist worker imports every test module, and the
-    import solara  # viewer's stack takes seconds
+    # The viewer's stack here, not at the top: every pytest-xdist worker imports every test module, and this
+    # one takes seconds
+    import ipywidgets
+    import solara
 
     from louder.view.app import make_page
 
