@@ -1,5 +1,7 @@
 """Issue 24: the faster analysis paths give exactly what the previous code gave (kept here as the
-reference): chunked permutation tests, one-groupby choice rates, one regex pass per attribute."""
+reference): chunked permutation tests, one-groupby choice rates, one regex pass per attribute. Issue 47:
+the permutation tests and the sequential capital in cache-sized blocks (``stats.CACHE_CELLS``) give
+exactly what one array gives."""
 
 import re
 from collections import Counter
@@ -10,11 +12,13 @@ import pandas as pd
 from louder.analysis.stats import choices as CH
 from louder.analysis.stats import prob_dpd as PD
 from louder.analysis.stats import rationales as R
+from louder.analysis.stats import sequential as SQ
+from louder.analysis.stats.core import CACHE_CELLS, permuted_rows
 
 
 def test_permutation_p_in_chunks_equals_one_array():
     rng = np.random.default_rng(0)
-    for sizes in ((5, 7), (300, 280, 310, 290), (900, 1100)):  # 1 chunk … many chunks (1M values each)
+    for sizes in ((5, 7), (300, 280, 310, 290), (900, 1100)):  # 1 block … many blocks (CACHE_CELLS values each)
         samples = [rng.beta(2, 3, s) + 0.02 * i for i, s in enumerate(sizes)]
         n = np.array(sizes)
         pooled = np.concatenate(samples)
@@ -40,6 +44,46 @@ def test_monte_carlo_independence_in_chunks_equals_one_array():
         flat = (a * m + perm) + (np.arange(3000) * k * m)[:, None]
         draws = CH._chi2(np.bincount(flat.ravel(), minlength=3000 * k * m).reshape(3000, k, m).astype(float))
         assert r.p_value == (1 + np.count_nonzero(draws >= r.chi2 - 1e-9)) / 3001
+
+
+def test_permuted_rows_in_blocks_equal_one_array_whatever_the_block():
+    """Blocks of any size (one row, a ragged last block, all B rows at once) give the shuffles of one
+    B × N array, in order."""
+    values = np.random.default_rng(2).random(CACHE_CELLS // 40 + 3)  # 39 rows a block, the last one ragged
+    whole = np.random.default_rng(5).permuted(np.broadcast_to(values, (200, values.size)), axis=1)
+    blocks = []
+    got = permuted_rows(np.random.default_rng(5), values, 200, lambda perm: blocks.append(len(perm)) or perm[:, 0])
+    assert len(set(blocks)) == 2 and sum(blocks) == 200  # several full blocks and a shorter last one
+    np.testing.assert_array_equal(got, whole[:, 0])
+    one = permuted_rows(np.random.default_rng(5), np.arange(3.0), 10, lambda perm: perm @ [1.0, 10.0, 100.0])
+    np.testing.assert_array_equal(one, np.random.default_rng(5).permuted(np.broadcast_to(np.arange(3.0), (10, 3)),
+                                                                          axis=1) @ [1.0, 10.0, 100.0])
+
+
+def test_cluster_permutation_in_blocks_equals_one_array():
+    rng = np.random.default_rng(3)
+    C = 3000  # 33 permutations a block: 1,000 of them in 31 blocks
+    attribute = rng.choice(["a", "b", "c"], C)
+    p = rng.random(C) * 0.3 + (attribute == "a") * 0.02
+    cluster = np.arange(C).astype(str)
+    got = PD.cluster_permutation_p(p, attribute, cluster, B=1000, seed=8)
+    S, n, _ = PD._cluster_sums(p, attribute.astype(object), cluster.astype(object))
+    label, s, k = (n > 0).argmax(axis=1), S.sum(axis=1), n.sum(axis=1)
+    perm = np.random.default_rng(8).permuted(np.broadcast_to(label, (1000, C)), axis=1)  # one array
+    means = np.stack([np.bincount(row, s, 3) / np.bincount(row, k, 3) for row in perm])
+    observed = np.ptp(np.bincount(label, s, 3) / np.bincount(label, k, 3))
+    assert got == (1 + np.count_nonzero(np.ptp(means, axis=1) >= observed - PD.TIE)) / 1001
+
+
+def test_the_sequential_capital_in_blocks_equals_one_block():
+    """Blocks split the streams only: every stream's capital has the same bits at any block size."""
+    x = (np.random.default_rng(6).random((300, 40)) < 0.4).astype(float)
+    x[::7, ::3] = np.nan  # unanswered slots
+    ref = SQ.update(SQ.start(300, 0.01), x, max_cells=10**9)  # one block
+    for cells in (1, 40 * 1001 * 7, CACHE_CELLS):
+        got = SQ.update(SQ.start(300, 0.01), x, max_cells=cells)
+        np.testing.assert_array_equal(got.log_plus, ref.log_plus)
+        np.testing.assert_array_equal(got.log_minus, ref.log_minus)
 
 
 def _old_choice_rates(decisions):

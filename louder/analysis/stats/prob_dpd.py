@@ -26,6 +26,7 @@ import pandas as pd
 
 from louder.analysis.stats import intervals as I
 from louder.analysis.stats import substream
+from louder.analysis.stats.core import permuted_rows
 from louder.analysis.stats.keys import CASE_KEYS, is_valid
 
 COLUMNS = [*CASE_KEYS, "dpd_p", "ci_low_p", "ci_high_p", "p_value_p"]
@@ -81,12 +82,7 @@ def permutation_p(samples: list[np.ndarray], B: int = 10_000, seed: int = 0) -> 
     observed = _dpd_of_means(np.array([s.sum() for s in samples]), n)
     rng = np.random.default_rng(seed)
     starts = np.r_[0, np.cumsum(n)[:-1]]
-    # B shuffles in chunks of ~1M values: the same draws in the same order as one (B × N) array,
-    # but the chunk stays in cache (about 3× faster at N = 3,500, and bounded memory)
-    rows = max(1, 1_000_000 // pooled.size)
-    draws = np.concatenate([_dpd_of_means(np.add.reduceat(
-        rng.permuted(np.broadcast_to(pooled, (min(rows, B - i), pooled.size)), axis=1), starts, axis=1), n)
-        for i in range(0, B, rows)])
+    draws = permuted_rows(rng, pooled, B, lambda perm: _dpd_of_means(np.add.reduceat(perm, starts, axis=1), n))
     # means equal to 1e-9 are ties (calibrated agents' means agree to the offsets' solver tolerance, not to 1e-12)
     return float((1 + np.count_nonzero(draws >= observed - TIE)) / (B + 1))
 
@@ -154,9 +150,7 @@ def cluster_permutation_p(p, attribute, cluster, B: int = 10_000, seed: int = 0)
 
     observed = stat(label[None, :])[0]
     rng = np.random.default_rng(seed)
-    chunk = max(1, 5_000_000 // max(label.size, 1))
-    draws = np.concatenate([stat(rng.permuted(np.broadcast_to(label, (min(chunk, B - i), label.size)), axis=1))
-                            for i in range(0, B, chunk)])
+    draws = permuted_rows(rng, label, B, stat)
     return float((1 + np.count_nonzero(draws >= observed - TIE)) / (B + 1))
 
 

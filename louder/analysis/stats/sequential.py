@@ -62,6 +62,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from louder.analysis.stats.core import CACHE_CELLS
+
 GRID = np.linspace(0.0, 1.0, 1001)  # the candidate means m
 STEP = GRID[1] - GRID[0]
 TRUNCATION = 0.5  # c: every factor of the capital stays ≥ 1 − c
@@ -105,7 +107,7 @@ def start(streams: int, bet_alpha: float) -> Capital:
                    np.zeros((streams, GRID.size)))
 
 
-def update(cap: Capital, x, max_cells: int = 4_000_000) -> Capital:
+def update(cap: Capital, x, max_cells: int = CACHE_CELLS) -> Capital:
     """The capital after the observations ``x`` (streams × w, in arrival order; NaN = no observation,
     e.g. an invalid answer or a stream with fewer observations this wave). The bets of each
     observation use only the observations before it (predictable), in the order given."""
@@ -133,7 +135,9 @@ def update(cap: Capital, x, max_cells: int = 4_000_000) -> Capital:
         cap_plus = np.where(m > 0, TRUNCATION / m, np.inf)
         cap_minus = np.where(m < 1, TRUNCATION / (1 - m), np.inf)
     log_plus, log_minus = np.empty_like(cap.log_plus), np.empty_like(cap.log_minus)
-    rows = max(1, max_cells // (w * GRID.size))  # bound the memory of the streams × w × grid block
+    # streams × w × grid in blocks that stay in a core's cache (``CACHE_CELLS``: at 4,000,000 cells a block went to
+    # memory on every pass, 1.9× slower); blocks split streams only: every product and sum is the same
+    rows = max(1, max_cells // (w * GRID.size))
     for a in range(0, s, rows):
         b = slice(a, a + rows)
         d = xv[b, :, None] - m
