@@ -67,6 +67,24 @@ def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: st
     return n, x
 
 
+def _round_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None, clusters: np.ndarray,
+                  rounds: list) -> tuple[np.ndarray, np.ndarray]:
+    """``_cluster_counts`` of every round in ``rounds`` at once: n[r, c, a] and x[r, c, a] (rows of other
+    rounds left out). One pass over the rows where filtering them round by round took one pass a round."""
+    v = valid(rows)
+    ri = pd.Index(rounds).get_indexer(v["round"])
+    ci = pd.Index(clusters).get_indexer(v[cluster] if cluster else v["node"])
+    ai = pd.Index(attributes).get_indexer(v[attr])
+    keep = (ri >= 0) & (ci >= 0) & (ai >= 0)  # another round, or an attribute without a column: not counted
+    shape = (len(rounds), len(clusters), len(attributes))
+    flat = np.ravel_multi_index((ri[keep], ci[keep], ai[keep]), shape)
+    w = _n(v)[keep]
+    # counts are whole numbers: summed in any order they are exact, as np.add.at's were
+    n = np.bincount(flat, weights=w, minlength=int(np.prod(shape))).reshape(shape)
+    x = np.bincount(flat, weights=w * v["target"].astype(bool).to_numpy()[keep], minlength=n.size).reshape(shape)
+    return n, x
+
+
 def _bootstrap_rates(pairs: list[tuple[np.ndarray, np.ndarray]], B: int, seed: int,
                      with_variance: bool = False) -> list:
     """Cluster bootstrap of rates, one B × A array per (n, x) pair, all with the same resamples.
@@ -147,7 +165,7 @@ def dpd_by_round(rows: pd.DataFrame, attr: str, cluster: str | None = None, B: i
     attributes = sorted(rows[attr].dropna().unique())
     clusters = _clusters(rows, cluster)
     rounds = sorted(rows["round"].unique())
-    pairs = [_cluster_counts(rows[rows["round"] == r], attr, attributes, cluster, clusters) for r in rounds]
+    pairs = list(zip(*_round_counts(rows, attr, attributes, cluster, clusters, rounds)))
     boots = _bootstrap_rates(pairs, B, seed, with_variance=True)
     out = []
     for r, (n, x), (rb, vb) in zip(rounds, pairs, boots):
@@ -211,10 +229,13 @@ def amplification(llm: pd.DataFrame, arm: pd.DataFrame | None, attr: str, cluste
     frames = [llm] if arm is None else [llm, arm]
     clusters = np.unique(np.concatenate([_clusters(f, cluster) for f in frames]))
     rounds = sorted(llm["round"].unique())
-    base = lambda r: (arm if arm is not None and r > 0 else llm)  # noqa: E731
-    base_round = lambda r: r if arm is not None else 0  # noqa: E731
-    pairs = [_cluster_counts(rows[rows["round"] == rr], attr, attributes, cluster, clusters)
-             for r in rounds for rows, rr in ((llm, r), (base(r), base_round(r)))]
+    counts = lambda rows, rr: list(zip(*_round_counts(rows, attr, attributes, cluster, clusters, rr)))  # noqa: E731
+    llm_counts = counts(llm, rounds)
+    if arm is None:  # the baseline of every round is round 0 of the LLM rows
+        base_counts = counts(llm, [0]) * len(rounds)
+    else:  # the arm's round r; in round 0 the LLM's own (the arm starts at round 1)
+        base_counts = [llm_counts[i] if r == 0 else c for i, (r, c) in enumerate(zip(rounds, counts(arm, rounds)))]
+    pairs = [c for i in range(len(rounds)) for c in (llm_counts[i], base_counts[i])]
     boots = _bootstrap_rates(pairs, B, seed)
     d0 = _observed_dpd(*pairs[0])
     out = []
