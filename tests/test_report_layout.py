@@ -120,6 +120,7 @@ def test_a_side_panels_title_is_wrapped_to_its_room_in_one_pass():
     """A centred title over the right-hand panel of three sticks out though it is narrower than the figure:
     it is wrapped to the room its centre leaves (twice the distance to the nearer edge), so the figure is
     laid out once to find it and once more to place it — not once more for every 10 % it was narrowed."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
@@ -135,8 +136,6 @@ def test_a_side_panels_title_is_wrapped_to_its_room_in_one_pass():
     axes = fig.subplots(1, 3)
     axes[2].set_title("a title over the right-hand panel that is long: " * 2)
     fit_titles(fig)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     renderer = FigureCanvasAgg(fig).get_renderer()
     box = axes[2].title.get_window_extent(renderer)
     assert 0 <= box.x0 and box.x1 <= fig.bbox.width and "\n" in axes[2].title.get_text()
