@@ -77,3 +77,7 @@ def test_gap_interval_detects_a_real_gap_with_clusters():
                          "target": np.r_[np.arange(1000) % 10 < 7, np.arange(1000) % 10 < 3]})
     g, lo, hi = gap_interval(rows, "attribute", "a", "b", cluster="cluster", B=300)
     assert g == pytest.approx(0.4) and lo > 0.3 and hi < 0.5
+    # a third attribute in the rows is no part of the gap between a and b (it was once counted as b's)
+    third = pd.DataFrame({"node": range(2000, 2500), "attribute": "c", "cluster": 40 + np.arange(500) // 50,
+                          "status": "valid", "target": True})
+    assert gap_interval(pd.concat([rows, third]), "attribute", "a", "b", cluster="cluster", B=300)[0] == g

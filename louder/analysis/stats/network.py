@@ -52,34 +52,22 @@ def rates_by_round(rows: pd.DataFrame, attr: str) -> pd.DataFrame:
     return out.rename(columns={attr: "attribute"})[cols]
 
 
-def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None,
-                    clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """n[c, a], x[c, a]: valid decisions and target decisions of attribute a in cluster c."""
+def _cluster_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None, clusters: np.ndarray,
+                    rounds: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """n[c, a], x[c, a]: valid decisions and target decisions of attribute a in cluster c. With ``rounds``,
+    n[r, c, a] and x[r, c, a] of each of those rounds, in one pass over the rows (filtering them round by
+    round took a pass and a copy a round); rows of other rounds are left out, and so are rows of an
+    attribute not in ``attributes``."""
     v = valid(rows)
-    key = v[cluster] if cluster else v["node"]
-    ci = pd.Index(clusters).get_indexer(key)
-    ai = pd.Index(attributes).get_indexer(v[attr])
-    n = np.zeros((len(clusters), len(attributes)))
-    x = np.zeros_like(n)
-    w = _n(v)
-    np.add.at(n, (ci, ai), w)
-    np.add.at(x, (ci, ai), w * v["target"].astype(bool).to_numpy())
-    return n, x
-
-
-def _round_counts(rows: pd.DataFrame, attr: str, attributes: list, cluster: str | None, clusters: np.ndarray,
-                  rounds: list) -> tuple[np.ndarray, np.ndarray]:
-    """``_cluster_counts`` of every round in ``rounds`` at once: n[r, c, a] and x[r, c, a] (rows of other
-    rounds left out). One pass over the rows where filtering them round by round took one pass a round."""
-    v = valid(rows)
-    ri = pd.Index(rounds).get_indexer(v["round"])
-    ci = pd.Index(clusters).get_indexer(v[cluster] if cluster else v["node"])
-    ai = pd.Index(attributes).get_indexer(v[attr])
-    keep = (ri >= 0) & (ci >= 0) & (ai >= 0)  # another round, or an attribute without a column: not counted
-    shape = (len(rounds), len(clusters), len(attributes))
-    flat = np.ravel_multi_index((ri[keep], ci[keep], ai[keep]), shape)
+    index = [pd.Index(clusters).get_indexer(v[cluster] if cluster else v["node"]),
+             pd.Index(attributes).get_indexer(v[attr])]
+    shape = (len(clusters), len(attributes))
+    if rounds is not None:
+        index, shape = [pd.Index(rounds).get_indexer(v["round"]), *index], (len(rounds), *shape)
+    keep = np.logical_and.reduce([i >= 0 for i in index])
+    flat = np.ravel_multi_index(tuple(i[keep] for i in index), shape)
     w = _n(v)[keep]
-    # counts are whole numbers: summed in any order they are exact, as np.add.at's were
+    # counts are whole numbers: summed in any order they are exact
     n = np.bincount(flat, weights=w, minlength=int(np.prod(shape))).reshape(shape)
     x = np.bincount(flat, weights=w * v["target"].astype(bool).to_numpy()[keep], minlength=n.size).reshape(shape)
     return n, x
@@ -165,7 +153,7 @@ def dpd_by_round(rows: pd.DataFrame, attr: str, cluster: str | None = None, B: i
     attributes = sorted(rows[attr].dropna().unique())
     clusters = _clusters(rows, cluster)
     rounds = sorted(rows["round"].unique())
-    pairs = list(zip(*_round_counts(rows, attr, attributes, cluster, clusters, rounds)))
+    pairs = list(zip(*_cluster_counts(rows, attr, attributes, cluster, clusters, rounds)))
     boots = _bootstrap_rates(pairs, B, seed, with_variance=True)
     out = []
     for r, (n, x), (rb, vb) in zip(rounds, pairs, boots):
@@ -229,13 +217,13 @@ def amplification(llm: pd.DataFrame, arm: pd.DataFrame | None, attr: str, cluste
     frames = [llm] if arm is None else [llm, arm]
     clusters = np.unique(np.concatenate([_clusters(f, cluster) for f in frames]))
     rounds = sorted(llm["round"].unique())
-    counts = lambda rows, rr: list(zip(*_round_counts(rows, attr, attributes, cluster, clusters, rr)))  # noqa: E731
-    llm_counts = counts(llm, rounds)
+    llm_counts = list(zip(*_cluster_counts(llm, attr, attributes, cluster, clusters, rounds)))
     if arm is None:  # the baseline of every round is round 0 of the LLM rows
-        base_counts = counts(llm, [0]) * len(rounds)
+        base = list(zip(*_cluster_counts(llm, attr, attributes, cluster, clusters, [0]))) * len(rounds)
     else:  # the arm's round r; in round 0 the LLM's own (the arm starts at round 1)
-        base_counts = [llm_counts[i] if r == 0 else c for i, (r, c) in enumerate(zip(rounds, counts(arm, rounds)))]
-    pairs = [c for i in range(len(rounds)) for c in (llm_counts[i], base_counts[i])]
+        base = list(zip(*_cluster_counts(arm, attr, attributes, cluster, clusters, rounds)))
+        base = [llm_counts[i] if r == 0 else base[i] for i, r in enumerate(rounds)]
+    pairs = [c for i in range(len(rounds)) for c in (llm_counts[i], base[i])]
     boots = _bootstrap_rates(pairs, B, seed)
     d0 = _observed_dpd(*pairs[0])
     out = []
