@@ -33,6 +33,7 @@ def fit_titles(fig: Figure) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)  # the renderer the text is measured with
+    _fix_empty_labels(fig)
     width = fig.bbox.width
     engine = fig.get_layout_engine()
     for _ in range(8):
@@ -52,6 +53,16 @@ def fit_titles(fig: Figure) -> Figure:
             chars = max(len(line) for line in lines) * 0.9 * min(1.0, _room(title, box, width) / box.width)
             title.set_text(textwrap.fill(" ".join(lines), max(16, int(chars))))
     return fig
+
+
+def _fix_empty_labels(fig: Figure) -> None:
+    """Pin every axis label without text where it stands. matplotlib places a label outside its axis's
+    tick labels at each layout pass and draw, measuring every tick label again to do it; a label with no
+    text takes no room (a layout leaves it out), so there is nothing to place."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if not axis.label.get_text():
+                axis.set_label_coords(*axis.label.get_position(), transform=axis.label.get_transform())
 
 
 def _room(title, box, width: float) -> float:
@@ -84,6 +95,13 @@ def _no_engine(fig: Figure) -> None:
 
     with matplotlib.rc_context(NO_ENGINE_RC):
         fig.set_layout_engine(None)
+
+
+# What a figure is drawn under (``page.SectionContext.figure``): each title sits on top of its axes (matplotlib
+# otherwise measures every tick label of the y axis at each layout and draw to check whether an axis label
+# or an offset above the axes pushes it up — no figure of louder puts either there, and with offsets off
+# (a tick reads its whole value, never "+1e3" apart) none can), a fifth of writing a figure.
+FIGURE_RC = {"axes.titley": 1.0, "axes.formatter.useoffset": False}
 
 
 # Text stays text (<text>, anchored at its start, middle or end as matplotlib laid it out, in DejaVu Sans or

@@ -167,8 +167,11 @@ class SectionContext(Context):
         """The measure's figure ``name`` (declared on it: ``declarations.Figure``) drawn for ``args`` and
         rendered for its section: SVG with its alt text and a download link; a line saying why when there
         is nothing to draw."""
+        import matplotlib
+
         declared = self.measure.figure(name)
-        fig = declared.draw(self, *args)
+        with matplotlib.rc_context(html_.FIGURE_RC):
+            fig = declared.draw(self, *args)
         if fig is None:
             return html_.no_figure(f"{self.measure.name}/{name}", declared.empty)
         self._drawn = getattr(self, "_drawn", 0) + 1  # one download name per figure of the section
