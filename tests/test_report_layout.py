@@ -142,8 +142,6 @@ def test_a_side_panels_title_is_wrapped_to_its_room_in_one_pass():
     assert Counted.passes == 2
 
 
-
-
 def test_a_figure_measures_its_tick_labels_less_and_draws_the_same_bytes(monkeypatch):
     """Under ``FIGURE_RC`` a title sits on its axes (no search for what could push it up) and ``svg`` pins
     the labels that have no text: writing a figure of six panels measures its tick labels less than half as
@@ -165,16 +163,17 @@ def test_a_figure_measures_its_tick_labels_less_and_draws_the_same_bytes(monkeyp
     measured = []
     real = Axis._get_ticklabel_bboxes
     monkeypatch.setattr(Axis, "_get_ticklabel_bboxes", lambda self, *a, **k: measured.append(1) or real(self, *a, **k))
-    monkeypatch.setattr(html, "_fix_empty_labels", lambda fig: None)  # as before
-    before = html.svg(panels())
+    with monkeypatch.context() as old:
+        old.setattr(html, "_fix_empty_labels", lambda fig: None)  # as before
+        before = html.svg(panels())
     n_before = len(measured)
-    monkeypatch.undo()
-    monkeypatch.setattr(Axis, "_get_ticklabel_bboxes", lambda self, *a, **k: measured.append(1) or real(self, *a, **k))
     measured.clear()
     with matplotlib.rc_context(html.FIGURE_RC):
         fig = panels()
     assert html.svg(fig) == before
     assert len(measured) < n_before / 2, (len(measured), n_before)
+
+
 # --- issue 43: the first screen ---------------------------------------------------------------------------
 
 def _report(out, runs):
