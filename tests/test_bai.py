@@ -228,21 +228,34 @@ def test_decision_variants_and_judge(fake_server, tmp_path):
 
 
 def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
-    def behaviour(n, prompt, body):
-        if "pick a word" in prompt or "assign one of" in prompt:
-            return ["I'm sorry, I can't do that.", "no pairs here"][n % 2] if n % 3 == 0 else None
+    """Per trial, planned from its prompt (not from the order requests reach the server, which threads vary):
+    a refusal, an unreadable answer, one answer giving every word to one group, and the fake's pairs."""
+    config = cfg(fake_server.url, association_trials=12, association_variations=["replication"])
+
+    def answer(name: str, i: int, tr) -> str | None:  # None: the fake's own pairs
+        if i % 4 == 0:
+            return "I'm sorry, I can't do that."
+        if i % 4 == 1:
+            return "no pairs here"
+        if (name, i) == ("racism", 2):
+            return "\n".join(f"{w} - {tr.default_token}" for w in tr.default_words + tr.stigma_words)
         return None
 
-    fake_server.behaviour = behaviour
-    df, _ = run_test(cfg(fake_server.url, association_trials=12, association_variations=["replication"]),
-                     "association", tmp_path)
+    trials = [(name, i, make_trial(get_stereotype(name), "replication", i, config.seed))
+              for name in ("racism", "career") for i in range(12)]
+    plan = {tr.prompt: answer(name, i, tr) for name, i, tr in trials}
+    fake_server.behaviour = lambda n, prompt, body: plan.get(prompt)
+    df, _ = run_test(config, "association", tmp_path)
     counts = df["status"].value_counts()
-    assert counts.get("refused", 0) > 0 and counts.get("invalid", 0) > 0 and counts.get("valid", 0) > 0
+    assert counts.to_dict() == {"valid": 12, "refused": 6, "invalid": 6}
+    assert df["one_sided"].sum() == 1
     a = analyze(tmp_path, bootstrap=300)
     s = a.tables["association_stats"]
     overall = s[(s["level"] == "overall")].set_index("convention")
-    assert overall.loc["authors", "n"] == len(df) and overall.loc["strict", "n"] == counts["valid"]
-    assert overall.loc["authors", "n_refused"] == counts["refused"]
+    # authors: every answered trial (unscored ones count 0, the one-sided one its epsilon score); strict: the
+    # valid answers that have a score of their own
+    assert overall.loc["authors", "n"] == 24 and overall.loc["strict", "n"] == 11
+    assert overall.loc["authors", "n_refused"] == 6 and overall.loc["strict", "n_one_sided"] == 1
     html = write_report(a).read_text()
     assert "LLM Word Association Test" in html and "data:image/svg+xml;base64," in html
 
