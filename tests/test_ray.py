@@ -25,11 +25,9 @@ def test_ray_rows_equal_local_rows(fake_server, tmp_path):
         remote = run_experiment(build_config({**base, "executor": "ray"}), tmp_path / "ray")
         # The rows first: a call that failed, or was answered for another agent, shows in its row.
         pd.testing.assert_frame_equal(remote.decisions[COLS], local.decisions[COLS])
-        # Every answer once: asked in a worker, or (a task Ray ran again after its worker died) read back from
-        # the shard its first attempt wrote. Each call counted reached the server.
-        m, sent = remote.manifest, len(fake_server.requests) - asked
-        assert m["model_calls"] + m["cache_hits"] == 36 and m["model_calls"] <= sent, (m["model_calls"],
-                                                                                       m["cache_hits"], sent)
+        # Every answer asked once, in a worker (on failure: what the server received, beside the counts).
+        m = remote.manifest
+        assert (m["model_calls"], m["cache_hits"]) == (36, 0), len(fake_server.requests) - asked
         assert not list((tmp_path / "ray" / "cache-shards").glob("*.sqlite"))  # every shard merged
         again = run_experiment(build_config({**base, "executor": "ray"}), tmp_path / "ray")
         assert again.manifest["model_calls"] == 0
