@@ -242,7 +242,7 @@ def test_refusals_and_unreadable_answers_both_ways(fake_server, tmp_path):
         return None
 
     trials = [(name, i, make_trial(get_stereotype(name), "replication", i, config.seed))
-              for name in ("racism", "career") for i in range(12)]
+              for name in config.stereotypes for i in range(config.association.trials)]
     plan = {tr.prompt: answer(name, i, tr) for name, i, tr in trials}
     fake_server.behaviour = lambda n, prompt, body: plan.get(prompt)
     df, _ = run_test(config, "association", tmp_path)
